@@ -1,0 +1,4 @@
+from histmig.cli import main
+
+if __name__ == "__main__":
+    main()

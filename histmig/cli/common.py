@@ -1,0 +1,91 @@
+"""Shared CLI plumbing: the context object, output helpers, error → exit-code mapping."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import click
+import orjson
+
+from histmig.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
+from histmig.homes import Homes, resolve_homes
+
+
+@dataclass
+class Context:
+    homes: Homes
+    quiet: bool = False
+    verbose: int = 0
+
+    @classmethod
+    def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":
+        return cls(homes=resolve_homes(**home_flags), quiet=quiet, verbose=verbose)
+
+
+def use_color(stream=None) -> bool:
+    """Colour only on a terminal and never with NO_COLOR (https://no-color.org)."""
+    stream = stream or sys.stdout
+    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+def style(text: str, **kw) -> str:
+    return click.style(text, **kw) if use_color() else text
+
+
+def emit_json(data: Any) -> None:
+    """Machine output: one JSON document on stdout, no colour, no progress."""
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
+                            default=_json_default).decode())
+
+
+def _json_default(obj):
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def info(ctx: Context | None, message: str) -> None:
+    """Human output on stdout unless --quiet."""
+    if ctx is None or not ctx.quiet:
+        click.echo(message)
+
+
+def diag(message: str) -> None:
+    """Diagnostics go to stderr."""
+    click.echo(message, err=True)
+
+
+def print_warnings(items: Iterable[Warning | Skip]) -> None:
+    for item in items:
+        diag(item.describe() if isinstance(item, Skip) else "warning: " + item.describe())
+
+
+def run_guarded(group: click.Group, argv: list[str] | None) -> int:
+    """Run the click group; turn library errors into ``error: ...`` and an exit code."""
+    try:
+        rv = group.main(args=argv, prog_name="histmig", standalone_mode=False)
+        return rv if isinstance(rv, int) else EXIT_OK
+    except AmbiguousError as e:
+        diag(f"error: {e.describe()}")
+        for c in e.candidates:
+            diag(f"  {c}")
+        return e.exit_code
+    except HistmigError as e:
+        diag(f"error: {e.describe()}")
+        return e.exit_code
+    except click.exceptions.Abort:
+        diag("aborted")
+        return 1
+    except click.ClickException as e:
+        e.show()
+        return EXIT_USAGE if e.exit_code == 2 else e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except BrokenPipeError:
+        return EXIT_OK

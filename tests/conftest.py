@@ -1,0 +1,56 @@
+"""Every test runs with every home pointed at a temporary folder.
+
+The autouse fixture ``isolated_homes`` redirects HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, MINI_CC_HOME,
+HISTMIG_STATE_DIR and the XDG folders, and fails the test if anything under the real home that
+histmig could touch changed while it ran.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REAL_HOME = Path(os.path.expanduser("~"))
+# what histmig (or a real client started by a test) could write under the real home
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".local/state/histmig", ".histmig"]
+
+
+def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
+    snap: dict[str, tuple[int, int]] = {}
+    for name in WATCHED:
+        top = home / name
+        if not top.exists() and not top.is_symlink():
+            continue
+        paths = [top] if not top.is_dir() else [top, *top.rglob("*")]
+        for p in paths[:20000]:
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            snap[str(p)] = (st.st_size, st.st_mtime_ns)
+    return snap
+
+
+@pytest.fixture(autouse=True)
+def isolated_homes(tmp_path_factory, monkeypatch):
+    base = tmp_path_factory.mktemp("home")
+    homes = {
+        "HOME": base,
+        "CODEX_HOME": base / ".codex",
+        "CLAUDE_CONFIG_DIR": base / ".claude",
+        "MINI_CC_HOME": base / ".mini_cc",
+        "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
+        "XDG_STATE_HOME": base / ".local" / "state",
+        "XDG_CONFIG_HOME": base / ".config",
+        "XDG_CACHE_HOME": base / ".cache",
+    }
+    for var, path in homes.items():
+        monkeypatch.setenv(var, str(path))
+    monkeypatch.delenv("CODEX_SQLITE_HOME", raising=False)
+    monkeypatch.delenv("HISTMIG_CRASH_AT", raising=False)
+    before = _snapshot(REAL_HOME)
+    yield homes
+    after = _snapshot(REAL_HOME)
+    changed = sorted(set(before.items()) ^ set(after.items()))
+    assert not changed, f"test wrote outside its temporary home: {changed[:5]}"
