@@ -1,0 +1,209 @@
+"""The common record model every adapter reads into and writes from.
+
+Session → Records → Parts. A Record keeps the exact source bytes (``raw``) of the line(s) it came
+from and the fields the model does not name (``extra``, in source order). Writers emit ``raw``
+untouched whenever it is set; ``record.evolve(...)`` returns a changed copy with ``raw`` cleared.
+That single rule is how an edit of one field leaves every other byte identical.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+Kind = Literal["message", "tool_call", "tool_result", "reasoning", "summary", "event", "other"]
+Role = Literal["user", "assistant", "system", "developer", "tool", None]
+
+
+# ---- parts -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    injected: bool = False   # context the client injected (environment_context, AGENTS.md, reminders)
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Model reasoning. ``summary`` is readable text; ``encrypted`` (Codex) and ``signature``
+    (Claude thinking) bind it to the provider that issued it and cannot be carried elsewhere."""
+
+    summary: str = ""
+    text: str = ""
+    encrypted: str | None = None
+    signature: str | None = None
+    redacted: bool = False
+    kind: str = "reasoning"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool invocation. ``arguments`` is a dict for JSON tools, a str for free-form tools
+    (Codex ``custom_tool_call`` such as apply_patch)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    namespace: str | None = None
+    kind: str = "tool_call"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    output: Any                # str, or a list of content blocks
+    is_error: bool = False
+    structured: Any = None     # Claude ``toolUseResult`` and similar
+    kind: str = "tool_result"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    media_type: str | None = None
+    data: Any = None           # url, base64, or the source block
+    kind: str = "attachment"
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Something the model does not understand, kept for the native dump."""
+
+    data: Any = None
+    note: str = ""
+    kind: str = "opaque"
+
+
+Part = Text | Reasoning | ToolCall | ToolResult | Attachment | Opaque
+
+
+# ---- records and sessions --------------------------------------------------------------------
+
+@dataclass
+class Record:
+    """One logical record. For Claude Code, adjacent assistant lines that share ``message.id``
+    form one Record whose ``raw`` is the concatenation of those lines (``lines`` says how many)."""
+
+    id: str | None = None
+    parent_id: str | None = None
+    kind: Kind = "other"
+    role: Role = None
+    timestamp: str | None = None
+    parts: list[Part] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    raw: bytes | None = None
+    line: int | None = None          # 1-based number of the first source line
+    lines: int = 1
+    source_type: str | None = None   # the format's own type tag (e.g. "response_item/function_call")
+    opaque_reason: str | None = None  # set when the line did not parse
+
+    def evolve(self, **changes: Any) -> "Record":
+        """A changed copy; ``raw`` is cleared so writers re-encode it."""
+        changes.setdefault("raw", None)
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def opaque(self) -> bool:
+        return self.opaque_reason is not None
+
+    def text(self, *, include_injected: bool = False) -> str:
+        return "\n".join(p.text for p in self.parts
+                         if isinstance(p, Text) and (include_injected or not p.injected))
+
+
+@dataclass
+class Session:
+    id: str
+    format: str
+    path: Path | None = None
+    cwd: str | None = None
+    created: str | None = None
+    updated: float | None = None          # file mtime, seconds
+    title: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    parent_id: str | None = None
+    records: list[Record] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    subagents: list["Session"] = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)
+
+    @property
+    def opaque_count(self) -> int:
+        return sum(1 for r in self.records if r.opaque)
+
+    def messages(self) -> Iterator[Record]:
+        """Records that belong to the conversation (not events, not opaque lines)."""
+        for r in self.records:
+            if r.kind in ("message", "tool_call", "tool_result", "reasoning", "summary") and not r.opaque:
+                yield r
+
+
+@dataclass
+class SessionRef:
+    """What ``discover`` yields: enough to list a session without reading it whole."""
+
+    format: str
+    id: str
+    path: Path
+    cwd: str | None = None
+    provider: str | None = None
+    updated: float | None = None
+    created: str | None = None
+    title: str | None = None
+    messages: int | None = None
+    size: int = 0
+    state: list[str] = field(default_factory=list)   # "ok", "archived", "compressed", "shadowed", "N broken lines", ...
+    error: str | None = None
+    archived: bool = False
+    compressed: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.format, "id": self.id, "path": str(self.path), "cwd": self.cwd,
+                "provider": self.provider, "updated": self.updated, "created": self.created,
+                "title": self.title, "messages": self.messages, "size": self.size,
+                "state": self.state_text(), "archived": self.archived, "compressed": self.compressed,
+                "error": self.error, **({"extra": self.extra} if self.extra else {})}
+
+    def state_text(self) -> str:
+        return ", ".join(self.state) if self.state else ("error" if self.error else "ok")
+
+
+# ---- the core of a conversation ------------------------------------------------------------
+
+def core(session: Session) -> list[tuple]:
+    """Roles, visible text, tool calls and results, in order: what must survive a conversion.
+
+    Adjacent text parts of the same role are joined, so formats that split a message into several
+    records compare equal to formats that keep one record per message.
+    """
+    out: list[tuple] = []
+    for rec in session.messages():
+        for p in rec.parts:
+            if isinstance(p, Text) and not p.injected and p.text.strip():
+                item = ("text", rec.role, p.text.strip())
+                if out and out[-1][0] == "text" and out[-1][1] == rec.role:
+                    out[-1] = ("text", rec.role, out[-1][2] + "\n" + item[2])
+                else:
+                    out.append(item)
+            elif isinstance(p, ToolCall):
+                out.append(("tool_call", p.name, _canon(p.arguments)))
+            elif isinstance(p, ToolResult):
+                out.append(("tool_result", _result_text(p.output), p.is_error))
+    return out
+
+
+def _canon(value: Any) -> str:
+    import orjson
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() if not isinstance(value, str) else value
+
+
+def _result_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict))
+    return "" if output is None else str(output)

@@ -1,0 +1,359 @@
+"""Plans: what a mutating command would do, as data.
+
+A planner (``histmig/ops/*``) reads the disk and returns a :class:`Plan`: a list of small,
+fingerprinted operations. Nothing is written until ``histmig.apply.apply_plan`` executes the plan
+through the one file-system facade; every operation carries what it expects to find so that apply can
+refuse (naming the file) when the world changed since planning.
+
+Byte edits of existing files are :class:`Patch` lists (offset, old bytes, new bytes) rather than
+whole new contents: apply streams the untouched ranges (``os.copy_file_range``) and writes only the
+patched spans, so flipping one value in a 500 MB file costs a copy, never a parse.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+
+from histmig.diagnostics import RefusedError, Skip, Warning
+
+PLAN_SCHEMA = "histmig-plan/1"
+
+
+def _b(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _unb(text: str) -> bytes:
+    return base64.b64decode(text.encode())
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a path held at planning time. ``absent=True`` means "must not exist"."""
+
+    absent: bool = False
+    dev: int | None = None
+    ino: int | None = None
+    size: int | None = None
+    mtime_ns: int | None = None
+    sha256: str | None = None
+
+    @classmethod
+    def of(cls, path: str | os.PathLike, *, with_hash: bool = True) -> "Fingerprint":
+        """Fingerprint a path as it is now (lstat: a symlink is fingerprinted as itself)."""
+        p = Path(path)
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            return cls(absent=True)
+        digest = None
+        if with_hash and p.is_file() and not p.is_symlink():
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            digest = h.hexdigest()
+        return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.absent:
+            return {"absent": True}
+        return {k: v for k, v in self.__dict__.items() if k != "absent" and v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Fingerprint":
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Replace ``old`` at byte ``offset`` with ``new``. Offsets refer to the *original* content
+    (for a ``.jsonl.zst`` file: the decompressed content). Patches of one file never overlap."""
+
+    offset: int
+    old: bytes
+    new: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "old": _b(self.old), "new": _b(self.new)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Patch":
+        return cls(d["offset"], _unb(d["old"]), _unb(d["new"]))
+
+    @property
+    def delta(self) -> int:
+        return len(self.new) - len(self.old)
+
+
+@dataclass(frozen=True)
+class Op:
+    """Base of every operation. ``session`` names the session the op belongs to
+    (``{"tool": "codex", "id": "<thread id>"}``) so apply can check that tool's live-session
+    locks for exactly the sessions a plan touches."""
+
+    kind: ClassVar[str] = "op"
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def paths(self) -> list[str]:
+        """Paths this operation writes (for root confinement checks)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class WriteFile(Op):
+    """Rewrite an existing file: apply ``patches`` (preferred) or replace with ``new_bytes``.
+
+    ``compression="zstd"`` means the file on disk is zstd and patches address the decompressed
+    bytes; apply decompresses, patches, recompresses at ``level`` and verifies. ``in_place_ok`` lets
+    apply use the same-length pwrite path (inode kept) when every patch keeps its length.
+    """
+
+    kind: ClassVar[str] = "write"
+    path: str
+    expect: Fingerprint
+    patches: tuple[Patch, ...] = ()
+    new_bytes: bytes | None = None
+    compression: str | None = None
+    level: int = 3
+    in_place_ok: bool = False
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
+        return f"rewrite {self.path} ({what}{', ' + self.reason if self.reason else ''})"
+
+    def paths(self) -> list[str]:
+        return [self.path]
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
+                             "patches": [p.to_dict() for p in self.patches],
+                             "compression": self.compression, "level": self.level,
+                             "in_place_ok": self.in_place_ok, "session": self.session, "reason": self.reason}
+        if self.new_bytes is not None:
+            d["new_bytes"] = _b(self.new_bytes)
+        return d
+
+
+@dataclass(frozen=True)
+class CreateFile(Op):
+    """Create a new file (parents created as needed, recorded so undo removes them).
+    Refuses if the path exists. ``mtime_ns`` None means "now"."""
+
+    kind: ClassVar[str] = "create"
+    path: str
+    data: bytes
+    mode: int = 0o600
+    mtime_ns: int | None = None
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"create {self.path} ({len(self.data)} bytes{', ' + self.reason if self.reason else ''})"
+
+    def paths(self) -> list[str]:
+        return [self.path]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "data": _b(self.data), "mode": self.mode,
+                "mtime_ns": self.mtime_ns, "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Rename(Op):
+    """Rename a file or folder. Never replaces anything: an existing target (even an empty
+    folder) makes apply refuse."""
+
+    kind: ClassVar[str] = "rename"
+    src: str
+    dst: str
+    expect: Fingerprint
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"rename {self.src} -> {self.dst}"
+
+    def paths(self) -> list[str]:
+        return [self.src, self.dst]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "src": self.src, "dst": self.dst, "expect": self.expect.to_dict(),
+                "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Delete(Op):
+    kind: ClassVar[str] = "delete"
+    path: str
+    expect: Fingerprint
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"delete {self.path}"
+
+    def paths(self) -> list[str]:
+        return [self.path]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
+                "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class SqlUpdate(Op):
+    """``UPDATE table SET <set> WHERE <key>``, refused unless the row still holds ``expect``
+    (old values of every column in ``set``)."""
+
+    kind: ClassVar[str] = "sql-update"
+    db: str
+    table: str
+    key: dict[str, Any]
+    set: dict[str, Any]
+    expect: dict[str, Any]
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        cols = ", ".join(f"{k}={v!r}" for k, v in self.set.items())
+        keys = ", ".join(f"{k}={v!r}" for k, v in self.key.items())
+        return f"update {Path(self.db).name} {self.table} [{keys}]: {cols}"
+
+    def paths(self) -> list[str]:
+        return [self.db]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "db": self.db, "table": self.table, "key": self.key, "set": self.set,
+                "expect": self.expect, "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class SqlInsert(Op):
+    """Insert one row; refused if a row with the same ``key`` columns exists."""
+
+    kind: ClassVar[str] = "sql-insert"
+    db: str
+    table: str
+    row: dict[str, Any]
+    key: tuple[str, ...] = ("id",)
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"insert into {Path(self.db).name} {self.table} ({', '.join(f'{k}={self.row[k]!r}' for k in self.key)})"
+
+    def paths(self) -> list[str]:
+        return [self.db]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "db": self.db, "table": self.table, "row": self.row,
+                "key": list(self.key), "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class SqlDelete(Op):
+    """Delete the rows matching ``where`` (apply journals them so undo re-inserts them).
+    ``expect_count`` guards against a changed table."""
+
+    kind: ClassVar[str] = "sql-delete"
+    db: str
+    table: str
+    where: dict[str, Any]
+    expect_count: int
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k}={v!r}" for k, v in self.where.items())
+        return f"delete {self.expect_count} row(s) from {Path(self.db).name} {self.table} [{keys}]"
+
+    def paths(self) -> list[str]:
+        return [self.db]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "db": self.db, "table": self.table, "where": self.where,
+                "expect_count": self.expect_count, "session": self.session, "reason": self.reason}
+
+
+OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, SqlUpdate, SqlInsert, SqlDelete)}
+
+
+def op_from_dict(d: dict[str, Any]) -> Op:
+    d = dict(d)
+    cls = OP_TYPES.get(d.pop("kind", None))
+    if cls is None:
+        raise RefusedError("invalid plan: unknown operation kind")
+    if "expect" in d and cls in (WriteFile, Rename, Delete):
+        d["expect"] = Fingerprint.from_dict(d["expect"])
+    if cls is WriteFile:
+        d["patches"] = tuple(Patch.from_dict(p) for p in d.get("patches", ()))
+        if "new_bytes" in d:
+            d["new_bytes"] = _unb(d["new_bytes"])
+    if cls is CreateFile:
+        d["data"] = _unb(d["data"])
+    if cls is SqlInsert:
+        d["key"] = tuple(d.get("key", ("id",)))
+    return cls(**d)
+
+
+@dataclass
+class Plan:
+    """A mutating command's intent. ``summary`` is the planner's counts (for "would ..." output);
+    ``warnings``/``skips`` are what it noticed; ``roots`` are the folders writes must stay under."""
+
+    op: str
+    args: dict[str, Any]
+    roots: list[str]
+    operations: list[Op] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.operations
+
+    def to_dict(self) -> dict[str, Any]:
+        from histmig import __version__
+        body = {"schema": PLAN_SCHEMA, "histmig_version": __version__, "op": self.op, "args": self.args,
+                "roots": self.roots, "operations": [o.to_dict() for o in self.operations],
+                "warnings": [w.to_dict() for w in self.warnings],
+                "skips": [s.to_dict() for s in self.skips], "summary": self.summary}
+        return {**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()}
+
+    def dumps(self) -> bytes:
+        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2)
+
+    @classmethod
+    def loads(cls, data: bytes) -> "Plan":
+        try:
+            d = orjson.loads(data)
+            sha = d.pop("sha256")
+        except Exception as e:
+            raise RefusedError(f"invalid plan: {e}") from None
+        if d.get("schema") != PLAN_SCHEMA:
+            raise RefusedError("invalid plan: unknown schema")
+        if hashlib.sha256(_canonical(d)).hexdigest() != sha:
+            raise RefusedError("invalid plan: body hash mismatch (edited or corrupted)")
+        return cls(op=d["op"], args=d["args"], roots=d["roots"],
+                   operations=[op_from_dict(o) for o in d["operations"]],
+                   warnings=[Warning(**w) for w in d.get("warnings", [])],
+                   skips=[Skip(**s) for s in d.get("skips", [])], summary=d.get("summary", {}))
+
+
+def _canonical(body: dict[str, Any]) -> bytes:
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)

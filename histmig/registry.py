@@ -1,0 +1,41 @@
+"""The Adapter protocol and the one explicit table of adapters.
+
+Each format module (``histmig/formats/<name>.py``) exposes ``ADAPTER``, an object with:
+
+- ``name``: "codex" | "claude-code" | "mini-cc" | "manifest"
+- ``lossless_parts``: the Part kinds it stores without loss (used by conversion property tests)
+- ``detect(path) -> bool``: cheap test whether a file belongs to this format
+- ``discover(homes) -> Iterator[SessionRef]``: lazy; reads at most heads and tails; a broken file
+  becomes a ref with ``error`` set, never an exception
+- ``read(path_or_ref) -> Session``: the whole session; every line kept (opaque ones too)
+- ``serialize(session) -> bytes``: the main file's bytes; records with ``raw`` are emitted verbatim,
+  so ``serialize(read(f)) == f.read_bytes()`` for every file of the format
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterator
+
+FORMATS = {
+    "codex": "histmig.formats.codex",
+    "claude-code": "histmig.formats.claude_code",
+    "mini-cc": "histmig.formats.mini_cc",
+    "manifest": "histmig.formats.manifest",
+}
+
+
+def adapter(name: str) -> Any:
+    if name not in FORMATS:
+        from histmig.diagnostics import UsageError
+        raise UsageError(f"unknown tool {name!r} (choose from {', '.join(FORMATS)})")
+    return importlib.import_module(FORMATS[name]).ADAPTER
+
+
+def adapters() -> Iterator[Any]:
+    """Every adapter that is available, in table order."""
+    for name, module in FORMATS.items():
+        try:
+            yield importlib.import_module(module).ADAPTER
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise

@@ -1,0 +1,1 @@
+"""End-to-end tests: the real Codex and Claude Code clients against a loopback fake API."""
