@@ -122,6 +122,22 @@ def _no_duplicates(pairs):
     return d
 
 
+MAX_DEPTH = 256   # deeper lines are opaque: serde_json (Codex) refuses past 128, Python recursion past ~1000
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_DEPTH:
+            return True
+        if isinstance(v, dict):
+            stack.extend((c, d + 1) for c in v.values())
+        elif isinstance(v, list):
+            stack.extend((c, d + 1) for c in v)
+    return False
+
+
 def parse_json(body: bytes) -> tuple[Any, str | None]:
     """Strict parse: orjson (UTF-8, depth, NaN, int range), then a duplicate-key check.
 
@@ -140,6 +156,8 @@ def parse_json(body: bytes) -> tuple[Any, str | None]:
         if "recursion" in msg.lower() or "depth" in msg.lower():
             return None, "nesting too deep"
         return None, "not valid JSON"
+    if (body.count(b"[") + body.count(b"{")) > MAX_DEPTH and _too_deep(value):
+        return None, "nesting too deep"
     if isinstance(value, dict) and body.count(b'":') > 1:
         try:
             json.loads(body, object_pairs_hook=_no_duplicates)

@@ -89,3 +89,37 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
         return e.exit_code
     except BrokenPipeError:
         return EXIT_OK
+
+
+class Progress:
+    """A progress line on stderr for runs over about a second, only when stderr is a terminal."""
+
+    def __init__(self, label: str, *, total: int | None = None, enabled: bool = True):
+        import time
+        self.label, self.total, self.count, self.bytes = label, total, 0, 0
+        self.start = time.monotonic()
+        self.enabled = enabled and sys.stderr.isatty()
+        self.shown = False
+
+    def step(self, nbytes: int = 0) -> None:
+        import time
+        self.count += 1
+        self.bytes += nbytes
+        if not self.enabled or self.count % 50:
+            return
+        elapsed = time.monotonic() - self.start
+        if elapsed < 1.0:
+            return
+        eta = ""
+        if self.total:
+            rate = self.count / elapsed
+            eta = f", ETA {max(0, (self.total - self.count) / rate):.0f}s"
+        of = f"/{self.total}" if self.total else ""
+        sys.stderr.write(f"\r{self.label}: {self.count}{of} files, {self.bytes / 1e6:.1f} MB{eta}   ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 70 + "\r")
+            sys.stderr.flush()

@@ -1,0 +1,63 @@
+"""``histmig scan``: one table of every session across all tools."""
+from __future__ import annotations
+
+import click
+
+from histmig.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since
+from histmig.cli.common import Progress, emit_json, info, style
+from histmig.registry import FORMATS
+
+EXAMPLES = """
+\b
+Examples:
+  histmig scan
+  histmig scan --tool codex --provider openai
+  histmig scan --cwd ~/code/app --since 7d --json
+"""
+
+
+@click.command("scan", help="List every session of every tool." + EXAMPLES)
+@click.option("--tool", "tools", multiple=True, type=click.Choice(list(FORMATS)), help="Only these tools (repeatable).")
+@click.option("--provider", help="Only Codex sessions recorded under this model_provider.")
+@click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
+@click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per session.")
+@click.pass_obj
+def command(ctx, tools, provider, cwd, since, as_json):
+    since_ts = parse_since(since) if since else None
+    progress = Progress("scanning", enabled=not as_json and not ctx.quiet)
+    refs = []
+    for ref in filter_refs(discover_all(ctx.homes, tools or None), provider=provider, cwd=cwd, since=since_ts):
+        refs.append(ref)
+        progress.step(ref.size)
+    progress.done()
+    refs.sort(key=lambda r: (r.updated or 0), reverse=True)
+    if as_json:
+        emit_json([r.to_dict() for r in refs])
+        return 0
+    render_table(ctx, refs)
+    return 0
+
+
+def render_table(ctx, refs) -> None:
+    if not refs:
+        info(ctx, "no sessions found")
+        return
+    rows = [("TOOL", "ID", "UPDATED", "CWD", "PROVIDER", "MSGS", "SIZE", "STATE", "TITLE")]
+    for r in refs:
+        rows.append((r.format, r.id[:8], fmt_time(r.updated), r.cwd or "-", r.provider or "-",
+                     "-" if r.messages is None else str(r.messages), fmt_size(r.size), r.state_text(),
+                     _short(r.title or "", 50)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for n, row in enumerate(rows):
+        line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
+        info(ctx, style(line, bold=True) if n == 0 else line.rstrip())
+    by_tool: dict[str, int] = {}
+    for r in refs:
+        by_tool[r.format] = by_tool.get(r.format, 0) + 1
+    info(ctx, f"\n{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")")
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,440 @@
+"""Codex CLI rollouts: ``sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]`` and flat ``archived_sessions/``.
+
+Every line becomes one Record whose ``raw`` is the exact source bytes, so ``serialize(read(f))`` is
+the file byte for byte: unknown line types (``token_usage_record``, ...) and damaged lines pass
+through untouched. Listing (``discover``) reads only the head of each file and, when the head did not
+reach the end, a 64 KB tail for the latest ``turn_context.cwd`` (what ``codex exec resume --last``
+matches on, codex.md §13).
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from histmig.diagnostics import HistmigError, HistmigInputError
+from histmig.jsonl import Line, head_lines, is_zst, open_stream, read_lines, tail_lines
+from histmig.model import Reasoning, Record, Session, SessionRef, Text, ToolCall, ToolResult
+
+NAME = "codex"
+ROLLOUT_RE = re.compile(r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-(.+)\.jsonl(\.zst)?$")
+# injected context that appears as role=user messages (codex.md §5): never a title
+INJECTED_PREFIXES = ("<environment_context", "# AGENTS.md instructions", "<permissions",
+                     "<user_instructions", "<INSTRUCTIONS>", "<user_shell_command")
+TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
+              "image_generation_call"}
+TOOL_RESULTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+
+
+# ---- file names and discovery ------------------------------------------------------------------
+
+def parse_name(name: str) -> tuple[str, str, str | None] | None:
+    """``(timestamp, thread_id, rollout_id)`` from a rollout file name, or None (codex.md §2)."""
+    m = ROLLOUT_RE.match(name)
+    if not m:
+        return None
+    ids = m.group(2).split("_", 1)
+    return m.group(1), ids[0], ids[1] if len(ids) > 1 else None
+
+
+def plain_path(path: Path) -> Path:
+    """The ``.jsonl`` path of a rollout (strips ``.zst``)."""
+    return path.with_name(path.name[:-4]) if path.name.endswith(".zst") else path
+
+
+def _walk(root: Path, *, flat: bool) -> Iterator[Path]:
+    """Rollout files under ``root`` (recursive unless ``flat``); symlinked folders are not entered."""
+    if not root.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort(reverse=True)
+        if flat:
+            dirnames.clear()
+        for name in sorted(filenames, reverse=True):
+            if name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst")):
+                yield Path(dirpath) / name
+
+
+def rollout_files(codex_home: Path, *, archived: bool = True) -> Iterator[tuple[Path, bool, Path | None]]:
+    """``(path, archived, shadowed_zst)`` for every logical rollout. When ``x.jsonl`` and
+    ``x.jsonl.zst`` both exist the plain file wins (Codex's precedence) and the ``.zst`` is
+    returned as ``shadowed_zst``."""
+    roots = [(codex_home / "sessions", False, False)]
+    if archived:
+        roots.append((codex_home / "archived_sessions", True, True))
+    for root, is_archived, flat in roots:
+        for path in _walk(root, flat=flat):
+            if path.name.endswith(".zst"):
+                if plain_path(path).exists():
+                    continue                     # reported with its plain sibling
+                yield path, is_archived, None
+            else:
+                zst = path.with_name(path.name + ".zst")
+                yield path, is_archived, zst if zst.exists() else None
+
+
+# ---- line classification --------------------------------------------------------------------
+
+def line_type(obj: Any) -> str | None:
+    """The envelope ``type`` of a parsed line, or ``"legacy:<type>"`` for pre-envelope lines."""
+    if not isinstance(obj, dict):
+        return None
+    if "payload" in obj and isinstance(obj.get("type"), str):
+        return obj["type"]
+    if "record_type" in obj:
+        return "legacy:state"
+    if isinstance(obj.get("type"), str):
+        return "legacy:" + obj["type"]
+    if "id" in obj and "timestamp" in obj:
+        return "legacy:session_meta"
+    return None
+
+
+def payload(obj: Any) -> dict:
+    p = obj.get("payload") if isinstance(obj, dict) else None
+    return p if isinstance(p, dict) else {}
+
+
+def message_text(item: dict) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
+
+
+def is_injected(text: str) -> bool:
+    return text.lstrip().startswith(INJECTED_PREFIXES)
+
+
+def user_prompt(obj: Any) -> str | None:
+    """The text of a real user prompt on this line, or None (injected context, developer, other)."""
+    t = line_type(obj)
+    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
+    if item is not None:
+        if item.get("type") == "message" and item.get("role") == "user":
+            text = message_text(item)
+            return None if is_injected(text) or not text.strip() else text
+        return None
+    if t == "event_msg" and payload(obj).get("type") == "user_message":
+        text = payload(obj).get("message")
+        return text if isinstance(text, str) and text.strip() and not is_injected(text) else None
+    return None
+
+
+def is_conversation_message(obj: Any) -> bool:
+    t = line_type(obj)
+    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
+    if not item or item.get("type") != "message" or item.get("role") not in ("user", "assistant"):
+        return False
+    return not (item.get("role") == "user" and is_injected(message_text(item)))
+
+
+# ---- heads: what a listing needs -------------------------------------------------------------
+
+def first_line(path: Path, *, limit: int = 64 * 1024 * 1024) -> bytes:
+    """The first line of a rollout (plain or ``.zst``), reading no further than needed."""
+    buf = bytearray()
+    with open_stream(path) as fh:
+        while len(buf) <= limit:
+            chunk = fh.read(64 * 1024)
+            if not chunk:
+                break
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                buf += chunk[:nl + 1]
+                return bytes(buf)
+            buf += chunk
+    if len(buf) > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return bytes(buf)
+
+
+def meta_of(obj: Any) -> dict | None:
+    """The SessionMeta payload of a parsed first line (envelope or pre-envelope)."""
+    t = line_type(obj)
+    if t == "session_meta":
+        return payload(obj)
+    if t == "legacy:session_meta":
+        return obj
+    return None
+
+
+def head_meta(path: Path) -> tuple[dict | None, str | None]:
+    """``(session_meta payload, error)`` from line 1 only: the cheap test a flip dry run needs."""
+    from histmig.jsonl import parse_json
+    raw = first_line(path)
+    obj, err = parse_json(raw.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf"))
+    if err:
+        return None, f"line 1 unreadable ({err})"
+    meta = meta_of(obj)
+    if meta is None:
+        return None, "line 1 is not a session_meta"
+    return meta, None
+
+
+def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
+    names = parse_name(path.name)
+    ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
+                     archived=archived, compressed=is_zst(path))
+    meta, meta_cwd, turn_cwd, broken, msgs = None, None, None, 0, 0
+    for ln in lines:
+        if ln.opaque:
+            broken += 1
+            continue
+        obj = ln.obj
+        t = line_type(obj)
+        if meta is None and t in ("session_meta", "legacy:session_meta"):
+            meta = meta_of(obj)
+        elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            turn_cwd = payload(obj)["cwd"]
+        if ref.title is None:
+            ref.title = _title(user_prompt(obj))
+        msgs += is_conversation_message(obj)
+    if meta is not None:
+        ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
+        meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+        ref.provider = meta.get("model_provider") if isinstance(meta.get("model_provider"), str) else None
+        ref.created = meta.get("timestamp")
+        ref.extra = _ref_extra(meta, names)
+    else:
+        ref.error = "no session_meta at the start of the file"
+    ref.cwd = turn_cwd or meta_cwd
+    ref.messages = msgs
+    ref.state = _states(ref, lines, broken, shadowed, meta)
+    return ref
+
+
+def _title(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = text.removeprefix("## My request for Codex:").strip()
+    first = text.splitlines()[0] if text else ""
+    return first[:120] or None
+
+
+def _ref_extra(meta: dict, names) -> dict:
+    extra: dict[str, Any] = {}
+    if meta.get("history_mode"):
+        extra["history_mode"] = meta["history_mode"]
+    if isinstance(meta.get("history_base"), dict):
+        extra["history_base"] = meta["history_base"]
+    if meta.get("forked_from_id"):
+        extra["forked_from_id"] = meta["forked_from_id"]
+    if names and names[2]:
+        extra["rollout_id"] = names[2]
+    if "model_provider" not in meta:
+        extra["provider_missing"] = True
+    return extra
+
+
+def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | None, meta) -> list[str]:
+    state = []
+    if ref.archived:
+        state.append("archived")
+    if ref.compressed:
+        state.append("compressed")
+    if meta is not None and "payload" not in (lines[0].obj or {}):
+        state.append("legacy pre-envelope (Codex cannot read it)")
+    if shadowed is not None:
+        state.append(f"shadows {shadowed.name} (Codex prefers the plain file)")
+        ref.extra["shadowed_zst"] = str(shadowed)
+    if broken:
+        state.append(f"{broken} broken line{'s' if broken > 1 else ''}")
+    return state
+
+
+def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
+             head_bytes: int = 128 * 1024) -> SessionRef:
+    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception."""
+    try:
+        st = path.stat()
+        lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+    except (HistmigError, OSError) as e:
+        names = parse_name(path.name)
+        return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
+                          compressed=is_zst(path), error=str(e), state=["unreadable"])
+    if not lines:
+        return SessionRef(format=NAME, id=(parse_name(path.name) or ("", path.stem))[1], path=path,
+                          archived=archived, compressed=is_zst(path), error="empty file", size=st.st_size)
+    ref = _ref_from_lines(path, lines, archived, shadowed)
+    ref.size, ref.updated = st.st_size, st.st_mtime
+    covered = lines[-1].offset + (lines[-1].length or 0)
+    if covered < st.st_size:
+        ref.messages = None            # unknown without reading the whole file
+        if not ref.compressed:         # a tail of a .zst would mean decompressing all of it
+            cwd = _latest_turn_cwd(path)
+            ref.cwd = cwd or ref.cwd
+    return ref
+
+
+def _latest_turn_cwd(path: Path) -> str | None:
+    try:
+        tail = tail_lines(path, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return None
+    for ln in reversed(tail):
+        if b'"turn_context"' in (ln.raw or b""):
+            obj = ln.obj
+            if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+                return payload(obj)["cwd"]
+    return None
+
+
+# ---- reading a whole session ---------------------------------------------------------------
+
+def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
+    """``(kind, role, parts)`` of one line."""
+    item = payload(obj) if t == "response_item" else (obj if t and t.startswith("legacy:") else None)
+    if t == "event_msg":
+        return "event", None, []
+    if t == "compacted":
+        msg = payload(obj).get("message")
+        return "summary", None, [Text(msg)] if isinstance(msg, str) and msg else []
+    if not isinstance(item, dict):
+        return "other", None, []
+    it = item.get("type")
+    if it == "message":
+        role = item.get("role") if item.get("role") in ("user", "assistant", "developer", "system") else None
+        text = message_text(item)
+        injected = role in ("developer", "system") or (role == "user" and is_injected(text))
+        return "message", role, [Text(text, injected=injected)]
+    if it == "reasoning":
+        summary = "\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+        content = item.get("content")
+        text = "\n".join(c.get("text", "") for c in content if isinstance(c, dict)) if isinstance(content, list) else ""
+        return "reasoning", "assistant", [Reasoning(summary=summary, text=text, encrypted=item.get("encrypted_content"))]
+    if it in TOOL_CALLS:
+        return "tool_call", "assistant", [_tool_call(item)]
+    if it in TOOL_RESULTS:
+        return "tool_result", "tool", [ToolResult(call_id=str(item.get("call_id") or ""), output=item.get("output"))]
+    return "other", None, []
+
+
+def _tool_call(item: dict) -> ToolCall:
+    it = item.get("type")
+    if it == "function_call":
+        args: Any = item.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                pass
+        return ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""), args, item.get("namespace"))
+    if it == "custom_tool_call":
+        return ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""), item.get("input"),
+                        item.get("namespace"))
+    return ToolCall(str(item.get("call_id") or item.get("id") or ""), it, item.get("action"))
+
+
+def _record(ln: Line) -> Record:
+    if ln.raw is None or ln.opaque or ln.blank:
+        reason = ln.error if not ln.blank else "blank line"
+        return Record(raw=ln.raw, line=ln.number, opaque_reason=reason,
+                      extra={"offset": ln.offset, "length": ln.length})
+    obj = ln.obj
+    t = line_type(obj)
+    kind, role, parts = _parts(t, obj)
+    sub = payload(obj).get("type") if t in ("response_item", "event_msg") else None
+    item = payload(obj) if t == "response_item" else {}
+    return Record(id=item.get("id") if isinstance(item.get("id"), str) else None, kind=kind, role=role,
+                  timestamp=obj.get("timestamp") if isinstance(obj, dict) else None, parts=parts,
+                  raw=ln.raw, line=ln.number, source_type=f"{t}/{sub}" if sub else t,
+                  extra={"offset": ln.offset, "envelope": obj})
+
+
+def read(path_or_ref: Any) -> Session:
+    """The whole session: one Record per line, every line kept (opaque ones too)."""
+    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    names = parse_name(path.name)
+    session = Session(id=names[1] if names else path.stem, format=NAME, path=path)
+    meta_seen, turn_cwd, model = None, None, None
+    for ln in read_lines(path):
+        rec = _record(ln)
+        session.records.append(rec)
+        obj = rec.extra.get("envelope")
+        t = line_type(obj)
+        if meta_seen is None and t in ("session_meta", "legacy:session_meta"):
+            meta_seen = meta_of(obj)
+        elif t == "turn_context":
+            turn_cwd = payload(obj).get("cwd") or turn_cwd
+            model = payload(obj).get("model") or model
+        if session.title is None and obj is not None:
+            session.title = _title(user_prompt(obj))
+    if meta_seen:
+        session.id = meta_seen.get("id") or session.id
+        session.provider = meta_seen.get("model_provider")
+        session.created = meta_seen.get("timestamp")
+        session.parent_id = meta_seen.get("forked_from_id")
+        session.meta = {"session_meta": meta_seen, "history_mode": meta_seen.get("history_mode") or "legacy"}
+    session.cwd = turn_cwd or (meta_seen or {}).get("cwd")
+    session.model = model
+    session.updated = path.stat().st_mtime
+    session.meta["compressed"] = is_zst(path)
+    return session
+
+
+def serialize(session: Session) -> bytes:
+    """The decompressed file bytes: ``raw`` of every record; an over-limit line is copied from the
+    source by offset; a record without ``raw`` (a changed one) is re-encoded compactly."""
+    out = bytearray()
+    for rec in session.records:
+        if rec.raw is not None:
+            out += rec.raw
+        elif rec.opaque and rec.extra.get("length") is not None and session.path is not None:
+            out += _copy_range(session.path, rec.extra["offset"], rec.extra["length"])
+        elif "envelope" in rec.extra:
+            out += orjson.dumps(rec.extra["envelope"]) + b"\n"
+        else:
+            raise HistmigInputError("record has neither raw bytes nor an envelope", line=rec.line)
+    return bytes(out)
+
+
+def _copy_range(path: Path, offset: int, length: int) -> bytes:
+    with open_stream(path) as fh:
+        remaining = offset
+        while remaining:
+            skipped = fh.read(min(remaining, 1 << 20))
+            if not skipped:
+                break
+            remaining -= len(skipped)
+        return fh.read(length)
+
+
+def detect(path: str | os.PathLike) -> bool:
+    """Cheap: a rollout file name, or a first line that is a Codex session_meta."""
+    p = Path(path)
+    if parse_name(p.name):
+        return True
+    if not p.name.endswith((".jsonl", ".jsonl.zst")):
+        return False
+    try:
+        meta, err = head_meta(p)
+    except (HistmigError, OSError):
+        return False
+    return meta is not None and "payload" in first_line(p)[:200].decode("utf-8", "replace")
+
+
+class CodexAdapter:
+    name = NAME
+    lossless_parts = frozenset({"text", "reasoning", "tool_call", "tool_result"})
+
+    def detect(self, path) -> bool:
+        return detect(path)
+
+    def discover(self, homes, *, archived: bool = True) -> Iterator[SessionRef]:
+        for path, is_archived, shadowed in rollout_files(Path(homes.codex), archived=archived):
+            yield make_ref(path, archived=is_archived, shadowed=shadowed)
+
+    def read(self, path_or_ref) -> Session:
+        return read(path_or_ref)
+
+    def serialize(self, session: Session) -> bytes:
+        return serialize(session)
+
+
+ADAPTER = CodexAdapter()

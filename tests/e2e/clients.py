@@ -1,0 +1,217 @@
+"""Install the pinned real clients once, and run them offline against the fake API.
+
+Every run gets a scratch HOME / CODEX_HOME / CLAUDE_CONFIG_DIR, a clean environment (nothing inherited
+from the caller but PATH and locale), a proxy that goes nowhere for anything that is not loopback, and
+a timeout. Each helper returns a ``Run``: the process result plus the fake API requests made during it.
+
+Command line: ``python -m tests.e2e.clients install`` installs into the cache folder and prints paths.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import versions
+from .fake_api import Entry, FakeAPI
+
+DEFAULT_CACHE = Path("/tmp/histmig-e2e-clients")  # never under the real home, locally or in CI
+RUN_TIMEOUT = 120      # seconds for one client run
+INSTALL_TIMEOUT = 600  # a cold npm install of ~300 MB
+DEAD_PROXY = "http://127.0.0.1:9"  # discard port: any non-loopback request fails at once
+
+
+class ClientsUnavailable(RuntimeError):
+    """The pinned clients could not be installed (no npm, npm failed, wrong version)."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    codex: Path
+    claude: Path
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("HISTMIG_E2E_CACHE") or DEFAULT_CACHE)
+
+
+def install_dir(root: Path | None = None) -> Path:
+    return (root or cache_root()) / f"codex-{versions.CODEX}_claude-code-{versions.CLAUDE_CODE}"
+
+
+def _bins(prefix: Path) -> Clients:
+    return Clients(prefix / "node_modules/.bin/codex", prefix / "node_modules/.bin/claude")
+
+
+def _version_ok(clients: Clients) -> bool:
+    want = {clients.codex: versions.CODEX, clients.claude: versions.CLAUDE_CODE}
+    for exe, version in want.items():
+        try:
+            out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+                                 env=_base_env(exe.parent)).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        if version not in out:
+            return False
+    return True
+
+
+def install(root: Path | None = None) -> Clients:
+    """Install the pinned clients into the cache once (file lock: parallel callers wait)."""
+    prefix = install_dir(root)
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        clients = _bins(prefix)
+        if (prefix / ".ok").exists() and _version_ok(clients):
+            return clients
+        _npm_install(prefix)
+        if not _version_ok(clients):
+            raise ClientsUnavailable(f"installed clients in {prefix} do not report the pinned versions")
+        (prefix / ".ok").write_text(" ".join(versions.npm_specs()) + "\n")
+        return clients
+
+
+def _npm_install(prefix: Path) -> None:
+    npm = shutil.which("npm")
+    if not npm:
+        raise ClientsUnavailable("npm is not on PATH")
+    # npm keeps the machine's registry/CA settings (environment, user and global npmrc), but its
+    # download cache lives in the cache folder, not under the real home. No --prefix: it would move
+    # npm's global config (and the CA file named there); a package.json in the folder roots it instead.
+    env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
+                              "npm_config_update_notifier": "false"}
+    (prefix / "package.json").write_text('{"name": "histmig-e2e-clients", "private": true}\n')
+    # --ignore-scripts, then run Claude's postinstall ourselves: npm >= 11 may skip install scripts
+    # not listed in allowScripts, which leaves a stub `claude` that only prints an error.
+    cmd = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund",
+           "--loglevel=error", *versions.npm_specs()]
+    _checked(cmd, env, prefix, "npm install")
+    pkg = prefix / "node_modules/@anthropic-ai/claude-code"
+    _checked([shutil.which("node") or "node", "install.cjs"], env, pkg, "claude-code install.cjs")
+
+
+def _checked(cmd: list[str], env: dict, cwd: Path, what: str) -> None:
+    try:
+        p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ClientsUnavailable(f"{what} failed: {e}") from e
+    if p.returncode != 0:
+        raise ClientsUnavailable(f"{what} exited {p.returncode}: {p.stderr[-2000:]}")
+
+
+# -- scratch homes and environment ------------------------------------------------------------------
+
+@dataclass
+class Scratch:
+    """One test's private world: a HOME with the clients' homes in it, and a work folder."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def codex_home(self) -> Path:
+        return self.home / ".codex"
+
+    @property
+    def claude_dir(self) -> Path:
+        return self.home / ".claude"
+
+    def project(self, *parts: str) -> Path:
+        """A project folder under the scratch root (created)."""
+        p = self.root.joinpath("work", *parts)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def create(self) -> "Scratch":
+        for p in (self.home, self.codex_home, self.claude_dir, self.home / "tmp"):
+            p.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+def _base_env(bin_dir: Path | None) -> dict[str, str]:
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    if bin_dir:
+        path = f"{bin_dir}:{path}"
+    return {"PATH": path, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"}
+
+
+def client_env(scratch: Scratch, api: FakeAPI, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment both clients run with (specs: codex.md 0.1, claude-code.md 0.1)."""
+    env = _base_env(None) | {
+        "HOME": str(scratch.home),
+        "TMPDIR": str(scratch.home / "tmp"),
+        "XDG_CONFIG_HOME": str(scratch.home / ".config"),
+        "XDG_CACHE_HOME": str(scratch.home / ".cache"),
+        "XDG_STATE_HOME": str(scratch.home / ".local/state"),
+        "XDG_DATA_HOME": str(scratch.home / ".local/share"),
+        # no network beyond loopback
+        "HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY, "ALL_PROXY": DEAD_PROXY,
+        "http_proxy": DEAD_PROXY, "https_proxy": DEAD_PROXY, "all_proxy": DEAD_PROXY,
+        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+        # Codex
+        "CODEX_HOME": str(scratch.codex_home),
+        "MYKEY": "sk-fake-my-provider",
+        # Claude Code
+        "CLAUDE_CONFIG_DIR": str(scratch.claude_dir),
+        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    return env | (extra or {})
+
+
+@dataclass
+class Run:
+    """A finished client run: its process result and the fake API requests it made."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    requests: list[Entry] = field(default_factory=list)
+
+    def model_requests(self, api: str | None = None) -> list[Entry]:
+        """Requests to /v1/messages or /v1/responses (POST), optionally of one API."""
+        return [e for e in self.requests if e.method == "POST" and e.api != "other"
+                and (api is None or e.api == api)]
+
+    def check(self) -> "Run":
+        assert self.returncode == 0, f"{self.args[:3]} exited {self.returncode}\n{self.stdout[-3000:]}\n{self.stderr[-3000:]}"
+        return self
+
+
+def run(cmd: list[str], *, cwd: Path, env: dict, api: FakeAPI, timeout: float = RUN_TIMEOUT,
+        stdin: str | None = None) -> Run:
+    mark = api.mark()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=env, input=stdin if stdin is not None else "",
+                           capture_output=True, text=True, timeout=timeout)
+        code, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        code, out, err = -9, _s(e.stdout), _s(e.stderr) + f"\n[timeout after {timeout}s]"
+    return Run([str(c) for c in cmd], code, out, err, api.since(mark))
+
+
+def _s(v) -> str:
+    return v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
+
+
+if __name__ == "__main__":  # python -m tests.e2e.clients install
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python -m tests.e2e.clients install")
+    try:
+        c = install()
+    except ClientsUnavailable as e:
+        sys.exit(f"error: {e}")
+    print(f"codex  {versions.CODEX}: {c.codex}\nclaude {versions.CLAUDE_CODE}: {c.claude}")
