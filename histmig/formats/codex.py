@@ -406,17 +406,18 @@ def _copy_range(path: Path, offset: int, length: int) -> bytes:
 
 
 def detect(path: str | os.PathLike) -> bool:
-    """Cheap: a rollout file name, or a first line that is a Codex session_meta."""
+    """Cheap: a rollout file name, or a first line that is an enveloped Codex session_meta."""
+    from histmig.jsonl import parse_json
     p = Path(path)
     if parse_name(p.name):
         return True
     if not p.name.endswith((".jsonl", ".jsonl.zst")):
         return False
     try:
-        meta, err = head_meta(p)
+        obj, err = parse_json(first_line(p, limit=1 << 20).rstrip(b"\r\n"))
     except (HistmigError, OSError):
         return False
-    return meta is not None and "payload" in first_line(p)[:200].decode("utf-8", "replace")
+    return err is None and line_type(obj) == "session_meta"
 
 
 class CodexAdapter:

@@ -109,6 +109,7 @@ class FakeAPI:
     def __init__(self, secret: bytes | None = None):
         self.signer = Signer(secret or os.urandom(32))
         self.log: list[Entry] = []
+        self.websocket_status = 426
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -177,8 +178,8 @@ class FakeAPI:
         if m:
             entry.api, entry.provider = "responses", m.group(1) or "openai"
             if method != "POST":  # the websocket upgrade attempt
-                entry.status = 404
-                return 404, {"error": {"message": "websockets not supported here"}}, False
+                entry.status = self.websocket_status
+                return entry.status, {"error": {"message": "websockets not supported here"}}, False
             return self._responses(entry, body)
         entry.status = 404
         return 404, {"error": {"type": "not_found_error", "message": f"no route {method} {route}"}}, False

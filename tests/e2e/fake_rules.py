@@ -14,6 +14,8 @@ RESPONSES_ITEM_TYPES = {
     "file_search_call", "computer_call", "computer_call_output", "image_generation_call",
     "code_interpreter_call", "mcp_call", "mcp_list_tools", "mcp_approval_request",
     "mcp_approval_response", "item_reference", "compaction", "tool_search_call", "tool_search_output",
+    # sent by Codex 0.171.0 (code-mode tool namespaces and per-turn settings)
+    "additional_tools", "configuration_update",
 }
 CALL_TYPES = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 OUTPUT_TYPES = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}

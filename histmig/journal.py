@@ -1,0 +1,148 @@
+"""The write-ahead journal: ``<state dir>/tx/<txid>/journal.jsonl`` plus backups in ``b/``.
+
+One JSON record a line, each appended and fsynced before the step it announces (SQLite's rule:
+the journal is durable before the data it protects is touched). Record kinds:
+
+``begin`` (op, argv, version, roots) · ``intent`` (n, method, path, pre-state, backup, post) ·
+``done`` (n, post) · ``salvaged`` · ``skip`` · ``commit`` · ``rolled-back`` (apply failed or
+``recover``) · ``undo-start`` · ``undo-done`` (n) · ``undone``.
+
+A transaction is *unfinished* when it has ``begin`` but neither ``commit`` nor ``rolled-back``, or
+``undo-start`` without ``undone``; every mutating command refuses until ``histmig recover`` ran.
+The folder is 0700 and every file is created 0600 at ``open()`` (never chmod-ed afterwards).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig import fsio
+from histmig.locks import ensure_private_dir
+
+JOURNAL = "journal.jsonl"
+
+
+def new_txid() -> str:
+    """Sortable and unique: UTC time plus 6 random hex digits."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def tx_root(state_dir: Path) -> Path:
+    return Path(state_dir) / "tx"
+
+
+class Journal:
+    def __init__(self, fs: fsio.FS, folder: Path, fd: int):
+        self.fs, self.folder, self.fd = fs, Path(folder), fd
+        self.txid = self.folder.name
+
+    @classmethod
+    def create(cls, fs: fsio.FS, state_dir: Path, txid: str) -> "Journal":
+        root = tx_root(state_dir)
+        ensure_private_dir(root)
+        folder = root / txid
+        fs.mkdir(str(folder), 0o700)
+        fs.mkdir(str(folder / "b"), 0o700)
+        fd = fs.open_write(str(folder / JOURNAL), flags=fsio.WRITE_FLAGS | os.O_APPEND)
+        j = cls(fs, folder, fd)
+        fs.fsync_dir(str(folder))
+        fs.fsync_dir(str(root))
+        return j
+
+    @classmethod
+    def reopen(cls, fs: fsio.FS, folder: Path) -> "Journal":
+        fd = os.open(Path(folder) / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return cls(fs, folder, fd)
+
+    @property
+    def backups(self) -> Path:
+        return self.folder / "b"
+
+    def append(self, kind: str, **data: Any) -> None:
+        rec = {"kind": kind, "t": time.time_ns(), **data}
+        self.fs.write(self.fd, orjson.dumps(rec) + b"\n", str(self.folder / JOURNAL))
+        self.fs.fsync(self.fd, str(self.folder / JOURNAL))
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def read_records(folder: Path) -> list[dict[str, Any]]:
+    """All complete records; a torn last line (crash mid-append) is ignored — its step never ran,
+    because every step waits for its record's fsync."""
+    try:
+        data = (Path(folder) / JOURNAL).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            break
+    return out
+
+
+def state_of(records: list[dict[str, Any]]) -> str:
+    kinds = [r["kind"] for r in records]
+    if "undone" in kinds:
+        return "undone"
+    if "undo-start" in kinds:
+        return "undoing"
+    if "rolled-back" in kinds:
+        return "rolled-back"
+    if "commit" in kinds:
+        return "committed"
+    return "applying" if kinds else "empty"
+
+
+UNFINISHED = ("applying", "undoing")
+
+
+@dataclass
+class TxInfo:
+    txid: str
+    state: str
+    op: str = ""
+    argv: list[str] = field(default_factory=list)
+    started_ns: int = 0
+    changes: int = 0
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in UNFINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"txid": self.txid, "state": self.state, "op": self.op, "argv": self.argv,
+                "started_ns": self.started_ns, "changes": self.changes, "paths": self.paths}
+
+
+def tx_info(folder: Path) -> TxInfo:
+    recs = read_records(folder)
+    begin = next((r for r in recs if r["kind"] == "begin"), {})
+    done = {r["n"] for r in recs if r["kind"] == "done"}
+    paths = []
+    for r in recs:
+        if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
+            paths.append(r["path"])
+    return TxInfo(txid=Path(folder).name, state=state_of(recs), op=begin.get("op", ""),
+                  argv=begin.get("argv", []), started_ns=begin.get("t", 0), changes=len(done), paths=paths)
+
+
+def list_transactions(state_dir: Path) -> list[TxInfo]:
+    """Every transaction, oldest first (txids sort by time)."""
+    root = tx_root(state_dir)
+    if not root.is_dir():
+        return []
+    return [tx_info(p) for p in sorted(root.iterdir()) if p.is_dir() and (p / JOURNAL).exists()]
