@@ -60,7 +60,10 @@ class FS:
     @classmethod
     def from_env(cls) -> "FS":
         k = os.environ.get("HISTMIG_CRASH_AT")
-        return cls(crash_at=int(k) if k and k.isdigit() else None)
+        # HISTMIG_TEST_FSYNC=0 (like git's GIT_TEST_FSYNC=0): count fsyncs but do not run them; for
+        # process-crash loops only, where the page cache survives the crash anyway
+        return cls(crash_at=int(k) if k and k.isdigit() else None,
+                   skip_fsync=os.environ.get("HISTMIG_TEST_FSYNC") == "0")
 
     @property
     def fired(self) -> bool:
@@ -257,6 +260,19 @@ def open_dir(root: str, rel_parts: list[str]) -> int:
         os.close(fd)
         fd = nfd
     return fd
+
+
+_NOATIME = getattr(os, "O_NOATIME", 0)
+
+
+def open_read(name, *, dir_fd: int | None = None) -> int:
+    """Open for reading without following a symlink, without blocking on a FIFO and, where the
+    kernel allows it (our own files, or root), without touching atime — we keep atime exact."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(name, flags | _NOATIME, dir_fd=dir_fd)
+    except PermissionError:
+        return os.open(name, flags, dir_fd=dir_fd)
 
 
 def is_regular(st: os.stat_result) -> bool:

@@ -97,8 +97,9 @@ def state_of(records: list[dict[str, Any]]) -> str:
     kinds = [r["kind"] for r in records]
     if "undone" in kinds:
         return "undone"
-    if "undo-start" in kinds:
-        return "undoing"
+    undo_marks = [k for k in kinds if k in ("undo-start", "undo-stopped")]
+    if undo_marks:
+        return "undoing" if undo_marks[-1] == "undo-start" else "partly-undone"
     if "rolled-back" in kinds:
         return "rolled-back"
     if "commit" in kinds:

@@ -54,8 +54,9 @@ class Fingerprint:
             return cls(absent=True)
         digest = None
         if with_hash and p.is_file() and not p.is_symlink():
+            from histmig.fsio import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
             h = hashlib.sha256()
-            with open(p, "rb") as fh:
+            with os.fdopen(open_read(p), "rb") as fh:
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
                     h.update(chunk)
             digest = h.hexdigest()

@@ -307,3 +307,250 @@ def broken_warnings(records: Iterable[Record], path: Path | None) -> list[Warnin
             out.append(Warning("broken-line", f"kept as is: {r.opaque_reason}",
                                str(path) if path else None, r.line))
     return out
+
+
+# ---- reading whole sessions -------------------------------------------------------------------
+
+def _path_of(src: Any) -> Path:
+    return Path(src.path) if isinstance(src, SessionRef) else Path(src)
+
+
+def is_agent_file(path: Path) -> bool:
+    """A sub-agent transcript: ``<sid>/subagents/[<dir>/]agent-*.jsonl`` or 2.0-era
+    ``projects/<slug>/agent-*.jsonl``."""
+    if not (path.name.startswith("agent-") and path.name.endswith(".jsonl")):
+        return False
+    return "subagents" in (path.parent.name, path.parent.parent.name) or path.parent.parent.name == "projects"
+
+
+def read_file(path: Path) -> Session:
+    """One transcript file as a Session, without sub-agents."""
+    records = list(records_from_lines(read_lines(path)))
+    session = Session(id=path.stem if path.name.endswith(".jsonl") else path.name, format=NAME,
+                      path=path, records=records)
+    session.cwd = first_value(records, "cwd")
+    session.created = next((r.timestamp for r in records if r.timestamp), None)
+    session.updated = path.stat().st_mtime
+    tail_prompt = [r.extra["lastPrompt"] for r in records
+                   if r.source_type == "last-prompt" and isinstance(r.extra.get("lastPrompt"), str)]
+    session.title = named_title(records) or first_prompt(records) or (tail_prompt[-1] if tail_prompt else None)
+    session.model = last_model(records)
+    if is_agent_file(path):
+        session.parent_id = first_value(records, "sessionId")
+    session.meta = {k: v for k in ("entrypoint", "version", "gitBranch")
+                    if (v := first_value(records, k)) is not None}
+    session.warnings = broken_warnings(records, path)
+    return session
+
+
+def last_model(records: list[Record]) -> str | None:
+    for r in reversed(records):
+        model = (r.extra.get("message") or {}).get("model") if r.role == "assistant" else None
+        if isinstance(model, str) and model != "<synthetic>":
+            return model
+    return None
+
+
+def read(src: Any) -> Session:
+    """The session with every line kept; sub-agent transcripts attached as ``subagents``."""
+    path = _path_of(src)
+    session = read_file(path)
+    if not is_agent_file(path):
+        session.subagents = [read_file(p) for p in subagent_files(path)]
+    return session
+
+
+def _walk_files(top: Path) -> Iterator[Path]:
+    """Files below ``top`` without following symlinked folders."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def subagent_files(main: Path, legacy: dict[Path, Any] | None = None) -> list[Path]:
+    """Sub-agent transcripts of the session in ``main``: the 2.1.x ``<sid>/subagents/`` tree and
+    2.0-era ``agent-*.jsonl`` beside it whose records name this session. ``legacy`` (from
+    ``legacy_agents``) saves listing the folder again for every session of a big folder."""
+    sid = main.stem
+    out = [p for p in _walk_files(main.parent / sid / "subagents")
+           if p.name.startswith("agent-") and p.name.endswith(".jsonl")]
+    legacy = legacy_agents(main.parent) if legacy is None else legacy
+    return out + [p for p, owner in legacy.items() if owner == sid]
+
+
+def legacy_agents(folder: Path) -> dict[Path, Any]:
+    """2.0-era ``agent-*.jsonl`` files of a project folder and the session each one names."""
+    return {p: head_value(p, "sessionId") for p in sorted(folder.glob("agent-*.jsonl")) if p.is_file()}
+
+
+def head_value(path: Path, key: str) -> Any:
+    """The first top-level ``key`` in the first 64 KB of a file, or None (also when unreadable)."""
+    try:
+        return first_value(records_from_lines(head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)), key)
+    except (HistmigError, OSError):
+        return None
+
+
+# ---- detect and discover ----------------------------------------------------------------------
+
+def detect(path: str | os.PathLike) -> bool:
+    """A Claude transcript: ``projects/<slug>/<uuid>.jsonl`` whose records are not mini-cc's, or
+    a sub-agent file. Manifest transcripts (``sessions/<id>/transcript.jsonl``) never match."""
+    p = Path(path)
+    if not p.name.endswith(".jsonl") or p.name == "transcript.jsonl":
+        return False
+    if is_agent_file(p):
+        return True
+    if not UUID_RE.match(p.stem) or p.parent.parent.name != "projects":
+        return False
+    from histmig.formats.mini_cc import looks_like_mini_cc
+    return not looks_like_mini_cc(p)
+
+
+def projects_root(homes: Any) -> Path:
+    return Path(homes.claude) / "projects"
+
+
+def subdirs(root: Path) -> list[Path]:
+    try:
+        return sorted(d for d in root.iterdir() if d.is_dir() and not d.is_symlink())
+    except OSError:
+        return []
+
+
+def session_files(folder: Path) -> list[Path]:
+    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1)."""
+    try:
+        return sorted(p for p in folder.iterdir()
+                      if p.name.endswith(".jsonl") and UUID_RE.match(p.name[:-6]) and not p.is_dir())
+    except OSError:
+        return []
+
+
+def discover(homes: Any) -> Iterator[SessionRef]:
+    for folder in subdirs(projects_root(homes)):
+        legacy = legacy_agents(folder)
+        for path in session_files(folder):
+            yield ref_for(path, legacy)
+
+
+def ref_for(path: Path, legacy: dict[Path, Any] | None = None) -> SessionRef:
+    """List one session from its first and last 64 KB; a broken file gives a ref with ``error``."""
+    ref = SessionRef(format=NAME, id=path.stem, path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        head, tail, whole = scan_ends(path, st.st_size)
+        summarize(ref, head, tail, whole)
+    except (HistmigError, OSError) as e:
+        ref.error = e.describe() if isinstance(e, HistmigError) else (e.strerror or str(e))
+        ref.state.append("unreadable")
+    agents = len(subagent_files(path, legacy)) if ref.error is None else 0
+    if agents:
+        ref.extra["subagents"] = agents
+    return ref
+
+
+def scan_ends(path: Path, size: int, parse=None) -> tuple[list[Record], list[Record], bool]:
+    """Records of the head and the tail (each ~64 KB); a small file is read once, whole.
+    ``parse`` turns lines into records (default: Claude's)."""
+    parse = parse or records_from_lines
+    if size <= 2 * HEAD_TAIL:
+        records = list(parse(read_lines(path)))
+        return records, [], True
+    head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+    end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
+    tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
+    return list(parse(head_l)), list(parse(tail_l)), False
+
+
+def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
+    ends = head + tail
+    ref.cwd = first_value(head, "cwd") or raw_cwd(head)
+    ref.created = next((r.timestamp for r in head if r.timestamp), None)
+    prompts = [r.extra["lastPrompt"] for r in ends
+               if r.source_type == "last-prompt" and isinstance(r.extra.get("lastPrompt"), str)]
+    ref.title = named_title(ends) or first_prompt(head) or (prompts[-1] if prompts else None)
+    ref.messages = count_messages(head) if whole else None
+    entrypoint = first_value(head, "entrypoint")
+    if entrypoint:
+        ref.extra["entrypoint"] = entrypoint
+    broken = sum(1 for r in ends if r.opaque)
+    if broken:
+        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    hidden = picker_hidden(head, entrypoint)
+    if hidden:
+        ref.extra["picker_hidden"] = hidden
+        ref.state.append(f"not in picker ({hidden})")
+
+
+def raw_cwd(records: list[Record]) -> str | None:
+    """The first ``"cwd":"…"`` in the bytes, as Claude's lite reader finds it (also in lines
+    that do not parse as a whole)."""
+    for r in records:
+        m = _CWD_RAW_RE.search(r.raw or b"")
+        if m:
+            try:
+                value = orjson.loads(m.group(1))
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def picker_hidden(head: list[Record], entrypoint: str | None) -> str | None:
+    """Why Claude's picker filters this session out (§5.1), or None."""
+    if entrypoint in SDK_ENTRYPOINTS:
+        return f"entrypoint {entrypoint}"
+    for r in head:
+        if r.extra.get("isSidechain") is True:
+            return "sidechain in head"
+        if "teamName" in r.extra or "sessionKind" in r.extra:
+            return "team or daemon session"
+    return None
+
+
+# ---- locating a project's folders -------------------------------------------------------------
+
+def project_dirs(root: Path, cwd: str) -> list[Path]:
+    """Folders under ``root`` (a ``projects/`` dir) that hold ``cwd``'s sessions: the computed
+    slug, and for slugs over 200 characters every ``<200-char prefix>-*`` sibling whose sessions
+    record exactly ``cwd`` (Bun-hash era names cannot be recomputed, §2.3)."""
+    slug = claude_slug(cwd)
+    exact = root / slug
+    out = [exact] if exact.is_dir() else []
+    if len(slug) > SLUG_MAX:
+        prefix = slug[:SLUG_MAX] + "-"
+        for d in subdirs(root):
+            if d != exact and d.name.startswith(prefix) and folder_has_cwd(d, cwd):
+                out.append(d)
+    return out
+
+
+def folder_has_cwd(folder: Path, cwd: str) -> bool:
+    return any(head_value(p, "cwd") == cwd for p in session_files(folder))
+
+
+def sessions_for_cwd(homes: Any, cwd: str) -> list[SessionRef]:
+    """The sessions recorded in ``cwd``; a folder may also hold other cwds with the same slug
+    (``/a/t_b`` and ``/a/t-b``), so each session's own head cwd decides."""
+    refs = []
+    for folder in project_dirs(projects_root(homes), cwd):
+        refs += [r for r in map(ref_for, session_files(folder)) if r.cwd == cwd]
+    return refs
+
+
+class _Adapter:
+    name = NAME
+    lossless_parts = frozenset({"text", "tool_call", "tool_result", "attachment"})
+    detect = staticmethod(detect)
+    discover = staticmethod(discover)
+    read = staticmethod(read)
+    serialize = staticmethod(serialize)
+    encode_record = staticmethod(encode_record)
+    project_dirs = staticmethod(project_dirs)
+
+
+ADAPTER = _Adapter()

@@ -164,17 +164,26 @@ def meta_of(obj: Any) -> dict | None:
     return None
 
 
-def head_meta(path: Path) -> tuple[dict | None, str | None]:
-    """``(session_meta payload, error)`` from line 1 only: the cheap test a flip dry run needs."""
+def head_obj(path: Path) -> tuple[dict | None, dict | None, str | None]:
+    """``(line 1 object, session_meta payload, error)`` reading line 1 only: the cheap test a flip
+    dry run needs. Pre-envelope files give a payload with no envelope (``"payload" not in obj``)."""
     from histmig.jsonl import parse_json
-    raw = first_line(path)
-    obj, err = parse_json(raw.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf"))
-    if err:
-        return None, f"line 1 unreadable ({err})"
+    body = first_line(path).rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
+    try:                     # orjson alone: fast; the strict duplicate-key check runs only on failure
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        obj, err = parse_json(body)
+        return None, None, f"line 1 unreadable ({err or 'not valid JSON'})"
     meta = meta_of(obj)
     if meta is None:
-        return None, "line 1 is not a session_meta"
-    return meta, None
+        return obj, None, "line 1 is not a session_meta"
+    return obj, meta, None
+
+
+def head_meta(path: Path) -> tuple[dict | None, str | None]:
+    """``(session_meta payload, error)`` from line 1 only."""
+    _obj, meta, err = head_obj(path)
+    return meta, err
 
 
 def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:

@@ -9,6 +9,7 @@ Command line: ``python -m tests.e2e.clients install`` installs into the cache fo
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -49,10 +50,15 @@ def _bins(prefix: Path) -> Clients:
 
 def _version_ok(clients: Clients) -> bool:
     want = {clients.codex: versions.CODEX, clients.claude: versions.CLAUDE_CODE}
+    # even --version writes under CODEX_HOME (tmp/arg0-linux): give both clients a home in the cache
+    home = clients.codex.parents[2] / "version-home"
+    env = _base_env(None) | {"HOME": str(home), "CODEX_HOME": str(home / ".codex"),
+                             "CLAUDE_CONFIG_DIR": str(home / ".claude"), "DISABLE_AUTOUPDATER": "1"}
     for exe, version in want.items():
         try:
+            (home / ".codex").mkdir(parents=True, exist_ok=True)
             out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                                 env=_base_env(exe.parent)).stdout
+                                 env=env).stdout
         except (OSError, subprocess.TimeoutExpired):
             return False
         if version not in out:
@@ -205,6 +211,110 @@ def run(cmd: list[str], *, cwd: Path, env: dict, api: FakeAPI, timeout: float = 
 
 def _s(v) -> str:
     return v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
+
+
+# -- Codex ------------------------------------------------------------------------------------------
+
+CUSTOM_PROVIDER = "my-provider"
+
+
+def write_codex_config(scratch: Scratch, api: FakeAPI, provider: str = "openai", extra: str = "") -> Path:
+    """Write $CODEX_HOME/config.toml selecting ``provider``.
+
+    ``openai`` is a reserved built-in id: it is pointed at the fake API with ``openai_base_url``
+    (prefix /openai). The custom provider ``my-provider`` always has its own table (prefix
+    /my-provider), so switching a test from one to the other changes only ``model_provider``.
+    """
+    lines = []
+    if provider != "openai":
+        lines.append(f'model_provider = "{provider}"')
+    lines += [
+        f'openai_base_url = "{api.responses_base("openai")}"',
+        extra.strip(),
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        f"[model_providers.{CUSTOM_PROVIDER}]",
+        'name = "My Provider"',
+        f'base_url = "{api.responses_base(CUSTOM_PROVIDER)}"',
+        'wire_api = "responses"',
+        'env_key = "MYKEY"',
+    ]
+    path = scratch.codex_home / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(l for l in lines if l is not None) + "\n")
+    return path
+
+
+def codex_setup(clients: Clients, scratch: Scratch, api: FakeAPI, provider: str = "openai") -> Run:
+    """config.toml + ``codex login --with-api-key`` (the key is read from stdin)."""
+    write_codex_config(scratch, api, provider)
+    cmd = [str(clients.codex), "login", "--with-api-key"]
+    return run(cmd, cwd=scratch.home, env=client_env(scratch, api), api=api, stdin="sk-fake-openai\n").check()
+
+
+def run_codex(clients: Clients, scratch: Scratch, api: FakeAPI, prompt: str, cwd: Path, *,
+              resume: str | None = None, args: tuple[str, ...] = (), timeout: float = RUN_TIMEOUT) -> Run:
+    """``codex exec PROMPT``; ``resume="last"`` -> ``exec resume --last``; ``resume=<id>`` -> ``exec resume <id>``."""
+    cmd = [str(clients.codex), "exec"]
+    if resume == "last":
+        cmd += ["resume", "--last"]
+    elif resume:
+        cmd += ["resume", resume]
+    cmd += ["--skip-git-repo-check", *args, prompt]
+    return run(cmd, cwd=cwd, env=client_env(scratch, api), api=api, timeout=timeout)
+
+
+# -- Claude Code ----------------------------------------------------------------------------------
+
+def claude_setup(scratch: Scratch) -> None:
+    """Mark onboarding done: a first interactive start otherwise probes api.anthropic.com and exits.
+
+    The trust and API-key dialogs are left alone (the tmux helpers answer them) so that
+    ``.claude.json`` ends up as a real first run leaves it.
+    """
+    path = scratch.claude_dir / ".claude.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.update(hasCompletedOnboarding=True, theme="dark")
+    path.write_text(json.dumps(data, indent=2))
+
+
+def run_claude(clients: Clients, scratch: Scratch, api: FakeAPI, prompt: str, cwd: Path, *,
+               continue_: bool = False, resume: str | None = None,
+               allowed_tools: tuple[str, ...] = ("Bash",), timeout: float = RUN_TIMEOUT) -> Run:
+    """``claude -p PROMPT`` (entrypoint ``sdk-cli``); ``continue_`` adds ``-c``; ``resume`` adds ``--resume ID``."""
+    cmd = [str(clients.claude)]
+    if continue_:
+        cmd.append("-c")
+    if resume:
+        cmd += ["--resume", resume]
+    cmd += ["-p", prompt]
+    if allowed_tools:  # variadic option: keep it last
+        cmd += ["--allowedTools", *allowed_tools]
+    return run(cmd, cwd=cwd, env=client_env(scratch, api), api=api, timeout=timeout)
+
+
+# -- reading results -------------------------------------------------------------------------------
+
+def codex_session_id(result: Run) -> str:
+    """The thread id ``codex exec`` prints in its header (``session id: <uuid>``)."""
+    for line in (result.stderr + result.stdout).splitlines():
+        if line.startswith("session id:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no session id in codex output:\n{result.stderr[-2000:]}")
+
+
+def claude_transcripts(scratch: Scratch) -> list[Path]:
+    """Main transcripts (``projects/<slug>/<uuid>.jsonl``), oldest first."""
+    files = (scratch.claude_dir / "projects").glob("*/*.jsonl")
+    return sorted(files, key=lambda p: p.stat().st_mtime_ns)
+
+
+def carried(entry: Entry, text: str) -> bool:
+    """Did this request body carry ``text`` anywhere (a prompt, an answer, a call id, a signature)?"""
+    return text in json.dumps(entry.body, ensure_ascii=False)
 
 
 if __name__ == "__main__":  # python -m tests.e2e.clients install

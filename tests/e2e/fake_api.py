@@ -123,7 +123,7 @@ class FakeAPI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -207,22 +207,26 @@ class FakeAPI:
 # -- scripted replies ---------------------------------------------------------------------------
 
 def _text_of(content: Any) -> str:
+    """The prompt text of a message: its text blocks, without injected <system-reminder> blocks."""
     if isinstance(content, str):
         return content
     out = []
     for block in content or []:
         if isinstance(block, dict) and block.get("type") in ("text", "input_text", "output_text"):
-            out.append(block.get("text", ""))
+            text = block.get("text", "")
+            if not text.lstrip().startswith("<system-reminder>"):
+                out.append(text)
     return "\n".join(out)
 
 
 def _answer(prompt: str) -> str:
-    first = prompt.strip().splitlines()[-1] if prompt.strip() else ""
-    return f"{ANSWER_PREFIX} {first[:80]}"
+    lines = [ln for ln in prompt.strip().splitlines() if ln.strip()]
+    return f"{ANSWER_PREFIX} {lines[-1][:80] if lines else ''}"
 
 
 def anthropic_reply(body: dict, signer: Signer) -> list[dict]:
-    last = body["messages"][-1]
+    # Claude Code 2.1.197 appends a role "system" message after the user turn; the prompt is the last user one.
+    last = next((m for m in reversed(body["messages"]) if m.get("role") == "user"), {})
     content = last.get("content")
     if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content if isinstance(b, dict)):
         return [{"type": "text", "text": f"{ANSWER_PREFIX} the tool finished."}]

@@ -29,7 +29,10 @@ def _blocks(message: dict) -> list[dict]:
 def check_anthropic(body: Any, signer) -> str | None:
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "messages: at least one message is required"
-    msgs = body["messages"]
+    # Claude Code 2.1.197 sends role "system" messages between turns; pairing rules skip them.
+    msgs = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") != "system"]
+    if not msgs:
+        return "messages: at least one user message is required"
     if msgs[0].get("role") != "user":
         return 'messages: first message must use the "user" role'
     seen: set[str] = set()

@@ -1,0 +1,432 @@
+"""Before anything is written: validate the plan, re-check every operation's expectation.
+
+Two passes, both read-only:
+
+* :func:`validate_plan` — structural (paths absolute, normalised, under ``plan.roots``, roots under
+  the homes; SQL identifiers). Failure: ``RefusedError("invalid plan: ...")``.
+* :func:`precheck` — against the disk. Every mismatch is collected and raised together as one
+  ``StalePlanError`` naming each file, so nothing is modified when any expectation fails. Files that are
+  merely unsafe to touch now (symlink, hard link, open writer, live session) become skips.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+from histmig import fsio, locks
+from histmig.apply.options import ApplyOptions, Prepared, key
+from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
+from histmig.homes import Homes
+from histmig.livewriters import open_writers
+from histmig.plan import CreateFile, Delete, Fingerprint, Op, Plan, Rename, SqlDelete, SqlInsert, SqlUpdate, WriteFile
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Stale(Exception):
+    """One operation's expectation failed (collected into StalePlanError)."""
+
+
+def _invalid(msg: str) -> RefusedError:
+    return RefusedError(f"invalid plan: {msg}; nothing written")
+
+
+def _clean(p: object) -> str:
+    if not isinstance(p, str) or not p or "\0" in p or not os.path.isabs(p):
+        raise _invalid(f"path {p!r} is not an absolute path")
+    if os.path.normpath(p) != p or ".." in p.split(os.sep):
+        raise _invalid(f"path {p!r} is not normalised (contains '..', '.' or '//')")
+    return p
+
+
+def _under(p: str, root: str) -> bool:
+    return p == root or os.path.commonpath([p, root]) == root
+
+
+def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
+    """``{plan root: its real path}``; raises ``invalid plan`` for anything outside the homes."""
+    allowed = [os.path.realpath(r) for r in homes.roots()]
+    claude_json = os.path.realpath(homes.claude_json)
+    roots: dict[str, str] = {}
+    for r in plan.roots:
+        real = os.path.realpath(_clean(r))
+        if not (real == claude_json or any(_under(real, a) for a in allowed)):
+            raise _invalid(f"root {r} is outside the tool homes")
+        roots[r] = real
+    if not plan.operations:
+        return roots
+    for op in plan.operations:
+        for p in op.paths():
+            if not any(_under(_clean(p), r) for r in roots):
+                raise _invalid(f"{p} is outside the plan's roots")
+        if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete)):
+            cols = [op.table, *_sql_columns(op)]
+            bad = [c for c in cols if not _IDENT.match(str(c))]
+            if bad:
+                raise _invalid(f"bad SQL identifier {bad[0]!r}")
+        if isinstance(op, WriteFile):
+            _check_patches(op)
+    return roots
+
+
+def _sql_columns(op) -> list[str]:
+    if isinstance(op, SqlUpdate):
+        return [*op.key, *op.set, *op.expect]
+    if isinstance(op, SqlInsert):
+        return [*op.row, *op.key]
+    return list(op.where)
+
+
+def _check_patches(op: WriteFile) -> None:
+    end = 0
+    for p in op.patches:
+        if p.offset < end:
+            raise _invalid(f"{op.path}: patches overlap or are not sorted")
+        end = p.offset + len(p.old)
+    if op.patches and op.new_bytes is not None:
+        raise _invalid(f"{op.path}: both patches and new_bytes")
+
+
+def root_of(path: str, roots: dict[str, str]) -> tuple[str, list[str]]:
+    """(real folder to walk from, components below it) for ``path``'s parent."""
+    given = max((r for r in roots if _under(path, r)), key=len)
+    real = roots[given]
+    rel = os.path.relpath(path, given)
+    if rel == ".":  # the root is the file itself (~/.claude.json)
+        return os.path.dirname(real), []
+    parts = rel.split(os.sep)[:-1]
+    return real, parts
+
+
+def real_target(path: str, roots: dict[str, str]) -> str:
+    base, parts = root_of(path, roots)
+    return os.path.join(base, *parts, os.path.basename(path))
+
+
+# -- precheck -------------------------------------------------------------------------------------
+def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions) -> list[Prepared]:
+    stale: list[str] = []
+    preps: list[Prepared] = []
+    dsts: dict[str, str] = {}
+    for n, op in enumerate(plan.operations):
+        try:
+            preps.append(_prepare(n, op, roots, opts, dsts))
+        except Stale as e:
+            stale.append(str(e))
+    if stale:
+        raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
+    _check_sql(preps, stale)
+    if stale:
+        raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
+    _check_writers(preps)
+    _check_sessions(preps, homes)
+    _check_active(preps, opts)
+    _propagate_session_skips(preps)
+    return preps
+
+
+def _prepare(n: int, op: Op, roots, opts, dsts) -> Prepared:
+    if isinstance(op, WriteFile):
+        return _prepare_write(n, op, roots, opts)
+    if isinstance(op, CreateFile):
+        path = real_target(op.path, roots)
+        base, parts = root_of(op.path, roots)
+        return Prepared(n, op, "create", path, base, dirs=_missing_dirs(op.path, base, parts))
+    if isinstance(op, Rename):
+        return _prepare_rename(n, op, roots, dsts)
+    if isinstance(op, Delete):
+        prep = _prepare_existing(n, op, op.path, op.expect, roots, "delete")
+        if prep.skip is None and prep.st is not None and not stat.S_ISREG(prep.st.st_mode):
+            raise RefusedError(f"deleting folders is not supported: {op.path}")
+        return prep
+    return Prepared(n, op, "sql", op.db)
+
+
+def _lstat_in(path: str, roots) -> tuple[int, os.stat_result | None]:
+    base, parts = root_of(path, roots)
+    try:
+        dfd = fsio.open_dir(base, parts)
+    except fsio.PathChanged as e:
+        raise Stale(f"{path}: path changed since plan ({e.why})") from None
+    try:
+        return dfd, os.stat(os.path.basename(path), dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return dfd, None
+
+
+def _fp_diff(fp: Fingerprint, st: os.stat_result, *, dir_ok: bool = False) -> str | None:
+    if fp.absent:
+        return "exists, plan expected it absent"
+    if (fp.dev is not None and fp.dev != st.st_dev) or (fp.ino is not None and fp.ino != st.st_ino):
+        return "path changed since plan (dev/ino)"
+    if dir_ok and stat.S_ISDIR(st.st_mode):
+        return None
+    if fp.size is not None and fp.size != st.st_size:
+        return "grew since plan (append)" if st.st_size > fp.size else "changed since plan (size)"
+    if fp.mtime_ns is not None and fp.mtime_ns != st.st_mtime_ns:
+        return "changed since plan (mtime)"
+    return None
+
+
+def _prepare_existing(n, op, path, fp, roots, method) -> Prepared:
+    dfd, st = _lstat_in(path, roots)
+    os.close(dfd)
+    if st is None:
+        raise Stale(f"{path}: missing (deleted since plan)")
+    why = _fp_diff(fp, st, dir_ok=True)
+    if why:
+        raise Stale(f"{path}: {why}")
+    base, _ = root_of(path, roots)
+    return Prepared(n, op, method, real_target(path, roots), base, st=st)
+
+
+def _prepare_rename(n, op: Rename, roots, dsts) -> Prepared:
+    if op.dst in dsts:
+        raise RefusedError(f"two operations move to the same target {op.dst}: {dsts[op.dst]} and {op.src}")
+    dsts[op.dst] = op.src
+    prep = _prepare_existing(n, op, op.src, op.expect, roots, "rename")
+    base, parts = root_of(op.dst, roots)
+    try:
+        dfd = fsio.open_dir(base, parts)
+    except fsio.PathChanged as e:
+        if e.why != "folder missing":
+            raise Stale(f"{op.dst}: path changed since plan ({e.why})") from None
+    else:
+        try:
+            os.stat(os.path.basename(op.dst), dir_fd=dfd, follow_symlinks=False)
+            raise RefusedError(f"target exists: {op.dst} (histmig never replaces; nothing moved)")
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(dfd)
+    prep.dirs = _missing_dirs(op.dst, base, parts)
+    prep.dst = real_target(op.dst, roots)
+    return prep
+
+
+def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
+    """Folders to create (outermost first) for ``path``'s parent; the existing part is walked
+    without following symlinks."""
+    missing: list[str] = []
+    for i in range(len(parts), -1, -1):
+        try:
+            os.close(fsio.open_dir(base, parts[:i]))
+            break
+        except fsio.PathChanged as e:
+            if e.why != "folder missing":
+                raise Stale(f"{path}: path changed since plan ({e.why})") from None
+            missing.insert(0, os.path.join(base, *parts[:i]))
+    return missing
+
+
+# -- WriteFile ------------------------------------------------------------------------------------
+def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
+    dfd, lst = _lstat_in(op.path, roots)
+    os.close(dfd)
+    base, _ = root_of(op.path, roots)
+    prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
+    if lst is None:
+        raise Stale(f"{op.path}: missing (deleted since plan)")
+    if stat.S_ISLNK(lst.st_mode):
+        if not _follow(prep, op, roots, opts):
+            return prep
+    elif not stat.S_ISREG(lst.st_mode):
+        return _skip(prep, "not a regular file")
+    src = _open_src(prep)
+    try:
+        st = os.fstat(src)
+        prep.st = st
+        if not stat.S_ISREG(st.st_mode):
+            return _skip(prep, "not a regular file")
+        if st.st_nlink > 1 and not opts.break_hardlinks:
+            return _skip(prep, f"hardlinked (nlink={st.st_nlink}); use --break-hardlinks", "hardlinked")
+        fp_st = lst if stat.S_ISLNK(lst.st_mode) and op.expect.ino == lst.st_ino else st
+        _expect(prep, op, fp_st, src, opts)
+        _digest(prep, src, opts)
+    finally:
+        os.close(src)
+    return prep
+
+
+def _skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:
+    prep.skip = Skip(prep.op.paths()[0], reason, code)
+    return prep
+
+
+def _follow(prep: Prepared, op: WriteFile, roots, opts) -> bool:
+    """Point ``prep`` at a symlink's target if allowed; otherwise mark it skipped."""
+    if not opts.follow_symlinks:
+        _skip(prep, "symlink", "symlink")
+        return False
+    try:
+        target = os.path.realpath(op.path, strict=True)
+    except OSError as e:
+        why = "symlink loop (ELOOP)" if e.errno == errno.ELOOP else f"broken symlink ({e.strerror})"
+        _skip(prep, why, "symlink")
+        return False
+    inside = [r for r in roots.values() if _under(target, r)]
+    if not inside:
+        _skip(prep, "symlink to outside the roots", "symlink")
+        return False
+    if os.lstat(target).st_uid != os.geteuid():
+        _skip(prep, "symlink target not owned by you", "symlink")
+        return False
+    prep.path, prep.root = target, max(inside, key=len)
+    return True
+
+
+def _open_src(prep: Prepared) -> int:
+    dfd = fsio.open_dir(prep.root, prep.parts)
+    try:
+        return fsio.open_read(prep.name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: ApplyOptions) -> None:
+    fp = op.expect
+    why = _fp_diff(fp, st)
+    prep.base_size = prep.st.st_size
+    if why == "grew since plan (append)" and fp.sha256 and op.compression is None:
+        if sha_range(src, 0, fp.size) != fp.sha256:
+            raise Stale(f"{op.path}: content changed since plan")
+        if not opts.allow_appended:
+            raise Stale(f"{op.path}: grew since plan (append); re-plan, or use --allow-appended")
+        prep.base_size = fp.size
+    elif why:
+        raise Stale(f"{op.path}: {why}")
+    elif fp.sha256 and sha_range(src, 0, st.st_size) != fp.sha256:
+        raise Stale(f"{op.path}: content changed since plan (sha256)")
+
+
+def sha_range(fd: int, start: int, end: int) -> str:
+    h = hashlib.sha256()
+    for chunk in read_range(fd, start, end):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def read_range(fd: int, start: int, end: int, step: int = 1 << 20):
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, min(step, end - pos), pos)
+        if not chunk:
+            raise OSError(errno.EIO, "file shrank while reading")
+        yield chunk
+        pos += len(chunk)
+
+
+def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
+    """Pre hash, patch check and expected post hash, in one read of the file."""
+    from histmig.apply.content import build_zstd, pieces  # local: content imports this module
+    op: WriteFile = prep.op
+    prep.pre_sha = sha_range(src, 0, prep.st.st_size)
+    if op.compression == "zstd":
+        try:
+            prep.content = build_zstd(op, src, opts)
+        except HistmigInputError as e:
+            _skip(prep, str(e), "bad-zstd")
+            return
+    elif op.new_bytes is not None:
+        prep.content = op.new_bytes
+    prep.patches = op.patches
+    h, size = hashlib.sha256(), 0
+    for piece in pieces(prep, src, prep.st.st_size, opts, stale=Stale):
+        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
+            h.update(chunk)
+            size += len(chunk)
+    prep.post_sha, prep.post_size = h.hexdigest(), size
+    same_len = all(len(p.old) == len(p.new) for p in op.patches)
+    if (op.in_place_ok and same_len and op.patches and prep.content is None
+            and prep.base_size == prep.st.st_size):
+        prep.method = "inplace"
+
+
+# -- checks that turn into skips ------------------------------------------------------------------
+def _check_writers(preps: list[Prepared]) -> None:
+    wanted: dict[tuple[int, int], list[Prepared]] = {}
+    for p in preps:
+        if p.skip is None and p.st is not None:
+            for k in _inodes(p):
+                wanted.setdefault(k, []).append(p)
+    for k, holders in open_writers(wanted).items():
+        for p in wanted[k]:
+            if p.skip is None:
+                who = ", ".join(h.describe() for h in holders)
+                _skip(p, f"open for writing by {who}; quit it and re-run", "open-writer")
+
+
+def _inodes(p: Prepared) -> list[tuple[int, int]]:
+    if not stat.S_ISDIR(p.st.st_mode):
+        return [(p.st.st_dev, p.st.st_ino)]
+    out = []
+    for folder, _dirs, files in os.walk(p.path):  # followlinks=False: do not leave the folder
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(folder, f))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((st.st_dev, st.st_ino))
+    return out
+
+
+def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
+    claude_live: dict[str, int] | None = None
+    for p in preps:
+        s = getattr(p.op, "session", None) or {}
+        tool, sid = s.get("tool"), s.get("id")
+        if p.skip is not None or not sid:
+            continue
+        if tool == "codex" and locks.codex_thread_locked(homes.codex, sid):
+            _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
+        elif tool in ("claude", "claude-code"):
+            if claude_live is None:
+                claude_live = locks.claude_live_sessions(homes.claude)
+            if sid in claude_live:
+                _skip(p, f"live Claude Code session (pid {claude_live[sid]})", "live-session")
+
+
+def _check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
+    if opts.quiet_seconds is None or opts.include_active:
+        return
+    now = time.time_ns()
+    for p in preps:
+        if p.skip is None and p.st is not None and p.method in ("replace", "inplace"):
+            age = (now - p.st.st_mtime_ns) / 1e9
+            if age < opts.quiet_seconds:
+                _skip(p, f"active (modified {age:.0f}s ago, --quiet-seconds {opts.quiet_seconds:g}); "
+                         "use --include-active", "active")
+
+
+def _propagate_session_skips(preps: list[Prepared]) -> None:
+    """A session is changed completely or not at all: skipping one of its files skips the rest
+    (a flipped database row with an unflipped rollout would disagree)."""
+    skipped = {_sess(p) for p in preps if p.skip is not None and _sess(p)}
+    for p in preps:
+        if p.skip is None and _sess(p) in skipped:
+            _skip(p, "skipped with the rest of its session", "session-skipped")
+
+
+def _sess(p: Prepared) -> tuple[str, str] | None:
+    s = getattr(p.op, "session", None) or {}
+    return (s.get("tool", ""), s["id"]) if s.get("id") else None
+
+
+def _check_sql(preps: list[Prepared], stale: list[str]) -> None:
+    from histmig.apply.sqlops import check_expectations
+    by_db: dict[str, list[Prepared]] = {}
+    for p in preps:
+        if p.method == "sql":
+            by_db.setdefault(p.path, []).append(p)
+    for db, group in by_db.items():
+        stale.extend(check_expectations(db, [p.op for p in group]))
+
+
+def touches(preps: list[Prepared], folder: Path) -> bool:
+    return any(_under(p.path, os.path.realpath(folder)) for p in preps if p.skip is None)

@@ -1,0 +1,295 @@
+"""The per-file write protocol (safety.md §1.2), executed through the facade.
+
+replace: backup (hard link, else fsynced copy) → intent durable → temp ``.<name>.<txid>.histmig-tmp``
+→ stream pieces (copy_file_range for untouched ranges) → owner, mode, xattrs, atime/mtime (ns) →
+fsync → verify by re-reading → re-check (dev, ino, size, mtime_ns) and open writers → replace →
+fsync folder → salvage appends that raced the replace → done.
+
+inplace: journal the original bytes → pwrite → restore times → fsync → done (inode kept).
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from histmig import fsio
+from histmig.apply.check import read_range, sha_range
+from histmig.apply.content import write_pieces
+from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, key
+from histmig.diagnostics import Skip, Warning
+from histmig.journal import Journal
+from histmig.livewriters import open_writers
+from histmig.plan import _b
+
+RETRY = object()
+_LINK_FALLBACK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES)
+
+
+class VerifyError(OSError):
+    pass
+
+
+@dataclass
+class Ctx:
+    fs: fsio.FS
+    journal: Journal
+    opts: ApplyOptions
+    result: ApplyResult
+    backup: str | None = None     # the backup made by the current attempt (removed if it skips)
+    intents: dict = field(default_factory=dict)   # n -> attempt whose intent is journaled
+
+    @property
+    def txid(self) -> str:
+        return self.journal.txid
+
+    def warn(self, code: str, detail: str, path: str | None = None) -> None:
+        self.result.warnings.append(Warning(code, detail, path))
+
+
+def pre_state(st: os.stat_result, sha: str | None, fd: int | None) -> dict:
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "atime_ns": st.st_atime_ns, "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid,
+            "gid": st.st_gid, "nlink": st.st_nlink, "sha256": sha,
+            "xattrs": {k: _b(v) for k, v in read_xattrs(fd).items()} if fd is not None else {}}
+
+
+def read_xattrs(fd: int) -> dict[str, bytes]:
+    try:
+        return {k: os.getxattr(fd, k) for k in os.listxattr(fd)
+                if not k.startswith("security.") or os.geteuid() == 0}
+    except OSError:
+        return {}
+
+
+# -- replace --------------------------------------------------------------------------------------
+def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
+    for attempt in range(ctx.opts.append_retries + 1):
+        ctx.backup = None
+        outcome = _rewrite_once(ctx, prep, attempt)
+        if outcome is not None and ctx.backup:
+            # not replaced: a hard-link backup would leave the live file with nlink 2
+            _unlink_quiet(ctx.fs, ctx.backup, None)
+        if outcome is not RETRY:
+            return outcome
+        ctx.journal.append("retry", n=prep.n, path=prep.path)
+    return Skip(prep.op.paths()[0], "kept changing during apply; re-run later", "changing")
+
+
+def _rewrite_once(ctx: Ctx, prep: Prepared, attempt: int):
+    fs, label = ctx.fs, prep.path
+    dfd = fsio.open_dir(prep.root, prep.parts)
+    src = fsio.open_read(prep.name, dir_fd=dfd)
+    tmp = fsio.temp_name(prep.name, ctx.txid)
+    replaced = False
+    try:
+        st0 = os.fstat(src)
+        if key(st0) != key(prep.st):
+            return _changed(ctx, prep, st0, src)
+        backup = make_backup(ctx, f"{prep.n}.{attempt}", dfd, prep.name, src, st0, prep.pre_sha)
+        ctx.journal.append("intent", n=prep.n, method="replace", path=prep.path, tmp=tmp, backup=backup,
+                           pre=pre_state(st0, prep.pre_sha, src),
+                           post={"sha256": prep.post_sha, "size": prep.post_size})
+        ctx.intents[prep.n] = attempt
+        try:
+            tfd = fs.open_write(tmp, dir_fd=dfd, label=label + " (temp)")
+        except PermissionError as e:
+            return Skip(prep.op.paths()[0], f"cannot create temp ({errno.errorcode[e.errno]})", "no-temp")
+        try:
+            sha, size = write_pieces(fs, prep, src, tfd, st0.st_size, ctx.opts, label + " (temp)")
+            copy_meta(ctx, st0, src, tfd, label)
+            fs.utime(tfd, (st0.st_atime_ns, st0.st_mtime_ns), label + " (temp)")
+            fs.fsync(tfd, label + " (temp)")
+        finally:
+            os.close(tfd)
+        verify(dfd, tmp, sha, size, label)
+        if sha != prep.post_sha:
+            raise VerifyError(errno.EIO, "new content differs from the planned result", label)
+        fs.point("before-final-check", label)
+        st1 = os.stat(prep.name, dir_fd=dfd, follow_symlinks=False)
+        if key(st1) != key(st0):
+            _unlink_quiet(fs, tmp, dfd)
+            return _changed(ctx, prep, st1, src)
+        holders = open_writers([(st0.st_dev, st0.st_ino)]).get((st0.st_dev, st0.st_ino))
+        if holders:
+            _unlink_quiet(fs, tmp, dfd)
+            who = ", ".join(h.describe() for h in holders)
+            return Skip(prep.op.paths()[0], f"open for writing by {who}; quit it and re-run", "open-writer")
+        fs.point("before-replace", label)
+        fs.replace(tmp, prep.name, dir_fd=dfd, label=label)
+        replaced = True
+        fs.fsync(dfd, os.path.dirname(label))
+        fs.point("after-replace", label)
+        post = _salvage(ctx, prep, dfd, src, st0, sha, size)
+        ctx.journal.append("done", n=prep.n, post=post)
+        return None
+    except BaseException:
+        if not replaced:
+            _unlink_quiet(fs, tmp, dfd)
+            if ctx.backup and not _journaled(ctx, prep.n, attempt):
+                _unlink_quiet(fs, ctx.backup, None)   # the journal does not know it: nobody would
+        raise
+    finally:
+        os.close(src)
+        os.close(dfd)
+
+
+def _journaled(ctx: Ctx, n: int, attempt: int) -> bool:
+    return ctx.intents.get(n) == attempt
+
+
+def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
+    """The file changed after precheck. A pure append (same inode, longer, old prefix intact) is
+    retried with the new tail; anything else skips the file."""
+    old = prep.st
+    if (st.st_dev, st.st_ino) == (old.st_dev, old.st_ino) and st.st_size > old.st_size:
+        cur = os.fstat(src)
+        if sha_range(src, 0, old.st_size) == prep.pre_sha and cur.st_size >= st.st_size:
+            _refresh(ctx, prep, src)
+            return RETRY
+    return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
+
+
+def _refresh(ctx: Ctx, prep: Prepared, src: int) -> None:
+    from histmig.apply.content import pieces
+    prep.st = os.fstat(src)
+    prep.pre_sha = sha_range(src, 0, prep.st.st_size)
+    h, size = hashlib.sha256(), 0
+    for piece in pieces(prep, src, prep.st.st_size, ctx.opts):
+        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
+            h.update(chunk)
+            size += len(chunk)
+    prep.post_sha, prep.post_size = h.hexdigest(), size
+
+
+def _salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: int) -> dict:
+    """Appends that reached the old inode after our last check: copy their complete lines to the
+    new file (safety.md §3.3). The hard-link backup keeps the raw bytes for undo."""
+    grown = os.fstat(src).st_size - st0.st_size
+    post = {"sha256": sha, "size": size}
+    if grown > 0:
+        data = os.pread(src, grown, st0.st_size)
+        extra = data[:data.rfind(b"\n") + 1]
+        if extra:
+            out = ctx.opts.transform_tail(prep.op, extra)
+            afd = ctx.fs.open_write(prep.name, dir_fd=dfd, flags=os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+                                    | os.O_CLOEXEC, label=prep.path)
+            try:
+                ctx.fs.write(afd, out, prep.path)
+                ctx.fs.fsync(afd, prep.path)
+            finally:
+                os.close(afd)
+            nfd = fsio.open_read(prep.name, dir_fd=dfd)
+            try:
+                post = {"sha256": sha_range(nfd, 0, os.fstat(nfd).st_size), "size": os.fstat(nfd).st_size}
+            finally:
+                os.close(nfd)
+            ctx.journal.append("salvaged", n=prep.n, raw=len(extra), post=post)
+            ctx.result.salvaged[prep.path] = len(extra)
+            ctx.warn("salvaged", f"salvaged {len(extra)} bytes appended during the replace", prep.path)
+        if len(extra) < len(data):
+            ctx.warn("partial-append", f"{len(data) - len(extra)} bytes of an unfinished line stay in the backup",
+                     prep.path)
+    if open_writers([(st0.st_dev, st0.st_ino)]):
+        ctx.warn("lost-append-risk", "a process still writes to the replaced file; quit it, then run "
+                 "histmig undo to get its appends back from the backup", prep.path)
+    return post
+
+
+def verify(dfd: int, name: str, sha: str, size: int, label: str) -> None:
+    fd = fsio.open_read(name, dir_fd=dfd)
+    try:
+        if os.fstat(fd).st_size != size or sha_range(fd, 0, size) != sha:
+            raise VerifyError(errno.EIO, "written file does not read back as written", label)
+    finally:
+        os.close(fd)
+
+
+def copy_meta(ctx: Ctx, st0, src: int | None, tfd: int, label: str, xattrs: dict | None = None) -> None:
+    fs = ctx.fs
+    try:
+        fs.fchown(tfd, st0.st_uid, st0.st_gid, label + " (temp)")
+    except PermissionError:
+        try:
+            fs.fchown(tfd, -1, st0.st_gid, label + " (temp)")
+            ctx.warn("owner-not-kept", f"could not keep owner uid {st0.st_uid} (kept gid {st0.st_gid})", label)
+        except PermissionError:
+            ctx.warn("owner-not-kept", f"could not keep owner {st0.st_uid}:{st0.st_gid}", label)
+    fs.fchmod(tfd, stat.S_IMODE(st0.st_mode), label + " (temp)")
+    for k, v in (read_xattrs(src) if xattrs is None else xattrs).items():
+        try:
+            fs.setxattr(tfd, k, v, label + " (temp)")
+        except OSError as e:
+            if e.errno not in (errno.ENOTSUP, errno.EPERM, errno.EACCES):
+                raise
+            ctx.warn("xattr-not-kept", f"could not copy xattr {k} ({e.strerror})", label)
+
+
+def _unlink_quiet(fs: fsio.FS, name: str, dfd: int | None) -> None:
+    try:
+        os.unlink(name, dir_fd=dfd)  # cleanup is not a counted step: it must not fault
+    except FileNotFoundError:
+        pass
+
+
+# -- backups --------------------------------------------------------------------------------------
+def make_backup(ctx: Ctx, bname: str, dfd: int, name: str, src: int, st0, sha: str | None) -> dict:
+    """A hard link in the journal's ``b/`` (the old inode itself), else an fsynced, verified copy
+    created 0600. A failed copy is removed before the error propagates."""
+    fs, bdir = ctx.fs, str(ctx.journal.backups)
+    try:
+        fs.link(name, os.path.join(bdir, bname), src_dir_fd=dfd, label=os.path.join(bdir, bname))
+        ctx.backup = os.path.join(bdir, bname)
+        fs.fsync_dir(bdir)
+        return {"name": bname, "kind": "link"}
+    except OSError as e:
+        if e.errno not in _LINK_FALLBACK:
+            raise
+    path = os.path.join(bdir, bname)
+    bfd = fs.open_write(path)
+    try:
+        got = hashlib.sha256()
+        for chunk in read_range(src, 0, st0.st_size):
+            fs.write(bfd, chunk, path)
+            got.update(chunk)
+        fs.fsync(bfd, path)
+        if sha and got.hexdigest() != sha:
+            raise VerifyError(errno.EIO, "backup copy differs from the original", path)
+    except BaseException:
+        os.close(bfd)
+        _unlink_quiet(fs, path, None)
+        raise
+    os.close(bfd)
+    ctx.backup = path
+    fs.fsync_dir(bdir)
+    return {"name": bname, "kind": "copy"}
+
+
+# -- in place -------------------------------------------------------------------------------------
+def patch_in_place(ctx: Ctx, prep: Prepared) -> Skip | None:
+    fs, label = ctx.fs, prep.path
+    dfd = fsio.open_dir(prep.root, prep.parts)
+    try:
+        st0 = os.stat(prep.name, dir_fd=dfd, follow_symlinks=False)
+        if key(st0) != key(prep.st):
+            return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
+        if open_writers([(st0.st_dev, st0.st_ino)]):
+            return Skip(prep.op.paths()[0], "open for writing; quit it and re-run", "open-writer")
+        spans = [{"offset": p.offset, "old": _b(p.old), "new": _b(p.new)} for p in prep.patches]
+        wfd = fs.open_write(prep.name, dir_fd=dfd, flags=os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, label=label)
+        try:
+            ctx.journal.append("intent", n=prep.n, method="inplace", path=prep.path, spans=spans,
+                               pre=pre_state(st0, prep.pre_sha, None),
+                               post={"sha256": prep.post_sha, "size": prep.post_size})
+            for p in prep.patches:
+                fs.pwrite(wfd, p.new, p.offset, label)
+            fs.utime(wfd, (st0.st_atime_ns, st0.st_mtime_ns), label)
+            fs.fsync(wfd, label)
+        finally:
+            os.close(wfd)
+        ctx.journal.append("done", n=prep.n, post={"sha256": prep.post_sha, "size": prep.post_size})
+        return None
+    finally:
+        os.close(dfd)

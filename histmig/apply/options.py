@@ -1,0 +1,98 @@
+"""Options, results and the per-operation record that precheck hands to execution."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, Skip, Warning
+from histmig.plan import Op, Patch
+
+
+@dataclass
+class ApplyOptions:
+    follow_symlinks: bool = False      # rewrite a symlink's target (only inside the roots, owned by us)
+    break_hardlinks: bool = False      # rewrite files with nlink > 1 (the other names keep the old bytes)
+    allow_appended: bool = False       # a file that only grew since the plan is applied, tail kept
+    quiet_seconds: float | None = None  # skip files modified less than this many seconds ago
+    include_active: bool = False       # ... unless this is set
+    max_line_bytes: int = 64 * 1024 * 1024  # for tail_transform implementations (apply itself never parses)
+    max_decompressed: int | None = None     # zstd output cap (None: histmig.zst default)
+    # Transforms bytes appended after the plan was made (allow_appended, append races, salvage).
+    # Must be deterministic: it runs once to compute the expected hash and once while writing.
+    # Default: keep the appended bytes verbatim.
+    tail_transform: Callable[[Op, bytes], bytes] | None = None
+    on_commit: Callable[[str], None] | None = None   # called after each file is durably replaced
+    argv: list[str] | None = None
+    append_retries: int = 3
+
+    def transform_tail(self, op: Op, data: bytes) -> bytes:
+        return self.tail_transform(op, data) if (self.tail_transform and data) else data
+
+
+@dataclass
+class ApplyResult:
+    txid: str | None = None
+    done: list[str] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+    salvaged: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SKIPPED if self.skips else EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"txid": self.txid, "done": self.done, "skips": [s.to_dict() for s in self.skips],
+                "warnings": [w.to_dict() for w in self.warnings], "salvaged": self.salvaged,
+                "exit_code": self.exit_code}
+
+
+@dataclass
+class RecoverResult:
+    txids: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+
+    @property
+    def nothing(self) -> bool:
+        return not self.txids
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"txids": self.txids, "restored": self.restored,
+                "warnings": [w.to_dict() for w in self.warnings]}
+
+
+@dataclass
+class Prepared:
+    """One operation after precheck: where it writes and what the file looked like."""
+
+    n: int
+    op: Op
+    method: str                  # replace | inplace | create | rename | delete | sql
+    path: str                    # the path written (a followed symlink's target)
+    root: str = ""               # real path of the root it lies under
+    st: os.stat_result | None = None
+    pre_sha: str | None = None
+    base_size: int = 0           # bytes of the original the patches cover; beyond it: appended tail
+    patches: tuple[Patch, ...] = ()
+    content: bytes | None = None  # whole new content (new_bytes, recompressed zstd)
+    post_sha: str | None = None
+    post_size: int = 0
+    dirs: list[str] = field(default_factory=list)   # folders to create (create / rename)
+    dst: str = ""                # rename target (real path)
+    skip: Skip | None = None
+
+    @property
+    def parts(self) -> list[str]:
+        rel = os.path.relpath(os.path.dirname(self.path), self.root)
+        return [] if rel == "." else rel.split(os.sep)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What "unchanged" means between two stats (Mercurial's idea, with ns and the inode)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

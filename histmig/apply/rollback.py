@@ -1,0 +1,332 @@
+"""Going back: ``recover`` (roll back an unfinished apply) and ``undo`` (reverse a committed one).
+
+Both read the journal and restore journaled bytes and metadata; neither runs a transform backwards
+(a cwd move A → B cannot be inverted when the file already held B). Every step first looks at the
+disk and does nothing if the old state is already there, so both are idempotent and safe to crash:
+run them again and they finish.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from histmig import fsio
+from histmig.apply.check import sha_range
+from histmig.apply.files import _unlink_quiet
+from histmig.apply.sqlops import revert_db
+from histmig.diagnostics import Skip, Warning
+from histmig.journal import Journal, read_records
+from histmig.plan import _unb
+
+
+@dataclass
+class Undo:
+    """What to do when a file is not exactly as the apply left it."""
+
+    strict: bool                  # undo: refuse changed files; recover: roll back whatever is ours
+    keep_appended: bool = False
+    restore_deleted: bool = False
+    force: bool = False
+    restored: list[str] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+
+    def skip(self, path: str, reason: str, code: str = "undo-skipped") -> None:
+        self.skips.append(Skip(path, reason, code))
+
+
+def intents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest intent per operation, newest first, with its salvage and done facts merged in."""
+    latest: dict[int, dict[str, Any]] = {}
+    for r in records:
+        if r["kind"] == "intent":
+            latest[r["n"]] = dict(r)
+        elif r["kind"] in ("done", "salvaged", "copied") and r["n"] in latest:
+            rec = latest[r["n"]]
+            rec[r["kind"]] = True
+            if r.get("post"):
+                rec["post"] = r["post"]
+            if r["kind"] == "salvaged":
+                rec["salvaged_raw"] = r["raw"]
+    return [latest[n] for n in sorted(latest, reverse=True)]
+
+
+def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_done=None) -> None:
+    """Revert every journaled operation (newest first), calling ``on_done(n)`` after each one that
+    is back to its old state."""
+    records = read_records(folder)
+    if not how.strict:
+        _drop_orphan_backups(fs, folder, records)
+    for rec in intents(records):
+        if rec["n"] in skip_ns:
+            continue
+        before = len(how.skips)
+        _REVERT[rec["method"]](fs, folder, rec, how)
+        if len(how.skips) == before and on_done is not None:
+            on_done(rec["n"])
+
+
+def _drop_orphan_backups(fs, folder: Path, records: list[dict]) -> None:
+    """A crash between making a backup and journaling its intent leaves a backup nobody refers to;
+    its file was not touched yet (the intent comes first), so the backup only adds a hard link."""
+    named = {r["backup"]["name"] for r in records if r["kind"] == "intent" and r.get("backup")}
+    bdir = folder / "b"
+    for p in bdir.iterdir() if bdir.is_dir() else []:
+        if p.name not in named:
+            _unlink_quiet(fs, str(p), None)
+
+
+# -- replaced files -------------------------------------------------------------------------------
+def _revert_replace(fs: fsio.FS, folder: Path, rec: dict, how: Undo) -> None:
+    path, pre = rec["path"], rec["pre"]
+    _unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
+    backup = folder / "b" / rec["backup"]["name"]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and (st.st_dev, st.st_ino) == (pre["dev"], pre["ino"]):
+        _drop_link_backup(fs, backup, pre)
+        return  # never replaced, or already put back
+    if st is not None and _holds(path, pre):
+        return  # already restored by an earlier (interrupted) run
+    if not backup.exists():
+        how.skip(path, "backup missing (purged?); not restored", "no-backup")
+        return
+    keep = pre["size"] + rec.get("salvaged_raw", 0)
+    if st is None:
+        if how.strict and not how.restore_deleted:
+            return how.skip(path, "deleted since apply; use --restore-deleted", "deleted")
+        return _restore(fs, folder, rec, backup, keep, b"", how)
+    tail = _tail_after_post(path, rec)
+    if tail is None and how.strict and not how.force:
+        return how.skip(path, "modified since apply; not restored (use --force)", "modified")
+    if tail and how.strict and not how.keep_appended:
+        return how.skip(path, f"modified since apply ({len(tail)} bytes appended); use --keep-appended",
+                        "appended")
+    _restore(fs, folder, rec, backup, keep if how.strict else None, tail or b"", how, st)
+
+
+def _drop_link_backup(fs, backup: Path, pre: dict) -> None:
+    """The file was never replaced: its hard-link backup would leave it with nlink 2."""
+    try:
+        st = os.lstat(backup)
+    except FileNotFoundError:
+        return
+    if (st.st_dev, st.st_ino) == (pre["dev"], pre["ino"]):
+        _unlink_quiet(fs, str(backup), None)
+
+
+def _holds(path: str, pre: dict) -> bool:
+    fd = fsio.open_read(path)
+    try:
+        return os.fstat(fd).st_size == pre["size"] and sha_range(fd, 0, pre["size"]) == pre.get("sha256")
+    finally:
+        os.close(fd)
+
+
+def _tail_after_post(path: str, rec: dict) -> bytes | None:
+    """b"" if the file is exactly what apply wrote, the extra bytes if it only grew, else None."""
+    post = rec.get("post") or {}
+    fd = fsio.open_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        if post.get("sha256") is None or size < post["size"]:
+            return None
+        if sha_range(fd, 0, post["size"]) != post["sha256"]:
+            return None
+        return os.pread(fd, size - post["size"], post["size"]) if size > post["size"] else b""
+    finally:
+        os.close(fd)
+
+
+def _restore(fs, folder, rec, backup: Path, keep: int | None, tail: bytes, how: Undo, st=None) -> None:
+    """Put the backup's bytes (the first ``keep`` of them; ``None`` = all) back at the path."""
+    path, pre = rec["path"], rec["pre"]
+    bsize = backup.stat().st_size
+    exact = rec["backup"]["kind"] == "link" and not tail and (keep is None or keep == bsize)
+    if exact:  # the old inode itself: rename it back (mode, owner, xattrs, times are its own)
+        fs.replace(str(backup), path, label=path)
+    else:
+        with open(backup, "rb") as fh:
+            data = fh.read(bsize if keep is None else keep)
+        if pre.get("sha256") and hashlib.sha256(data[:pre["size"]]).hexdigest() != pre["sha256"]:
+            return how.skip(path, "backup does not match the journaled hash; not restored", "bad-backup")
+        if keep is not None and bsize > keep:
+            how.warnings.append(Warning("backup-has-more", f"{bsize - keep} bytes appended to the replaced "
+                                        f"file after apply are kept in {backup}", path))
+        mtime = st.st_mtime_ns if (tail and st is not None) else pre["mtime_ns"]
+        _write_back(fs, folder, path, data + tail, pre, mtime)
+    fs.fsync_dir(os.path.dirname(path))
+    how.restored.append(path)
+
+
+def _write_back(fs, folder: Path, path: str, data: bytes, pre: dict, mtime_ns: int) -> None:
+    from histmig.apply.files import Ctx, copy_meta
+    from histmig.apply.options import ApplyOptions, ApplyResult
+    from histmig.apply.tree import write_new
+    d, name = os.path.dirname(path), os.path.basename(path)
+    tmp = fsio.temp_name(name, folder.name)
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        ctx = Ctx(fs, _NoJournal(folder), ApplyOptions(), ApplyResult())
+        write_new(ctx, dfd, tmp, data, pre["mode"], mtime_ns, path, atime_ns=pre["atime_ns"])
+        tfd = os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            st = os.stat_result((pre["mode"], 0, 0, 1, pre["uid"], pre["gid"], 0, 0, 0, 0))
+            copy_meta(ctx, st, None, tfd, path, {k: _unb(v) for k, v in pre.get("xattrs", {}).items()})
+            fs.utime(tfd, (pre["atime_ns"], mtime_ns), path)
+            fs.fsync(tfd, path)
+        finally:
+            os.close(tfd)
+        fs.replace(tmp, name, dir_fd=dfd, label=path)
+    finally:
+        os.close(dfd)
+
+
+class _NoJournal:
+    """Restores need a ``txid`` for temp names, not a journal."""
+
+    def __init__(self, folder: Path):
+        self.txid = folder.name
+
+
+# -- in place, create, delete, rename, sql -------------------------------------------------------
+def _revert_inplace(fs, folder, rec, how: Undo) -> None:
+    path, pre = rec["path"], rec["pre"]
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return how.skip(path, "deleted since apply", "deleted")
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (pre["dev"], pre["ino"]):
+            return how.skip(path, "replaced since apply; not restored", "modified")
+        spans = [(s["offset"], _unb(s["old"]), _unb(s["new"])) for s in rec["spans"]]
+        cur = [os.pread(fd, len(old), off) for off, old, _ in spans]
+        if all(c == old for c, (_, old, _) in zip(cur, spans)):
+            return how.restored.append(path)
+        if how.strict and not how.force and any(c != new for c, (_, _, new) in zip(cur, spans)):
+            return how.skip(path, "modified since apply; not restored (use --force)", "modified")
+        for off, old, _ in spans:
+            fs.pwrite(fd, old, off, path)
+        grown = st.st_size > rec["post"]["size"]
+        fs.utime(fd, (pre["atime_ns"], st.st_mtime_ns if grown else pre["mtime_ns"]), path)
+        fs.fsync(fd, path)
+        how.restored.append(path)
+    finally:
+        os.close(fd)
+
+
+def _revert_create(fs, folder, rec, how: Undo) -> None:
+    path = rec["path"]
+    _unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
+    if os.path.lexists(path):
+        with open(path, "rb") as fh:
+            same = hashlib.sha256(fh.read()).hexdigest() == rec["post"]["sha256"]
+        if not same and how.strict and not how.force:
+            return how.skip(path, "modified since apply; not removed (use --force)", "modified")
+        if not same and not how.strict:
+            how.warnings.append(Warning("not-removed", "created file changed since; left in place", path))
+            return
+        fs.unlink(path, label=path)
+        fs.fsync_dir(os.path.dirname(path))
+        how.restored.append(path)
+    _remove_dirs(fs, rec.get("dirs", []))
+
+
+def _remove_dirs(fs, dirs: list[str]) -> None:
+    for d in reversed(dirs):
+        try:
+            fs.rmdir(d, label=d)
+            fs.fsync_dir(os.path.dirname(d))
+        except (FileNotFoundError, OSError):
+            pass  # not empty (someone put something there) or already gone: leave it
+
+
+def _revert_delete(fs, folder, rec, how: Undo) -> None:
+    path = rec["path"]
+    if os.path.lexists(path):
+        return
+    backup = folder / "b" / rec["backup"]["name"]
+    if rec["backup"]["kind"] == "link":
+        fs.rename_noreplace(str(backup), path, label=path)
+    else:
+        with open(backup, "rb") as fh:
+            _write_back(fs, folder, path, fh.read(), rec["pre"], rec["pre"]["mtime_ns"])
+    fs.fsync_dir(os.path.dirname(path))
+    how.restored.append(path)
+
+
+def _revert_rename(fs, folder, rec, how: Undo) -> None:
+    src, dst, pre = rec["path"], rec["dst"], rec["pre"]
+    if os.path.lexists(rec["tmp"]):
+        _rmtree(fs, rec["tmp"])            # an interrupted cross-device copy
+    src_there = os.path.lexists(src)
+    if rec.get("copied") and os.path.lexists(dst):
+        _copy_back(fs, folder, dst, src)   # source partly deleted: refill it from the verified copy
+        _rmtree(fs, dst)
+        how.restored.append(src)
+    elif not src_there and os.path.lexists(dst):
+        st = os.lstat(dst)
+        if (st.st_dev, st.st_ino) != (pre["dev"], pre["ino"]) and how.strict and not how.force:
+            return how.skip(dst, "replaced since apply; not moved back", "modified")
+        fs.rename_noreplace(dst, src, label=f"{dst} -> {src}")
+        fs.fsync_dir(os.path.dirname(src))
+        fs.fsync_dir(os.path.dirname(dst))
+        how.restored.append(src)
+    elif not src_there:
+        return how.skip(src, f"neither {src} nor {dst} exists", "deleted")
+    _remove_dirs(fs, rec.get("dirs", []))
+
+
+def _copy_back(fs, folder: Path, src_copy: str, dst: str) -> None:
+    from histmig.apply.files import Ctx
+    from histmig.apply.options import ApplyOptions, ApplyResult
+    from histmig.apply.tree import copy_tree
+    ctx = Ctx(fs, _NoJournal(folder), ApplyOptions(), ApplyResult())
+    if not os.path.lexists(dst):
+        copy_tree(ctx, src_copy, dst)
+        return
+    if os.path.isdir(dst) and not os.path.islink(dst):
+        for entry in os.listdir(src_copy):
+            _copy_back(fs, folder, os.path.join(src_copy, entry), os.path.join(dst, entry))
+
+
+def _rmtree(fs, path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        for entry in os.listdir(path):
+            _rmtree(fs, os.path.join(path, entry))
+        fs.rmdir(path, label=path)
+    else:
+        fs.unlink(path, label=path)
+    fs.fsync_dir(os.path.dirname(path))
+
+
+def _revert_sql(fs, folder, rec, how: Undo) -> None:
+    warnings = revert_db(fs, rec, strict=how.strict)
+    if warnings and how.strict and not how.force:
+        for w in warnings:
+            how.skip(w.path or rec["path"], w.detail, "row-changed")
+    else:
+        how.warnings.extend(warnings)
+    how.restored.append(rec["path"])
+
+
+_REVERT = {"replace": _revert_replace, "inplace": _revert_inplace, "create": _revert_create,
+           "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql}
+
+
+def journal_for(fs: fsio.FS, folder: Path) -> Journal:
+    return Journal.reopen(fs, folder)
+
+
+def is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False

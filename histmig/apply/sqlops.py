@@ -1,0 +1,180 @@
+"""Database operations: one transaction per database, expectations checked inside it.
+
+Order: online backup into the journal folder (file created 0600) → ``BEGIN IMMEDIATE`` → re-check
+every expected old value (any mismatch: roll back, refuse) → journal the old rows (durable) →
+change → ``COMMIT`` → journal ``done``. Undo and recover put the journaled old values back, only
+where the row still holds what we wrote. Never touches the schema.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import sqlite3
+from typing import Any
+
+from histmig.apply.files import Ctx
+from histmig.apply.options import Prepared
+from histmig.diagnostics import StalePlanError, Warning
+from histmig.plan import SqlDelete, SqlInsert, SqlUpdate
+
+BUSY_MS = 5000
+
+
+def connect(db: str, *, readonly: bool = False) -> sqlite3.Connection:
+    uri = f"file:{db}?mode=ro" if readonly else f"file:{db}?mode=rw"
+    con = sqlite3.connect(uri, uri=True, timeout=BUSY_MS / 1000, isolation_level=None)
+    con.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+    return con
+
+
+def _where(cols: dict[str, Any]) -> tuple[str, list[Any]]:
+    return " AND ".join(f'"{c}" IS ?' for c in cols), list(cols.values())
+
+
+def _mismatch(con: sqlite3.Connection, op) -> str | None:
+    if isinstance(op, SqlUpdate):
+        w, args = _where(op.key)
+        row = con.execute(f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in op.expect)} '
+                          f'FROM "{op.table}" WHERE {w}', args).fetchall()
+        if len(row) != 1:
+            return f"{len(row)} rows match {op.key}, expected 1"
+        got = dict(zip(op.expect, row[0]))
+        return None if got == op.expect else f"row {op.key} holds {got}, plan expected {op.expect}"
+    if isinstance(op, SqlInsert):
+        w, args = _where({k: op.row[k] for k in op.key})
+        n = con.execute(f'SELECT count(*) FROM "{op.table}" WHERE {w}', args).fetchone()[0]
+        return f"a row with {dict((k, op.row[k]) for k in op.key)} already exists" if n else None
+    w, args = _where(op.where)
+    n = con.execute(f'SELECT count(*) FROM "{op.table}" WHERE {w}', args).fetchone()[0]
+    return None if n == op.expect_count else f"{n} rows match {op.where}, plan expected {op.expect_count}"
+
+
+def check_expectations(db: str, ops: list) -> list[str]:
+    try:
+        con = connect(db, readonly=True)
+    except sqlite3.Error as e:
+        return [f"{db}: cannot open database ({e})"]
+    try:
+        return [f"{db}: {m}" for op in ops if (m := _mismatch(con, op))]
+    except sqlite3.Error as e:
+        return [f"{db}: {e}"]
+    finally:
+        con.close()
+
+
+def _enc(v: Any) -> Any:
+    return {"$b64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
+
+
+def _dec(v: Any) -> Any:
+    return base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v
+
+
+def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
+    n = preps[0].n
+    bname = f"{n}.sqlite"
+    bpath = str(ctx.journal.backups / bname)
+    ctx.fs.sql("sql-backup", db)
+    os.close(ctx.fs.open_write(bpath))       # created 0600 before SQLite writes into it
+    with connect(db, readonly=True) as src, sqlite3.connect(bpath) as dst:
+        src.backup(dst)
+    dst.close()
+    src.close()
+    con = connect(db)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        bad = [m for p in preps if (m := _mismatch(con, p.op))]
+        if bad:
+            raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
+        rows = [_journal_row(con, p.op) for p in preps]
+        ctx.journal.append("intent", n=n, method="sql", path=db, backup={"name": bname, "kind": "sqlite"},
+                           ops=[p.n for p in preps], rows=rows)
+        for p in preps:
+            _execute(con, p.op)
+        ctx.fs.sql("sql-commit", db)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    ctx.journal.append("done", n=n)
+
+
+def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
+    if isinstance(op, SqlUpdate):
+        return {"kind": "update", "table": op.table, "key": op.key, "old": op.expect,
+                "new": {k: _enc(v) for k, v in op.set.items()}}
+    if isinstance(op, SqlInsert):
+        return {"kind": "insert", "table": op.table, "key": {k: op.row[k] for k in op.key},
+                "new": {k: _enc(v) for k, v in op.row.items()}}
+    w, args = _where(op.where)
+    cur = con.execute(f'SELECT * FROM "{op.table}" WHERE {w}', args)
+    cols = [d[0] for d in cur.description]
+    return {"kind": "delete", "table": op.table, "rows": [{c: _enc(v) for c, v in zip(cols, r)} for r in cur]}
+
+
+def _execute(con: sqlite3.Connection, op) -> None:
+    if isinstance(op, SqlUpdate):
+        w, args = _where(op.key)
+        sets = ", ".join(f'"{c}" = ?' for c in op.set)
+        con.execute(f'UPDATE "{op.table}" SET {sets} WHERE {w}', [*op.set.values(), *args])
+    elif isinstance(op, SqlInsert):
+        cols = ", ".join(f'"{c}"' for c in op.row)
+        con.execute(f'INSERT INTO "{op.table}" ({cols}) VALUES ({", ".join("?" for _ in op.row)})',
+                    list(op.row.values()))
+    elif isinstance(op, SqlDelete):
+        w, args = _where(op.where)
+        con.execute(f'DELETE FROM "{op.table}" WHERE {w}', args)
+
+
+def revert_db(fs, rec: dict[str, Any], *, strict: bool) -> list[Warning]:
+    """Put journaled old values back where the row still holds what we wrote (idempotent).
+    ``strict`` (undo): a row changed since apply is reported and left alone."""
+    db, warnings = rec["path"], []
+    con = connect(db)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        for row in reversed(rec["rows"]):
+            msg = _revert_row(con, row)
+            if msg:
+                warnings.append(Warning("row-changed", msg, db))
+        fs.sql("sql-commit", db)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return warnings
+
+
+def _revert_row(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
+    t = row["table"]
+    if row["kind"] == "update":
+        w, args = _where(row["key"])
+        new = {k: _dec(v) for k, v in row["new"].items()}
+        got = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in new)} FROM "{t}" WHERE {w}',
+                          args).fetchone()
+        if got is None:
+            return f"row {row['key']} is gone; not restored"
+        if dict(zip(new, got)) == row["old"]:
+            return None
+        if dict(zip(new, got)) != new:
+            return f"row {row['key']} changed since apply; not restored"
+        sets = ", ".join(f'"{c}" = ?' for c in row["old"])
+        con.execute(f'UPDATE "{t}" SET {sets} WHERE {w}', [*row["old"].values(), *args])
+    elif row["kind"] == "insert":
+        w, args = _where(row["key"])
+        con.execute(f'DELETE FROM "{t}" WHERE {w}', args)
+    else:
+        for r in row["rows"]:
+            vals = {k: _dec(v) for k, v in r.items()}
+            w, args = _where(vals)
+            if con.execute(f'SELECT count(*) FROM "{t}" WHERE {w}', args).fetchone()[0] == 0:
+                cols = ", ".join(f'"{c}"' for c in vals)
+                con.execute(f'INSERT INTO "{t}" ({cols}) VALUES ({", ".join("?" for _ in vals)})',
+                            list(vals.values()))
+    return None

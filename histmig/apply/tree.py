@@ -1,0 +1,176 @@
+"""Create, rename (never replacing; EXDEV → copy, verify, delete) and delete, through the facade."""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import time
+
+from histmig import fsio
+from histmig.apply.check import sha_range
+from histmig.apply.files import Ctx, VerifyError, _unlink_quiet, make_backup, pre_state, verify
+from histmig.apply.options import Prepared, key
+from histmig.diagnostics import RefusedError, Skip
+from histmig.plan import CreateFile
+
+
+def make_dirs(ctx: Ctx, dirs: list[str]) -> None:
+    for d in dirs:
+        ctx.fs.mkdir(d, 0o777, label=d)   # umask decides, like the agents' own folders
+        ctx.fs.fsync_dir(os.path.dirname(d))
+
+
+def create(ctx: Ctx, prep: Prepared) -> Skip | None:
+    op: CreateFile = prep.op
+    tmp = fsio.temp_name(prep.name, ctx.txid)
+    sha = hashlib.sha256(op.data).hexdigest()
+    ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=prep.dirs, tmp=tmp,
+                       post={"sha256": sha, "size": len(op.data)})
+    make_dirs(ctx, prep.dirs)
+    dfd = fsio.open_dir(prep.root, prep.parts)
+    try:
+        write_new(ctx, dfd, tmp, op.data, op.mode, op.mtime_ns, prep.path)
+        try:
+            ctx.fs.rename_noreplace(tmp, prep.name, src_dir_fd=dfd, dst_dir_fd=dfd, label=prep.path)
+        except FileExistsError:
+            _unlink_quiet(ctx.fs, tmp, dfd)
+            raise RefusedError(f"{prep.path} appeared during apply; nothing replaced") from None
+        ctx.fs.fsync(dfd, os.path.dirname(prep.path))
+    finally:
+        os.close(dfd)
+    ctx.journal.append("done", n=prep.n, post={"sha256": sha, "size": len(op.data)})
+    return None
+
+
+def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: int | None, label: str,
+              atime_ns: int | None = None) -> None:
+    """Temp file with ``data``, ``mode`` and times, fsynced and verified (the caller renames it)."""
+    fs = ctx.fs
+    tfd = fs.open_write(tmp, dir_fd=dfd, label=label + " (temp)")
+    try:
+        fs.write(tfd, data, label + " (temp)")
+        fs.fchmod(tfd, mode, label + " (temp)")
+        now = time.time_ns()
+        fs.utime(tfd, (atime_ns or now, mtime_ns or now), label + " (temp)")
+        fs.fsync(tfd, label + " (temp)")
+    except BaseException:
+        os.close(tfd)
+        _unlink_quiet(fs, tmp, dfd)
+        raise
+    os.close(tfd)
+    verify(dfd, tmp, hashlib.sha256(data).hexdigest(), len(data), label)
+
+
+def delete(ctx: Ctx, prep: Prepared) -> Skip | None:
+    dfd = fsio.open_dir(prep.root, prep.parts)
+    try:
+        src = fsio.open_read(prep.name, dir_fd=dfd)
+        try:
+            st0 = os.fstat(src)
+            if key(st0) != key(prep.st):
+                return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
+            sha = sha_range(src, 0, st0.st_size)
+            backup = make_backup(ctx, f"{prep.n}.0", dfd, prep.name, src, st0, sha)
+            ctx.journal.append("intent", n=prep.n, method="delete", path=prep.path, backup=backup,
+                               pre=pre_state(st0, sha, src))
+        finally:
+            os.close(src)
+        ctx.fs.unlink(prep.name, dir_fd=dfd, label=prep.path)
+        ctx.fs.fsync(dfd, os.path.dirname(prep.path))
+    finally:
+        os.close(dfd)
+    ctx.journal.append("done", n=prep.n)
+    return None
+
+
+# -- rename ---------------------------------------------------------------------------------------
+def rename(ctx: Ctx, prep: Prepared) -> Skip | None:
+    src, dst = prep.path, prep.dst
+    st = os.lstat(src)
+    if (st.st_dev, st.st_ino) != (prep.st.st_dev, prep.st.st_ino):
+        return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
+    tmp = os.path.join(os.path.dirname(dst), fsio.temp_name(os.path.basename(dst), ctx.txid))
+    ctx.journal.append("intent", n=prep.n, method="rename", path=src, dst=dst, dirs=prep.dirs, tmp=tmp,
+                       pre={"dev": st.st_dev, "ino": st.st_ino})
+    make_dirs(ctx, prep.dirs)
+    try:
+        ctx.fs.rename_noreplace(src, dst, label=f"{src} -> {dst}")
+    except FileExistsError:
+        raise RefusedError(f"target exists: {dst} (appeared during apply)") from None
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        _copy_move(ctx, prep, src, dst, tmp)
+    ctx.fs.fsync_dir(os.path.dirname(src))
+    ctx.fs.fsync_dir(os.path.dirname(dst))
+    ctx.journal.append("done", n=prep.n)
+    return None
+
+
+def _copy_move(ctx: Ctx, prep: Prepared, src: str, dst: str, tmp: str) -> None:
+    """Across file systems: copy to a temp name, verify every file, rename into place, journal
+    ``copied``, then delete the source (rsync's copy-then-unlink plus verification)."""
+    copy_tree(ctx, src, tmp)
+    ctx.fs.rename_noreplace(tmp, dst, label=dst)
+    ctx.fs.fsync_dir(os.path.dirname(dst))
+    ctx.journal.append("copied", n=prep.n)
+    remove_tree(ctx, src)
+
+
+def copy_tree(ctx: Ctx, src: str, dst: str) -> None:
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+        return
+    if stat.S_ISREG(st.st_mode):
+        _copy_file(ctx, src, dst, st)
+        return
+    ctx.fs.mkdir(dst, 0o700, label=dst)
+    for entry in sorted(os.listdir(src)):
+        copy_tree(ctx, os.path.join(src, entry), os.path.join(dst, entry))
+    fd = os.open(dst, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        ctx.fs.fchmod(fd, stat.S_IMODE(st.st_mode), dst)
+        ctx.fs.utime(fd, (st.st_atime_ns, st.st_mtime_ns), dst)
+        ctx.fs.fsync(fd, dst)
+    finally:
+        os.close(fd)
+
+
+def _copy_file(ctx: Ctx, src: str, dst: str, st) -> None:
+    from histmig.apply.files import copy_meta
+    sfd = fsio.open_read(src)
+    try:
+        sha = sha_range(sfd, 0, st.st_size)
+        dfd = ctx.fs.open_write(dst, label=dst)
+        try:
+            pos = 0
+            while pos < st.st_size:
+                chunk = os.pread(sfd, min(1 << 20, st.st_size - pos), pos)
+                ctx.fs.write(dfd, chunk, dst)
+                pos += len(chunk)
+            copy_meta(ctx, st, sfd, dfd, dst)
+            ctx.fs.utime(dfd, (st.st_atime_ns, st.st_mtime_ns), dst)
+            ctx.fs.fsync(dfd, dst)
+        finally:
+            os.close(dfd)
+    finally:
+        os.close(sfd)
+    vfd = fsio.open_read(dst)
+    try:
+        if sha_range(vfd, 0, st.st_size) != sha:
+            raise VerifyError(errno.EIO, "copy does not read back as the source", dst)
+    finally:
+        os.close(vfd)
+
+
+def remove_tree(ctx: Ctx, path: str) -> None:
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        for entry in sorted(os.listdir(path)):
+            remove_tree(ctx, os.path.join(path, entry))
+        ctx.fs.rmdir(path, label=path)
+    else:
+        ctx.fs.unlink(path, label=path)
+    ctx.fs.fsync_dir(os.path.dirname(path))

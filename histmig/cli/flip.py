@@ -1,0 +1,108 @@
+"""``histmig flip OLD NEW``: move Codex sessions from one model provider to another."""
+from __future__ import annotations
+
+import click
+
+from histmig.cli.common import emit_json, info, print_warnings
+from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
+from histmig.cli.tx import apply_options, run_plan
+from histmig.ops.flip import plan_flip, provider_census
+
+EXAMPLES = """
+\b
+Examples:
+  histmig flip --list
+  histmig flip openai my-provider                 # dry run: what would change
+  histmig flip openai my-provider --apply --set-config
+  histmig flip openai my-provider --apply --strip-encrypted
+"""
+
+
+@click.command("flip", help="Re-label Codex sessions recorded under provider OLD as NEW, in the rollouts "
+               "and in every state database, so Codex lists and resumes them under NEW." + EXAMPLES)
+@click.argument("old", required=False)
+@click.argument("new", required=False)
+@click.option("--list", "list_only", is_flag=True, help="Show the providers present in history, with counts.")
+@click.option("--no-archived", is_flag=True, help="Leave archived_sessions/ alone.")
+@click.option("--strip-encrypted", is_flag=True,
+              help="Set encrypted reasoning (bound to the old account) to null; reported per file.")
+@click.option("--set-config", is_flag=True, help='Also set model_provider = "NEW" in config.toml (comments kept).')
+@click.option("--exact", is_flag=True, help="Dry run: compute every byte edit (reads whole files).")
+@apply_options
+@click.pass_obj
+def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, exact, apply, as_json, plan_out):
+    if list_only:
+        return _list(ctx, as_json, archived=not no_archived)
+    if not old or not new:
+        raise UsageError("flip needs OLD and NEW (or --list)")
+    exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
+    plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                     set_config=set_config, exact=exact)
+    if not exact:                                 # head-only dry run: counts, rows, a sample
+        if as_json:
+            emit_json({"dry_run": True, **plan_summary(plan)})
+        else:
+            render(ctx, plan)
+            print_warnings([*plan.warnings, *plan.skips])
+            info(ctx, "dry run: nothing was written; add --apply to flip")
+        return EXIT_SKIPPED if plan.skips else EXIT_OK
+    if apply and not as_json:
+        info(ctx, headline(plan).replace("would flip", "flipping", 1))
+    return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
+                    render_dry_run=lambda p: render(ctx, p))
+
+
+def plan_summary(plan) -> dict:
+    return {"op": "flip", "args": plan.args, "summary": plan.summary,
+            "warnings": [w.to_dict() for w in plan.warnings], "skips": [s.to_dict() for s in plan.skips],
+            "operations": len(plan.operations)}
+
+
+def headline(plan, *, done: bool = False) -> str:
+    s = plan.summary
+    verb = "flipped" if done else "would flip"
+    text = f"{verb} {s['sessions']:,} session{'s' * (s['sessions'] != 1)} ({s['compressed']} compressed, {s['archived']} archived)"
+    if plan.skips:
+        reasons = sorted({k.code for k in plan.skips})
+        text += f"; {len(plan.skips)} skipped: {', '.join(reasons)}"
+    text += f"; state db: {s['state_rows']:,} row{'s' * (s['state_rows'] != 1)}"
+    if s.get("offset_rows"):
+        text += f"; thread history offsets: {s['offset_rows']:,} row(s)"
+    return text
+
+
+def render(ctx, plan) -> None:
+    s = plan.summary
+    args = plan.args
+    info(ctx, headline(plan))
+    if s["other_providers"]:
+        others = ", ".join(f"{k} {v:,}" for k, v in s["other_providers"].items())
+        info(ctx, f"left alone (other providers): {others}")
+    if s.get("assumed_note") and s["assumed_provider"]:
+        info(ctx, f"{s['assumed_provider']:,} of them have no recorded provider; {s['assumed_note']}")
+    if s["exact"]:
+        info(ctx, f"files: {s['files_in_place']:,} patched in place (same length), "
+                  f"{s['files_rewritten']:,} rewritten (offsets shifted)")
+    else:
+        info(ctx, f"line 1 of each file changes by {len(args['new']) - len(args['old']):+d} bytes "
+                  "(exact edits are computed on --apply or --exact)")
+    for item in s["sample"][: 5 if not ctx.verbose else 10]:
+        flags = [f for f in ("compressed", "archived") if item[f]]
+        info(ctx, f"  {item['id'][:8]}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
+
+
+def _list(ctx, as_json: bool, *, archived: bool) -> int:
+    c = provider_census(ctx.homes, archived=archived)
+    if as_json:
+        emit_json(c)
+        return 0
+    info(ctx, f"configured provider: {c['configured']}")
+    info(ctx, "sessions by recorded provider (rollout files):")
+    for name, n in c["files"].items():
+        mark = "" if name in c["known"] or name.startswith("(") else "   (not defined in config.toml)"
+        info(ctx, f"  {name:<24} {n:>7,}{mark}")
+    if c["assumed"]:
+        info(ctx, f"  ({c['assumed']:,} without a recorded provider, counted as {c['configured']})")
+    for db, counts in c["state_dbs"].items():
+        info(ctx, f"{db}: " + (", ".join(f"{k} {v:,}" for k, v in counts.items()) or "no threads"))
+    return 0

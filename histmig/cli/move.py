@@ -1,0 +1,63 @@
+"""``histmig move OLD_PATH NEW_PATH``: carry every tool's history along when a project folder moves."""
+from __future__ import annotations
+
+import click
+
+from histmig.cli.common import info
+from histmig.cli.tx import apply_options, run_plan
+from histmig.ops.move import TOOLS, plan_move
+from histmig.plan import Rename
+
+EXAMPLES = """
+\b
+Examples:
+  mv ~/code/app ~/work/app
+  histmig move ~/code/app ~/work/app              # dry run: what would change, per tool
+  histmig move ~/code/app ~/work/app --apply
+  histmig move ~/code/app ~/work/app --tool codex --apply
+  histmig undo
+"""
+
+COLUMNS = [("files", "files"), ("fields", "fields"), ("folders", "folders"), ("sessions", "sessions"),
+           ("db-rows", "db rows"), ("config-keys", "config keys"), ("skipped", "skipped")]
+
+
+@click.command("move", help="Re-point the history of every tool (Claude Code, Codex, mini-cc, manifest) "
+               "from project folder OLD_PATH, and every folder below it, to NEW_PATH. NEW_PATH need not "
+               "exist yet: run it before or after moving the folder." + EXAMPLES)
+@click.argument("old_path")
+@click.argument("new_path")
+@click.option("--tool", "tools", multiple=True, type=click.Choice(TOOLS),
+              help="Only this tool's history (repeatable; default: all).")
+@click.option("--force", is_flag=True,
+              help="When ~/.claude.json or config.toml already has a different entry for NEW, let OLD's values win.")
+@click.option("--rewrite-content", is_flag=True,
+              help="Also replace OLD in message text and tool arguments (reported per file).")
+@apply_options
+@click.pass_obj
+def command(ctx, old_path, new_path, tools, force, rewrite_content, apply, as_json, plan_out):
+    plan = plan_move(ctx.homes, old_path, new_path, tools=tools or None, force=force,
+                     rewrite_content=rewrite_content)
+    return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
+                    render_dry_run=lambda p: render(ctx, p))
+
+
+def table(plan) -> list[str]:
+    """The per-tool counts as aligned text rows."""
+    head = ["tool"] + [title for _, title in COLUMNS]
+    rows = [head]
+    for tool, counts in plan.summary["tools"].items():
+        rows.append([tool] + [str(counts.get(key, 0)) for key, _ in COLUMNS])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            for r in rows]
+
+
+def render(ctx, plan) -> None:
+    s = plan.summary
+    info(ctx, f"move {' | '.join(s['old'])} -> {s['new']}")
+    for line in table(plan):
+        info(ctx, line)
+    for op in plan.operations:
+        if isinstance(op, Rename) or ctx.verbose:
+            info(ctx, "would " + op.describe())

@@ -1,0 +1,197 @@
+"""``apply``, ``undo``, ``log``, ``recover`` — and the helpers every mutating command shares:
+``apply_options`` (the same flags everywhere) and ``run_plan`` (dry run, ``--plan-out``, apply)."""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from histmig.apply import ApplyOptions, apply_plan, recover, transactions, undo
+from histmig.cli.common import Context, diag, emit_json, info, print_warnings
+from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
+from histmig.plan import Plan
+
+_META_KEY = "histmig.apply_options"
+
+
+def _flags(f: Callable) -> Callable:
+    for opt in reversed([
+        click.option("--follow-symlinks", is_flag=True, help="Rewrite a symlink's target (inside the tool homes only)."),
+        click.option("--break-hardlinks", is_flag=True, help="Rewrite files with other hard links (those keep the old bytes)."),
+        click.option("--allow-appended", is_flag=True, help="Apply to files that only grew since the plan; the new tail is kept."),
+        click.option("--quiet-seconds", type=float, default=None, metavar="N",
+                     help="Skip files modified in the last N seconds (an agent may be writing)."),
+        click.option("--include-active", is_flag=True, help="Do not skip recently modified files."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _collect(kwargs: dict) -> ApplyOptions:
+    return ApplyOptions(follow_symlinks=kwargs.pop("follow_symlinks"), break_hardlinks=kwargs.pop("break_hardlinks"),
+                        allow_appended=kwargs.pop("allow_appended"), quiet_seconds=kwargs.pop("quiet_seconds"),
+                        include_active=kwargs.pop("include_active"), argv=list(sys.argv))
+
+
+def apply_options(f: Callable) -> Callable:
+    """Adds --apply, --json, --plan-out and the safety flags. The command receives ``apply``,
+    ``as_json`` and ``plan_out``; the safety flags are stored for :func:`run_plan`."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        click.get_current_context().meta[_META_KEY] = _collect(kwargs)
+        return f(*args, **kwargs)
+
+    wrapper = _flags(wrapper)
+    wrapper = click.option("--plan-out", type=click.Path(dir_okay=False), default=None,
+                           help="Write the plan to FILE (apply it later with `histmig apply FILE`).")(wrapper)
+    wrapper = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(wrapper)
+    wrapper = click.option("--apply", "apply", is_flag=True, help="Make the changes (default: dry run).")(wrapper)
+    return wrapper
+
+
+def current_options() -> ApplyOptions:
+    ctx = click.get_current_context(silent=True)
+    opts = ctx.meta.get(_META_KEY) if ctx is not None else None
+    return opts or ApplyOptions(argv=list(sys.argv))
+
+
+def run_plan(ctx: Context, plan: Plan, *, apply: bool, as_json: bool, plan_out: str | None,
+             render_dry_run: Callable[[Plan], None] | None, options: ApplyOptions | None = None) -> int:
+    """Dry run (default), write the plan file, or apply. Returns the exit code."""
+    if plan_out:
+        _write_plan(ctx, plan, plan_out, quiet=as_json)
+    if not apply:
+        return _dry_run(ctx, plan, as_json, render_dry_run, wrote_plan=bool(plan_out))
+    if plan.empty:
+        if as_json:
+            emit_json({"applied": False, "txid": None, "done": [], "skips": plan.skips, "warnings": plan.warnings})
+        else:
+            print_warnings([*plan.warnings, *plan.skips])
+            info(ctx, "nothing to do")
+        return EXIT_SKIPPED if plan.skips else EXIT_OK
+    return _apply(ctx, plan, as_json, options or current_options())
+
+
+def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(plan.dumps())
+    if not quiet:
+        diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {path}")
+
+
+def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: bool) -> int:
+    if as_json:
+        emit_json({"dry_run": True, "plan": plan.to_dict()})
+    else:
+        if render is not None:
+            render(plan)
+        else:
+            for op in plan.operations:
+                info(ctx, "would " + op.describe())
+        print_warnings([*plan.warnings, *plan.skips])
+        if not plan.empty and not wrote_plan:
+            info(ctx, f"dry run: {len(plan.operations)} change(s) planned, nothing written; add --apply to make them")
+        elif plan.empty:
+            info(ctx, "nothing to do")
+    return EXIT_SKIPPED if plan.skips else EXIT_OK
+
+
+def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
+    if ctx.verbose and not as_json:
+        def echo_commit(path: str) -> None:
+            click.echo(f"committed {path}")
+            sys.stdout.flush()
+        opts.on_commit = echo_commit
+    res = apply_plan(plan, ctx.homes, options=opts)
+    if as_json:
+        emit_json(res.to_dict())
+        return res.exit_code
+    print_warnings([*res.warnings, *res.skips])
+    if res.txid:
+        info(ctx, f"applied {len(res.done)} change(s); transaction {res.txid}")
+        info(ctx, f"undo with: histmig undo {res.txid}")
+    else:
+        info(ctx, "nothing applied")
+    return res.exit_code
+
+
+# -- commands -------------------------------------------------------------------------------------
+@click.command("apply")
+@click.argument("plan_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@_flags
+@click.pass_obj
+def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
+    """Apply a plan written with --plan-out (checked against the disk first)."""
+    plan = Plan.loads(Path(plan_file).read_bytes())
+    return run_plan(ctx, plan, apply=True, as_json=as_json, plan_out=None, render_dry_run=None,
+                    options=_collect(flags))
+
+
+@click.command("undo")
+@click.argument("txid", required=False)
+@click.option("--keep-appended", is_flag=True, help="Restore the old bytes, then re-append lines added since.")
+@click.option("--restore-deleted", is_flag=True, help="Recreate files deleted since the apply.")
+@click.option("--force", is_flag=True, help="Restore files changed since the apply anyway (loses those changes).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def undo_cmd(ctx: Context, txid, keep_appended, restore_deleted, force, as_json) -> int:
+    """Undo a transaction (default: the latest one)."""
+    res = undo(ctx.homes, txid, keep_appended=keep_appended, restore_deleted=restore_deleted, force=force)
+    if as_json:
+        emit_json(res.to_dict())
+        return res.exit_code
+    print_warnings([*res.warnings, *res.skips])
+    for path in res.done if ctx.verbose else []:
+        info(ctx, f"restored {path}")
+    state = "partly undone (see skips)" if res.skips else "undone"
+    info(ctx, f"transaction {res.txid} {state}: {len(res.done)} change(s) reverted")
+    return res.exit_code
+
+
+@click.command("recover")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def recover_cmd(ctx: Context, as_json: bool) -> int:
+    """Roll back an apply that did not finish (crash, kill, power loss)."""
+    res = recover(ctx.homes)
+    if as_json:
+        emit_json(res.to_dict())
+        return EXIT_OK
+    print_warnings(res.warnings)
+    if res.nothing:
+        info(ctx, "nothing to recover")
+    for txid in res.txids:
+        info(ctx, f"recovered transaction {txid}")
+    for path in res.restored if ctx.verbose else []:
+        info(ctx, f"restored {path}")
+    return EXIT_OK
+
+
+@click.command("log")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def log_cmd(ctx: Context, as_json: bool) -> int:
+    """List transactions, newest last."""
+    txs = transactions(ctx.homes)
+    if as_json:
+        emit_json([t.to_dict() for t in txs])
+        return EXIT_OK
+    if not txs:
+        info(ctx, "no transactions")
+    for t in txs:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_ns / 1e9)) if t.started_ns else "?"
+        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)")
+    return EXIT_OK
+
+
+apply_cmd.name, undo_cmd.name, recover_cmd.name, log_cmd.name = "apply", "undo", "recover", "log"
+COMMANDS = [apply_cmd, undo_cmd, log_cmd, recover_cmd]
+
+__all__ = ["COMMANDS", "apply_options", "run_plan", "current_options", "RefusedError"]

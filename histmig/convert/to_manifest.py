@@ -1,0 +1,64 @@
+"""Write a conversation as a new manifest-layout session (manifest-layout.md §1, §2, §7).
+
+``<root>/projects/<project>/sessions/<uuid4>/`` with ``transcript.jsonl`` (``{ts, role, payload}``
+per line, compact, payload = ``{"message": <Anthropic message>, "source": {...}}``; tool results have
+role ``tool``) and ``meta.json`` (``sessionId, projectPath, cwd, cliVersion, model, createdAt,
+updatedAt``; ``updatedAt`` = the last transcript ``ts``, the design's ``-c`` ordering key). No
+checkpoints. ``<project>`` is an existing folder whose sessions record this project, else the Claude
+slug of the path.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig import __version__
+from histmig.convert import provenance
+from histmig.convert.anthropic import Options, build_messages
+from histmig.convert.common import Target, Written
+from histmig.convert.flatten import Conversation
+from histmig.convert.ids import Clock, iso_z
+from histmig.convert.to_claude import claude_usage
+from histmig.convert.to_mini_cc import content_of
+from histmig.paths import claude_slug
+
+
+def project_folder(root: Path, project: str) -> Path:
+    """An existing ``projects/<x>/`` whose sessions' meta.json names ``project``, else the slug."""
+    base = Path(root) / "projects"
+    if base.is_dir():
+        for meta in sorted(base.glob("*/sessions/*/meta.json")):
+            try:
+                obj = orjson.loads(meta.read_bytes())
+            except (orjson.JSONDecodeError, OSError):
+                continue
+            if isinstance(obj, dict) and project in (obj.get("projectPath"), obj.get("cwd")):
+                return meta.parent.parent.parent
+    return base / claude_slug(project)
+
+
+def write(conv: Conversation, t: Target, *, folder: Path | None = None) -> Written:
+    cwd = os.path.realpath(t.cwd)
+    msgs = build_messages(conv, "manifest", Options(t.keep_reasoning_text, cwd))
+    clock = Clock(conv.source.created, t.ids.time())
+    created = iso_z(clock.last)
+    source = {"tool": t.source_tool, "sessionId": t.source_id}
+    lines = []
+    for msg in msgs:
+        role = "tool" if msg.role == "user" and not msg.prompt else msg.role
+        payload: dict[str, Any] = {"message": {"role": msg.role, "content": content_of(msg)}, "source": source}
+        if msg.usage:
+            payload["usage"] = claude_usage(msg.usage)
+        lines.append(orjson.dumps({"ts": iso_z(clock.at(msg.stamps[0])), "role": role, "payload": payload}) + b"\n")
+    meta = {"sessionId": t.sid, "projectPath": cwd, "cwd": cwd, "cliVersion": f"histmig {__version__}",
+            "model": conv.source.model or "", "createdAt": created, "updatedAt": iso_z(clock.last),
+            provenance.MANIFEST_KEY: provenance.manifest_marker(t.source_tool, t.source_id,
+                                                                iso_z(Clock(None, t.ids.time()).last))}
+    d = (folder or project_folder(t.root, cwd)) / "sessions" / t.sid
+    prompts = conv.prompts()
+    files = [(d / "meta.json", orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"),
+             (d / "transcript.jsonl", b"".join(lines))]
+    return Written(files, t.sid, iso_z(clock.last) if msgs else None, prompts[0] if prompts else None)

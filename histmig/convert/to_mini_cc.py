@@ -1,0 +1,55 @@
+"""Write a conversation as a new mini-cc session (mini-cc.md §4, §11, §12).
+
+``<MINI_CC_HOME>/projects/<folder>/<uuid4>.jsonl``: one record per message, keys in mini-cc's order
+``type, uuid, parentUuid, sessionId, timestamp (+00:00), cwd, message[, usage]``, compact JSON as the
+Node build writes it, ``usage`` at the top level of assistant records (so ``/status`` totals survive).
+The folder is an existing one that records this cwd, else the Claude-rule slug (mini-cc's own
+``project_slug`` is not published).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig.convert import provenance
+from histmig.convert.anthropic import Msg, Options, build_messages
+from histmig.convert.common import Target, Written
+from histmig.convert.flatten import Conversation
+from histmig.convert.ids import Clock, iso_offset, iso_z
+from histmig.convert.to_claude import claude_usage
+
+
+def folder(root: Path, cwd: str) -> Path:
+    from histmig.formats.mini_cc import folder_for
+    found, _ = folder_for(Path(root) / "projects", os.path.realpath(cwd))
+    return found
+
+
+def content_of(msg: Msg) -> Any:
+    if msg.prompt and len(msg.blocks) == 1 and msg.blocks[0]["type"] == "text":
+        return msg.blocks[0]["text"]
+    return msg.blocks
+
+
+def write(conv: Conversation, t: Target, *, project_folder: Path | None = None) -> Written:
+    cwd = os.path.realpath(t.cwd)
+    msgs = build_messages(conv, "mini-cc", Options(t.keep_reasoning_text, cwd))
+    clock = Clock(conv.source.created, t.ids.time())
+    lines = [orjson.dumps(provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))) + b"\n"]
+    parent = None
+    for msg in msgs:
+        uid = t.ids.uuid4()
+        rec: dict[str, Any] = {"type": msg.role, "uuid": uid, "parentUuid": parent, "sessionId": t.sid,
+                               "timestamp": iso_offset(clock.at(msg.stamps[0])), "cwd": cwd,
+                               "message": {"role": msg.role, "content": content_of(msg)}}
+        if msg.role == "assistant" and msg.usage:
+            rec["usage"] = claude_usage(msg.usage)
+        lines.append(orjson.dumps(rec) + b"\n")
+        parent = uid
+    prompts = conv.prompts()
+    path = (project_folder or folder(t.root, cwd)) / f"{t.sid}.jsonl"
+    return Written([(path, b"".join(lines))], t.sid, iso_z(clock.last) if msgs else None,
+                   prompts[0] if prompts else None)

@@ -1,0 +1,225 @@
+"""mini-cc sessions: ``<MINI_CC_HOME>/projects/<slug>/<uuid>.jsonl`` (mini-cc.md).
+
+One line per message: ``type`` (= role), ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``
+(``+00:00``), ``cwd``, ``message`` (Anthropic Messages form, verbatim), and ``usage`` at the top
+level of assistant records. The Node build writes compact JSON, the Python build ``json.dumps``
+with ``", "``/``": "`` separators; both are read, and every line is kept byte for byte.
+mini-cc's own ``project_slug()`` is not published, so folders are located by listing them and
+reading the ``cwd`` recorded inside, never by computing a name.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import orjson
+
+from histmig.diagnostics import HistmigError
+from histmig.formats.claude_code import (UUID_RE, broken_warnings, build_message, content_parts,
+                                         first_prompt, first_value, kind_of, last_model,
+                                         message_skeleton, opaque_record, record_bytes,
+                                         scan_ends, session_files, subdirs)
+from histmig.jsonl import Line, head_lines, read_lines
+from histmig.model import Record, Session, SessionRef
+from histmig.paths import claude_slug
+
+NAME = "mini-cc"
+MINI_KEYS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "message", "usage")
+NAMED_KEYS = frozenset({"type", "uuid", "parentUuid", "timestamp", "message", "usage"})
+
+
+# ---- lines → records --------------------------------------------------------------------------
+
+def record_from_obj(line: Line, obj: dict) -> Record:
+    t = obj.get("type")
+    msg = obj.get("message") if isinstance(obj.get("message"), dict) else None
+    role = t if t in ("user", "assistant") else None
+    parts = content_parts(msg.get("content")) if msg is not None and role else []
+    extra = {k: v for k, v in obj.items() if k not in NAMED_KEYS}
+    if msg is not None:
+        extra["message"] = message_skeleton(msg)
+    usage = obj.get("usage")
+    return Record(id=_str(obj.get("uuid")), parent_id=_str(obj.get("parentUuid")),
+                  kind=kind_of(role, parts) if role else "event", role=role,
+                  timestamp=_str(obj.get("timestamp")), parts=parts,
+                  usage=usage if isinstance(usage, dict) else None, extra=extra, raw=line.raw,
+                  line=line.number, source_type=t if isinstance(t, str) else None)
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
+    for line in lines:
+        if line.blank:
+            yield Record(raw=line.raw, line=line.number, source_type="blank")
+        elif line.error is not None:
+            yield opaque_record(line, line.error)
+        elif not isinstance(line.obj, dict):
+            yield opaque_record(line, "not a JSON object")
+        else:
+            yield record_from_obj(line, line.obj)
+
+
+def style_of(lines: Iterable[Line]) -> str:
+    """"spaced" (Python ``json.dumps``) or "compact" (Node ``JSON.stringify``)."""
+    for line in lines:
+        if line.raw is not None and not line.blank and line.error is None:
+            return "spaced" if line.body.startswith(b'{"type": ') else "compact"
+    return "compact"
+
+
+# ---- records → bytes --------------------------------------------------------------------------
+
+def encode_record(rec: Record, *, style: str = "compact") -> bytes:
+    """A changed or new record in the writer's key order, in the file's own style."""
+    extra = dict(rec.extra)
+    obj: dict[str, Any] = {"type": rec.source_type or rec.role, "uuid": rec.id, "parentUuid": rec.parent_id}
+    for key in ("sessionId",):
+        if key in extra:
+            obj[key] = extra.pop(key)
+    obj["timestamp"] = rec.timestamp
+    if "cwd" in extra:
+        obj["cwd"] = extra.pop("cwd")
+    skeleton = extra.pop("message", None)
+    if rec.role in ("user", "assistant"):
+        obj["message"] = build_message(skeleton, rec)
+    elif skeleton is not None:
+        obj["message"] = skeleton
+    if rec.usage is not None:
+        obj["usage"] = rec.usage
+    obj.update(extra)
+    if style == "spaced":
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+    return orjson.dumps(obj) + b"\n"
+
+
+def serialize(session: Session) -> bytes:
+    encode = functools.partial(encode_record, style=session.meta.get("style", "compact"))
+    return b"".join(record_bytes(r, session.path, encode) for r in session.records)
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+def read(src: Any) -> Session:
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    lines = list(read_lines(path))
+    records = list(records_from_lines(lines))
+    session = Session(id=path.stem, format=NAME, path=path, records=records)
+    session.cwd = first_value(records, "cwd")
+    session.created = next((r.timestamp for r in records if r.timestamp), None)
+    session.updated = path.stat().st_mtime
+    session.title = first_prompt(records)
+    session.model = last_model(records)
+    session.meta = {"style": style_of(lines), "usage": usage_totals(records)}
+    session.warnings = broken_warnings(records, path)
+    return session
+
+
+def usage_totals(records: Iterable[Record]) -> dict[str, int]:
+    """What mini-cc's ``/status`` shows after a resume: summed assistant usage and the number
+    of requests (assistant records carrying usage)."""
+    total = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
+    for r in records:
+        if r.role == "assistant" and r.usage:
+            total["requests"] += 1
+            for key in ("input_tokens", "output_tokens"):
+                if isinstance(r.usage.get(key), int):
+                    total[key] += r.usage[key]
+    return total
+
+
+# ---- detect and discover ----------------------------------------------------------------------
+
+def looks_like_mini_cc(path: Path) -> bool:
+    """The first record starts with ``type`` and carries only mini-cc's keys (Claude records
+    start with ``parentUuid`` or carry ``isSidechain``/``userType``/``version``)."""
+    try:
+        lines = head_lines(path, max_lines=20, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return False
+    for line in lines:
+        obj = None if line.blank else line.obj
+        if isinstance(obj, dict):
+            keys = list(obj)
+            return keys[:1] == ["type"] and set(keys) <= set(MINI_KEYS) and obj["type"] in ("user", "assistant")
+    return False
+
+
+def detect(path: Any) -> bool:
+    p = Path(path)
+    return (p.name.endswith(".jsonl") and bool(UUID_RE.match(p.name[:-6]))
+            and p.parent.parent.name == "projects" and looks_like_mini_cc(p))
+
+
+def projects_root(homes: Any) -> Path:
+    return Path(homes.mini_cc) / "projects"
+
+
+def discover(homes: Any) -> Iterator[SessionRef]:
+    for folder in subdirs(projects_root(homes)):
+        for path in session_files(folder):
+            yield ref_for(path)
+
+
+def ref_for(path: Path) -> SessionRef:
+    ref = SessionRef(format=NAME, id=path.stem, path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
+    except (HistmigError, OSError) as e:
+        ref.error = e.describe() if isinstance(e, HistmigError) else (e.strerror or str(e))
+        ref.state.append("unreadable")
+        return ref
+    ref.cwd = first_value(head, "cwd")
+    ref.created = next((r.timestamp for r in head if r.timestamp), None)
+    ref.title = first_prompt(head)
+    ref.messages = sum(1 for r in head if r.role in ("user", "assistant")) if whole else None
+    broken = sum(1 for r in head + tail if r.opaque)
+    if broken:
+        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    return ref
+
+
+def project_dirs(root: Path, cwd: str) -> list[Path]:
+    """Folders under ``root`` whose sessions record ``cwd`` (listing, not computing)."""
+    out = []
+    for folder in subdirs(root):
+        if any(_head_cwd(p) == cwd for p in session_files(folder)):
+            out.append(folder)
+    return out
+
+
+def _head_cwd(path: Path) -> str | None:
+    try:
+        return first_value(records_from_lines(head_lines(path, max_lines=20, max_bytes=64 * 1024)), "cwd")
+    except (HistmigError, OSError):
+        return None
+
+
+def folder_for(root: Path, cwd: str) -> tuple[Path, list[Path]]:
+    """Where ``cwd``'s sessions go: an existing folder that records it, else the Claude-rule slug.
+    The second value lists existing folders whose name disagrees with the computed slug, for the
+    caller to report (never to create a second folder silently)."""
+    found = project_dirs(root, cwd)
+    computed = root / claude_slug(cwd)
+    odd = [f for f in found if f != computed]
+    return (found[0] if found else computed), odd
+
+
+class _Adapter:
+    name = NAME
+    lossless_parts = frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"})
+    detect = staticmethod(detect)
+    discover = staticmethod(discover)
+    read = staticmethod(read)
+    serialize = staticmethod(serialize)
+    encode_record = staticmethod(encode_record)
+    project_dirs = staticmethod(project_dirs)
+
+
+ADAPTER = _Adapter()

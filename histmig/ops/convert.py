@@ -1,0 +1,206 @@
+"""Plan ``histmig convert``: each chosen session becomes a *new* native session of the target tool.
+
+Pure: reads the source sessions and the target home, returns operations (``CreateFile`` for the new
+files, ``SqlInsert`` for a Codex ``threads`` row in every state database that has the table) and a
+per-session outcome with its loss report. Sessions stream through one at a time
+(:func:`iter_convert`), so thousands convert in one process with bounded memory.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from histmig import registry
+from histmig.convert import provenance, to_claude, to_codex, to_manifest, to_mini_cc
+from histmig.convert.common import Target, Written
+from histmig.convert.flatten import flatten
+from histmig.convert.ids import UUID_RE, Ids, parse_ts
+from histmig.convert.loss import LossReport
+from histmig.convert.threads import ThreadsTables
+from histmig.diagnostics import HistmigError, RefusedError, Skip, Warning
+from histmig.model import SessionRef
+from histmig.paths import safe_component, valid_cwd
+from histmig.plan import CreateFile, Op, Plan
+
+WRITERS = {"claude-code": to_claude.write, "codex": to_codex.write, "mini-cc": to_mini_cc.write,
+           "manifest": to_manifest.write}
+CLEANUP_DAYS = 30
+
+
+@dataclass
+class ConvertOptions:
+    target: str
+    again: bool = False
+    keep_times: bool = False
+    keep_reasoning_text: bool = False
+    provider: str | None = None
+    model: str | None = None
+    seed: int | None = None          # reproducible ids (tests)
+    now: float | None = None
+
+
+@dataclass
+class Outcome:
+    """What happens to one source session."""
+
+    tool: str
+    source_id: str
+    source_path: str
+    status: str                       # convert | already | skip
+    new_id: str | None = None
+    paths: list[str] = field(default_factory=list)
+    loss: LossReport = field(default_factory=LossReport)
+    reason: str = ""
+    code: str = ""
+    title: str | None = None
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"tool": self.tool, "id": self.source_id, "path": self.source_path, "status": self.status,
+             "new_id": self.new_id, "paths": self.paths, "loss": self.loss.to_dict(), "title": self.title}
+        return d | ({"reason": self.reason, "code": self.code} if self.reason else {})
+
+
+class Run:
+    """State shared by every session of one run: target config, provenance index, DB schemas."""
+
+    def __init__(self, homes: Any, opts: ConvertOptions):
+        self.homes, self.opts = homes, opts
+        self.ids = Ids(opts.seed, opts.now)
+        self.index = provenance.Index(homes, opts.target)
+        self.root = Path({"codex": homes.codex, "claude-code": homes.claude, "mini-cc": homes.mini_cc,
+                          "manifest": homes.manifest}[opts.target])
+        if not self.root.is_dir():     # apply creates folders below a root, never the root itself
+            raise RefusedError(f"{opts.target} home {self.root} does not exist (start {opts.target} once, "
+                               "or point histmig at its home)")
+        self.provider, self.model = _codex_settings(homes, opts) if opts.target == "codex" else (None, None)
+        self.tables = ThreadsTables(homes) if opts.target == "codex" else None
+        self.folders: dict[str, Path] = {}
+        self.warnings: list[Warning] = []
+
+    def now(self) -> float:
+        return self.ids.time()
+
+
+def _codex_settings(homes: Any, opts: ConvertOptions) -> tuple[str, str | None]:
+    from histmig.stores.codex_config import active_profile, load_config, model_provider
+    try:
+        cfg = load_config(homes)
+    except HistmigError:
+        cfg = {}
+    model = opts.model or active_profile(cfg).get("model") or cfg.get("model")
+    return opts.provider or model_provider(cfg), model if isinstance(model, str) else None
+
+
+def iter_convert(run: Run, refs: Iterable[SessionRef]) -> Iterator[tuple[Outcome, list[Op]]]:
+    for ref in refs:
+        yield convert_one(run, ref)
+
+
+def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
+    out = Outcome(ref.format, ref.id, str(ref.path), "skip")
+    if ref.format == run.opts.target:
+        return _skip(out, "same-tool", f"already a {ref.format} session"), []
+    if ref.error:
+        return _skip(out, "unreadable", ref.error), []
+    try:
+        session = registry.adapter(ref.format).read(ref)
+    except (HistmigError, OSError) as e:
+        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+    out.source_id = session.id or ref.id
+    if not _sane_id(out.source_id):
+        return _skip(out, "invalid-session-id", "invalid session id"), []
+    cwd = session.cwd or ref.cwd
+    if not cwd or not valid_cwd(cwd) or ".." in Path(cwd).parts:
+        return _skip(out, "invalid-cwd", f"no usable cwd ({cwd!r:.80})"), []
+    mark = provenance.marker_of(ref.path, ref.format)
+    if mark and not run.opts.again:     # convert the original instead (or pass --again)
+        return _skip(out, "is-conversion", f"is a conversion of {mark[0]} session {mark[1]}"), []
+    done = run.index.find(ref.format, out.source_id, cwd)
+    if done and not run.opts.again:
+        out.status, out.paths, out.reason, out.code = "already", [done], "already converted", "already-converted"
+        return out, []
+    return _write(run, session, cwd, out)
+
+
+def _write(run: Run, session: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
+    conv = flatten(session)
+    sid = run.ids.uuid7() if run.opts.target == "codex" else run.ids.uuid4()
+    assert UUID_RE.match(sid)
+    t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
+               keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
+               model=run.model or (session.model if session.format == "codex" else None))
+    w: Written = WRITERS[run.opts.target](conv, t)
+    for path, _ in w.files:
+        if not all(safe_component(c) for c in path.relative_to(run.root).parts):
+            return _skip(out, "invalid-path", f"unsafe target path {path}"), []
+    mtime = _mtime_ns(run, w)
+    tag = {"tool": run.opts.target, "id": sid}
+    ops: list[Op] = [CreateFile(str(p), data, 0o600, mtime, tag, f"convert {session.format} {out.source_id}")
+                     for p, data in w.files]
+    if run.tables is not None:
+        ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
+    out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
+    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(len(d) for _, d in w.files)
+    run.index.add(session.format, out.source_id, out.paths[-1])
+    return out, ops
+
+
+def _mtime_ns(run: Run, w: Written) -> int | None:
+    """None = "now" (the default: Claude deletes transcripts older than cleanupPeriodDays)."""
+    if not run.opts.keep_times:
+        return None
+    dt = parse_ts(w.last_ts)
+    if dt is None:
+        return None
+    if run.opts.target == "claude-code" and run.now() - dt.timestamp() > CLEANUP_DAYS * 86400:
+        run.warnings.append(Warning("old-mtime", f"{w.session_id}: kept time {w.last_ts} is older than "
+                                    f"{CLEANUP_DAYS} days; Claude Code deletes it at its next start unless "
+                                    "cleanupPeriodDays is raised", str(w.files[0][0])))
+    return (int(dt.timestamp()) - (1 if dt.microsecond and dt.timestamp() < 0 else 0)) * 10**9 + dt.microsecond * 1000
+
+
+def _sane_id(sid: str) -> bool:
+    return bool(sid) and safe_component(sid) and not any(ord(c) < 32 for c in sid)
+
+
+def _skip(out: Outcome, code: str, reason: str) -> Outcome:
+    out.status, out.code, out.reason = "skip", code, reason
+    return out
+
+
+def plan_convert(homes: Any, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
+    """The whole plan at once (for ``--plan-out`` and tests); the CLI streams with iter_convert."""
+    run = Run(homes, opts)
+    plan = new_plan(run)
+    outcomes = []
+    for out, ops in iter_convert(run, refs):
+        add_outcome(plan, out, ops)
+        outcomes.append(out)
+    plan.warnings += run.warnings
+    return plan, outcomes
+
+
+def new_plan(run: Run) -> Plan:
+    roots = [str(run.root)] + ([str(d) for d in run.tables.dirs] if run.tables else [])
+    return Plan(op="convert", args={"to": run.opts.target, "again": run.opts.again,
+                                    "keep_times": run.opts.keep_times}, roots=sorted(set(roots)),
+                summary={"sessions": 0, "converted": 0, "already": 0, "skipped": 0, "loss": {}})
+
+
+def add_outcome(plan: Plan, out: Outcome, ops: list[Op]) -> None:
+    s = plan.summary
+    s["sessions"] += 1
+    if out.status == "convert":
+        s["converted"] += 1
+        plan.operations += ops
+        total = LossReport.from_dict(s["loss"])
+        total.merge(out.loss)
+        s["loss"] = total.to_dict()
+    elif out.status == "already":
+        s["already"] += 1
+    else:
+        s["skipped"] += 1
+        plan.skips.append(Skip(out.source_path, out.reason, out.code))

@@ -1,0 +1,69 @@
+"""``histmig move OLD NEW``: re-point every tool's history from a project folder to its new place.
+
+A pure planner: it reads the homes and returns a :class:`Plan`; nothing is written here. Operation
+order matters and is fixed: first every file edit (at the files' *old* paths), then database and
+config updates, then folder and file renames. A conflict anywhere (a session id in both the old and
+the target folder, two projects sharing a folder name, differing config entries without ``force``)
+raises ``RefusedError`` before any operation is returned.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from histmig import locks
+from histmig.diagnostics import UsageError
+from histmig.ops.move_claude import plan_claude
+from histmig.ops.move_codex import plan_codex
+from histmig.ops.move_common import ToolPlan, make_pathmap
+from histmig.ops.move_manifest import plan_manifest
+from histmig.ops.move_minicc import plan_minicc
+from histmig.plan import Plan
+
+TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
+
+
+def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, force: bool = False,
+              rewrite_content: bool = False) -> Plan:
+    selected = set(tools or TOOLS)
+    unknown = selected - set(TOOLS)
+    if unknown:
+        raise UsageError(f"unknown tool {sorted(unknown)[0]!r} (choose from {', '.join(TOOLS)})")
+    pm, warnings = make_pathmap(old, new)
+    plans = {t: ToolPlan(t) for t in TOOLS}
+    opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content}
+    if selected & {"claude-code", "manifest"}:
+        plan_claude(homes, pm, plans, opts, locks.claude_live_sessions(homes.claude))
+    if "manifest" in selected:
+        plan_manifest(homes, pm, plans, opts)
+    if "codex" in selected:
+        plan_codex(homes, pm, plans, opts)
+    if "mini-cc" in selected:
+        plan_minicc(homes, pm, plans, opts)
+    return _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
+
+
+def _assemble(homes, old, new, pm, plans: dict[str, ToolPlan], selected, warnings, force, rewrite_content) -> Plan:
+    ordered = [plans[t] for t in TOOLS]
+    ops = [op for p in ordered for op in p.writes]
+    ops += [op for p in ordered for op in p.other]
+    ops += [op for p in ordered for op in p.renames]
+    summary = {"old": list(pm.olds), "new": pm.new,
+               "tools": {p.tool: {**p.counts, "skipped": len(p.skips)} for p in ordered if p.tool in selected}}
+    plan = Plan(op="move", args={"old": old, "new": new, "tools": sorted(selected), "force": force,
+                                 "rewrite_content": rewrite_content},
+                roots=_roots(homes, ops), operations=ops, summary=summary)
+    plan.warnings = warnings + [w for p in ordered for w in p.warnings]
+    plan.skips = [s for p in ordered for s in p.skips]
+    return plan
+
+
+def _roots(homes, ops) -> list[str]:
+    """The homes, plus ~/.claude.json and the folders of databases the plan updates."""
+    roots = [os.path.abspath(r) for r in (homes.codex, homes.claude, homes.mini_cc)]
+    for op in ops:
+        for p in op.paths():
+            if not any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots):
+                roots.append(p if os.path.abspath(p) == os.path.abspath(homes.claude_json)
+                             else os.path.dirname(p))
+    return roots

@@ -1,0 +1,71 @@
+"""Claude Code's part of a project move (claude-code.md §11).
+
+1. ``projects/slug(OLD…)`` folders (sessions, ``<sid>/`` side folders with sub-agents, the git-root
+   keyed ``memory/``) → ``slug(NEW…)``; ``cwd`` in every record of main and sub-agent files, the
+   ``worktree-state`` paths, ``relocatedCwd`` and sub-agent ``worktreePath`` rewritten first, in place.
+2. ``~/.claude.json`` ``projects`` keys (and ``githubRepoPaths``).
+3. ``history.jsonl`` ``project`` fields.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from histmig.ops.move_common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
+from histmig.ops.move_folders import plan_folders
+from histmig.stores import claude_edits
+from histmig.stores.claude_files import read_claude_json
+
+TOOL = "claude-code"
+
+
+def claude_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    """Structured path fields of one Claude record (or sub-agent ``.meta.json``)."""
+    if not isinstance(obj, dict):
+        return []
+    out = field_at(obj, ("cwd",), pm)
+    kind = obj.get("type")
+    if kind == "worktree-state":
+        for key in ("originalCwd", "worktreePath"):
+            out += field_at(obj, ("worktreeSession", key), pm)
+    elif kind == "relocated":
+        out += field_at(obj, ("relocatedCwd",), pm)
+    if "agentType" in obj:
+        out += field_at(obj, ("worktreePath",), pm)
+    return out
+
+
+def history_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    return field_at(obj, ("project",), pm) if isinstance(obj, dict) else []
+
+
+def known_paths(homes, pm: PathMap) -> list[str]:
+    """Paths whose folders may exist without a session naming them (memory-only folders are keyed
+    by the git root, which ``~/.claude.json`` lists)."""
+    cj = read_claude_json(homes)
+    keys = [k.replace("\\", "/") for k in cj.project_keys if pm.covers(k.replace("\\", "/"))]
+    return list(pm.olds) + keys
+
+
+def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any], live_ids: dict[str, int]) -> None:
+    """Folders (also when only manifest is selected: its sessions live in the same folders), then
+    ``~/.claude.json`` and ``history.jsonl`` when Claude Code is selected."""
+    tplan = plans[TOOL]
+    plan_folders(homes.claude / "projects", pm, plans, tool=TOOL, selected=opts["tools"], merge=True,
+                 fields_fn=claude_fields, manifest=True, known_paths=known_paths(homes, pm),
+                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True)
+    if TOOL not in opts["tools"]:
+        return
+    op, warnings, counts = claude_edits.claude_json_op(homes, pm.rebase, force=opts["force"])
+    tplan.warnings += warnings
+    if op is not None:
+        tplan.other.append(op)
+        tplan.count("config-keys", counts.get("keys", 0) + counts.get("repo-paths", 0))
+    hist = claude_edits.history_file(homes)
+    if hist.is_file():
+        scan = scan_file(str(hist), pm, history_fields)
+        if scan.skip:
+            from histmig.diagnostics import Skip
+            tplan.skips.append(Skip(str(hist), scan.skip))
+        elif scan.patches:
+            tplan.add_scan(scan, session=None, reason="prompt history project field")
+            tplan.count("history-lines", scan.lines)
