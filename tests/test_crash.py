@@ -76,6 +76,12 @@ def check_crash_state(h, tree, expected, committed=()) -> list[str]:
 
 
 def _assert_recovers_and_reapplies(h, tree, expected, pre_user, pre_rows, k=None):
+    if [t.state for t in list_transactions(h.state)][-1:] == ["committed"]:
+        # the crash came after the commit record: the new state is final, nothing to roll back
+        assert recover(h).nothing
+        for name, (_, post) in expected.items():
+            assert [p.read_bytes() for p in h.home.rglob(name)] == [post], k
+        return
     recover(h)
     assert recover(h).nothing, "a second recover must find nothing"
     check_no_unfinished(h)

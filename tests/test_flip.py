@@ -427,11 +427,15 @@ def test_flip_of_real_client_homes_keeps_every_offset_on_a_line_start(tmp_path, 
     codex_home = tmp_path / ".codex"
     shutil.copytree(SAMPLES / sample, codex_home)
     h = homes(tmp_path)
-    before = {p: content(p) for p in codex_home.rglob("rollout-*")}
+    logical = list(codex.rollout_files(codex_home))          # a shadowed .zst is not a session of its own
+    before = {path: content(path) for path, _a, _s in logical}
+    shadowed = {z: z.read_bytes() for _p, _a, z in logical if z is not None}
     plan = plan_flip(h, "openai", new)
     assert plan.summary["sessions"] == len(before) and not plan.skips
+    assert {w.path for w in plan.warnings if w.code == "zst-shadowed"} == {str(z) for z in shadowed}
     res = apply_plan(plan, h, options=ApplyOptions())
     assert res.exit_code == 0, res.skips
+    assert all(z.read_bytes() == data for z, data in shadowed.items())
     for path, data in before.items():
         after = content(path)
         thread_id = codex.parse_name(path.name)[1]

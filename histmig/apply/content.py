@@ -64,18 +64,34 @@ def build_zstd(op: WriteFile, src: int, opts: ApplyOptions) -> bytes:
 _NO_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF)
 
 
+COPY_MIN = 1 << 20   # ranges this big go through copy_file_range; smaller ones ride in the buffer
+
+
 def write_pieces(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: int,
                  opts: ApplyOptions, label: str) -> tuple[str, int]:
-    """Stream the new content into ``tmp``; returns (sha256, size) of what was written."""
-    h, size = hashlib.sha256(), 0
+    """Stream the new content into ``tmp``; returns (sha256, size) of what was written.
+    Patch bytes and short unchanged ranges are gathered into one buffer (one write for a small
+    file); long unchanged ranges are copied in the kernel."""
+    from histmig.apply.check import read_range
+    h, size, buf = hashlib.sha256(), 0, bytearray()
+
+    def flush() -> None:
+        if buf:
+            fs.write(tmp, bytes(buf), label)
+            buf.clear()
     for piece in pieces(prep, src, cur_size, opts):
-        if isinstance(piece, tuple):
+        if isinstance(piece, tuple) and piece[1] - piece[0] >= COPY_MIN:
+            flush()
             _copy(fs, src, tmp, piece, label, h)
             size += piece[1] - piece[0]
-        else:
-            fs.write(tmp, piece, label)
-            h.update(piece)
-            size += len(piece)
+            continue
+        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
+            buf += chunk
+            h.update(chunk)
+            size += len(chunk)
+        if len(buf) >= COPY_MIN:
+            flush()
+    flush()
     return h.hexdigest(), size
 
 
@@ -88,7 +104,7 @@ def _copy(fs: fsio.FS, src: int, tmp: int, rng: tuple[int, int], label: str, h) 
         try:
             n = fs.copy_range(src, tmp, end - pos, pos, label)
         except OSError as e:
-            if e.errno not in _NO_COPY or fs.fired and e.errno == errno.EIO:
+            if e.errno not in _NO_COPY:
                 raise
             n = 0
         if n == 0:  # not supported here: plain read/write for the rest

@@ -44,8 +44,9 @@ def render_table(ctx, refs) -> None:
         info(ctx, "no sessions found")
         return
     rows = [("TOOL", "ID", "UPDATED", "CWD", "PROVIDER", "MSGS", "SIZE", "STATE", "TITLE")]
+    short = unique_prefixes([r.id for r in refs])
     for r in refs:
-        rows.append((r.format, r.id[:8], fmt_time(r.updated), r.cwd or "-", r.provider or "-",
+        rows.append((r.format, short[r.id], fmt_time(r.updated), r.cwd or "-", r.provider or "-",
                      "-" if r.messages is None else str(r.messages), fmt_size(r.size), r.state_text(),
                      _short(r.title or "", 50)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
@@ -56,6 +57,22 @@ def render_table(ctx, refs) -> None:
     for r in refs:
         by_tool[r.format] = by_tool.get(r.format, 0) + 1
     info(ctx, f"\n{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")")
+
+
+def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix (at least ``minimum`` characters) that tells each id apart, as git does.
+    UUIDv7 ids made in the same second share their first 9 characters."""
+    ordered = sorted(set(ids))
+    out = {}
+    for i, ident in enumerate(ordered):
+        need = minimum
+        for other in ordered[max(0, i - 1):i] + ordered[i + 1:i + 2]:
+            common = 0
+            while common < min(len(ident), len(other)) and ident[common] == other[common]:
+                common += 1
+            need = max(need, common + 1)
+        out[ident] = ident[:need]
+    return out
 
 
 def _short(text: str, n: int) -> str:
