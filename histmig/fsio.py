@@ -3,7 +3,7 @@
 Why one facade (safety.md §0.1, chezmoi's ``System``): fault injection, crash simulation and
 operation-order spying then come for free, and the write protocol can be tested at every step.
 
-* Every *mutating* operation (open-for-write, write, copy, fsync, fchown, fchmod, setxattr, utime,
+* Every *mutating* operation (open-for-write, write, copy (copy_file_range), fsync, fchown, fchmod, setxattr, utime,
   replace, rename, link, unlink, mkdir, rmdir, truncate, sql) is counted; reads are not.
 * ``FS.faults``: raise ``OSError(errno)`` at counted operation k (optionally counting only one
   operation name or paths containing a string) — SQLite's ``do_ioerr_test``.
@@ -110,7 +110,7 @@ class FS:
 
     def copy_range(self, src: int, dst: int, count: int, offset_src: int, label: str) -> int:
         """``os.copy_file_range`` (in-kernel copy); the caller falls back on EXDEV/ENOSYS/EINVAL."""
-        self._op("write", label)
+        self._op("copy", label)
         return os.copy_file_range(src, dst, count, offset_src)
 
     def fsync(self, fd: int, label: str) -> None:

@@ -1,6 +1,7 @@
 """apply / undo happy paths: safety.md §8 rows 1-7, 18-21, 25-27, plus the CLI helper."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -210,6 +211,31 @@ def test_zstd_write_patches_decompressed_bytes_and_verifies():
     assert zst.decompress_all(z) == plain[:i] + b"/longer/proj" + plain[i + len(OLD):]
     undo(h, res.txid)
     assert zst.decompress_all(z) == plain
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_large_untouched_ranges_are_copied_in_the_kernel_or_by_fallback(kernel_copy):
+    from histmig.plan import Fingerprint, Patch, WriteFile
+    h = homes()
+    f = make_tree(h, n_claude=0, db=False)["files"][0]
+    body = f.read_bytes() + b'{"pad":"' + b"x" * (3 << 20) + b'"}\n'
+    f.write_bytes(body + b'{"cwd":"/a/proj"}\n')
+    i = len(body) + len(b'{"cwd":"')
+    op = WriteFile(path=str(f), expect=Fingerprint.of(f), patches=(Patch(8 + body.find(b"/a/proj") - 8, OLD, NEW),
+                                                                    Patch(i, OLD, b"/much/longer")))
+    faults = [] if kernel_copy else [fsio.Fault(1, errno.EXDEV, op="copy")]
+    fs = fsio.FS(faults=faults)
+    with fsio.using(fs):
+        res = apply_plan(Plan("move", {}, [str(h.codex)], [op]), h)
+    assert res.exit_code == 0
+    data = f.read_bytes()
+    assert data == body.replace(OLD, NEW, 1) + b'{"cwd":"/much/longer"}\n'
+    copies = [n for n, _ in fs.log if n == "copy"]
+    assert len(copies) == 1
+    writes = sum(1 for n, l in fs.log if n == "write" and l.endswith("(temp)"))
+    # kernel copy: only the two small buffers around the 3 MiB range go through write();
+    # fallback: the range itself is written in 1 MiB chunks
+    assert writes == 2 if kernel_copy else writes == 2 + 4
 
 
 def test_row26_state_dir_0700_journal_and_copied_backups_0600(monkeypatch):

@@ -17,7 +17,7 @@ from histmig.homes import resolve_homes
 from histmig.model import core
 from histmig.ops.convert import ConvertOptions, plan_convert
 
-from convert_fixtures import (CLAUDE_ID, CODEX_ID, MINI_ID, make_state_db, write_claude, write_codex,
+from convert_fixtures import (CLAUDE_ID, CODEX_ID, make_state_db, write_claude, write_codex,
                               write_manifest, write_mini)
 
 UUID_LEN = 36

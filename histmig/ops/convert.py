@@ -7,7 +7,6 @@ per-session outcome with its loss report. Sessions stream through one at a time
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
