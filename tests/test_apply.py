@@ -378,3 +378,18 @@ def test_apply_options_collects_safety_flags():
     assert got["flags"] == (True, True, None)
     assert (o.follow_symlinks, o.break_hardlinks, o.allow_appended, o.quiet_seconds, o.include_active) == \
         (True, True, True, 30.0, True)
+
+
+def test_two_new_files_in_one_new_folder_and_undo_removes_the_folder():
+    from histmig.plan import CreateFile
+    h = homes()
+    make_tree(h, db=False)
+    new_dir = h.claude / "projects" / "-new-proj" / "sub"
+    ops = [CreateFile(path=str(new_dir / f"{i}.jsonl"), data=b'{"i":%d}\n' % i, mode=0o644, mtime_ns=7_000_000_000)
+           for i in range(2)]
+    res = apply_plan(Plan("convert", {}, [str(h.claude)], ops), h)
+    assert res.exit_code == 0
+    assert [(p.read_bytes(), stat.S_IMODE(p.stat().st_mode), p.stat().st_mtime_ns) for p in sorted(new_dir.iterdir())] \
+        == [(b'{"i":%d}\n' % i, 0o644, 7_000_000_000) for i in range(2)]
+    undo(h, res.txid)
+    assert not (h.claude / "projects" / "-new-proj").exists()

@@ -294,8 +294,6 @@ def test_usage_errors_exit_2(homes):
     assert cli("convert", "--to", "nope", "--all") == 2
 
 
-@pytest.mark.xfail(strict=True, reason="histmig/apply: make_dirs creates a new parent folder once per file "
-                   "(FileExistsError for the second file); fix belongs to apply/tree.py")
 def test_two_sessions_into_one_new_project_folder_apply_in_one_transaction(homes, proj):
     write_codex(homes.codex, proj)
     write_codex(homes.codex, proj, sid="019e9625-802f-7e91-840a-cfe88d14117b")

@@ -95,6 +95,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
         journal.append("commit", done=len(result.done), skipped=len(result.skips))
     except (OSError, HistmigError) as e:
         where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")
+        where = where.removesuffix(" (temp)")
         _abort(fs, journal, e, where)
     finally:
         journal.close()

@@ -40,6 +40,7 @@ class Ctx:
     result: ApplyResult
     backup: str | None = None     # the backup made by the current attempt (removed if it skips)
     intents: dict = field(default_factory=dict)   # n -> attempt whose intent is journaled
+    made_dirs: set = field(default_factory=set)   # folders this transaction created
 
     @property
     def txid(self) -> str:

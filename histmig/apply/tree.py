@@ -15,9 +15,16 @@ from histmig.diagnostics import RefusedError, Skip
 from histmig.plan import CreateFile
 
 
+def dirs_to_make(ctx: Ctx, prep: Prepared) -> list[str]:
+    """Planned folders minus those an earlier operation of this transaction already created
+    (two new files in one new folder); each folder is journaled by the operation that makes it."""
+    return [d for d in prep.dirs if d not in ctx.made_dirs]
+
+
 def make_dirs(ctx: Ctx, dirs: list[str]) -> None:
     for d in dirs:
         ctx.fs.mkdir(d, 0o777, label=d)   # umask decides, like the agents' own folders
+        ctx.made_dirs.add(d)
         ctx.fs.fsync_dir(os.path.dirname(d))
 
 
@@ -25,9 +32,10 @@ def create(ctx: Ctx, prep: Prepared) -> Skip | None:
     op: CreateFile = prep.op
     tmp = fsio.temp_name(prep.name, ctx.txid)
     sha = hashlib.sha256(op.data).hexdigest()
-    ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=prep.dirs, tmp=tmp,
+    dirs = dirs_to_make(ctx, prep)
+    ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=dirs, tmp=tmp,
                        post={"sha256": sha, "size": len(op.data)})
-    make_dirs(ctx, prep.dirs)
+    make_dirs(ctx, dirs)
     dfd = fsio.open_dir(prep.root, prep.parts)
     try:
         write_new(ctx, dfd, tmp, op.data, op.mode, op.mtime_ns, prep.path)
@@ -91,9 +99,10 @@ def rename(ctx: Ctx, prep: Prepared) -> Skip | None:
     if (st.st_dev, st.st_ino) != (prep.st.st_dev, prep.st.st_ino):
         return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
     tmp = os.path.join(os.path.dirname(dst), fsio.temp_name(os.path.basename(dst), ctx.txid))
-    ctx.journal.append("intent", n=prep.n, method="rename", path=src, dst=dst, dirs=prep.dirs, tmp=tmp,
+    dirs = dirs_to_make(ctx, prep)
+    ctx.journal.append("intent", n=prep.n, method="rename", path=src, dst=dst, dirs=dirs, tmp=tmp,
                        pre={"dev": st.st_dev, "ino": st.st_ino})
-    make_dirs(ctx, prep.dirs)
+    make_dirs(ctx, dirs)
     try:
         ctx.fs.rename_noreplace(src, dst, label=f"{src} -> {dst}")
     except FileExistsError:
