@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from histmig import samples
 from histmig.cli import cli
-from histmig.cli.scan import unique_prefixes
+from histmig.catalog import unique_prefixes
 
 REC = "/tmp/histmig-rec/work"
 # (tool, case) -> [(cwd, provider, title, messages, state)], checked against the prompts the

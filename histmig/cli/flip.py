@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from histmig.catalog import unique_prefixes
 from histmig.cli.common import emit_json, info, print_warnings
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
 from histmig.cli.tx import apply_options, run_plan
@@ -86,9 +87,11 @@ def render(ctx, plan) -> None:
     else:
         info(ctx, f"line 1 of each file changes by {len(args['new']) - len(args['old']):+d} bytes "
                   "(exact edits are computed on --apply or --exact)")
-    for item in s["sample"][: 5 if not ctx.verbose else 10]:
+    shown = s["sample"][: 5 if not ctx.verbose else 10]
+    short = unique_prefixes([item["id"] for item in shown])
+    for item in shown:
         flags = [f for f in ("compressed", "archived") if item[f]]
-        info(ctx, f"  {item['id'][:8]}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
+        info(ctx, f"  {short[item['id']]}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from histmig.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since
+from histmig.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since, unique_prefixes
 from histmig.cli.common import Progress, emit_json, info, style
 from histmig.registry import FORMATS
 
@@ -57,22 +57,6 @@ def render_table(ctx, refs) -> None:
     for r in refs:
         by_tool[r.format] = by_tool.get(r.format, 0) + 1
     info(ctx, f"\n{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")")
-
-
-def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix (at least ``minimum`` characters) that tells each id apart, as git does.
-    UUIDv7 ids made in the same second share their first 9 characters."""
-    ordered = sorted(set(ids))
-    out = {}
-    for i, ident in enumerate(ordered):
-        need = minimum
-        for other in ordered[max(0, i - 1):i] + ordered[i + 1:i + 2]:
-            common = 0
-            while common < min(len(ident), len(other)) and ident[common] == other[common]:
-                common += 1
-            need = max(need, common + 1)
-        out[ident] = ident[:need]
-    return out
 
 
 def _short(text: str, n: int) -> str:
