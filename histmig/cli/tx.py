@@ -128,7 +128,13 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
 @_flags
 @click.pass_obj
 def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
-    """Apply a plan written with --plan-out (checked against the disk first)."""
+    """Apply a plan written with --plan-out (checked against the disk first).
+
+    \b
+    Examples:
+      histmig flip openai my-provider --plan-out flip.json
+      histmig apply flip.json
+    """
     plan = Plan.loads(Path(plan_file).read_bytes())
     return run_plan(ctx, plan, apply=True, as_json=as_json, plan_out=None, render_dry_run=None,
                     options=_collect(flags))
@@ -142,7 +148,13 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
 def undo_cmd(ctx: Context, txid, keep_appended, restore_deleted, force, as_json) -> int:
-    """Undo a transaction (default: the latest one)."""
+    """Undo a transaction (default: the latest one).
+
+    \b
+    Examples:
+      histmig undo
+      histmig undo 20261130T050933Z-141272 --keep-appended
+    """
     res = undo(ctx.homes, txid, keep_appended=keep_appended, restore_deleted=restore_deleted, force=force)
     if as_json:
         emit_json(res.to_dict())
@@ -159,7 +171,12 @@ def undo_cmd(ctx: Context, txid, keep_appended, restore_deleted, force, as_json)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
 def recover_cmd(ctx: Context, as_json: bool) -> int:
-    """Roll back an apply that did not finish (crash, kill, power loss)."""
+    """Roll back an apply that did not finish (crash, kill, power loss).
+
+    \b
+    Examples:
+      histmig recover
+    """
     res = recover(ctx.homes)
     if as_json:
         emit_json(res.to_dict())
@@ -178,7 +195,13 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
 def log_cmd(ctx: Context, as_json: bool) -> int:
-    """List transactions, newest last."""
+    """List transactions, newest last.
+
+    \b
+    Examples:
+      histmig log
+      histmig log --json
+    """
     txs = transactions(ctx.homes)
     if as_json:
         emit_json([t.to_dict() for t in txs])

@@ -1,0 +1,62 @@
+"""CLI conventions shared by every command."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+import pytest
+from clirun import histmig
+
+from histmig import __version__
+from histmig.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def all_commands() -> dict[str, click.Command]:
+    ctx = click.Context(cli)
+    return {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+
+
+def test_every_issue_command_exists():
+    assert {"scan", "show", "flip", "move", "convert", "doctor", "apply", "undo", "log", "recover",
+            "demo"} <= set(all_commands())
+
+
+@pytest.mark.parametrize("name", sorted(all_commands()))
+def test_every_command_help_shows_an_example(name):
+    result = histmig(name, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout and f"histmig {name}" in result.stdout
+
+
+def test_version_and_python_m_entry_point():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "histmig", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and __version__ in out.stdout
+
+
+def test_usage_error_exits_2_with_message_on_stderr():
+    result = histmig("scan", "--tool", "nope")
+    assert result.exit_code == 2 and "nope" in result.stderr and result.stdout == ""
+
+
+def test_json_output_has_no_colour_even_when_forced(monkeypatch, tmp_path):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    result = histmig("--home", tmp_path, "scan", "--json")
+    assert result.exit_code == 0 and "\x1b[" not in result.stdout and json.loads(result.stdout) == []
+
+
+def test_every_warning_code_in_the_code_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    codes = set()
+    for path in (ROOT / "histmig").rglob("*.py"):
+        text = path.read_text()
+        codes |= set(re.findall(r'Warning\(\s*"([a-z0-9][a-z0-9._-]+)"', text))
+        codes |= set(re.findall(r'Skip\([^)]*code="([a-z0-9][a-z0-9._-]+)"', text, re.S))
+    assert codes, "found no warning codes at all"
+    missing = sorted(c for c in codes if f"`{c}`" not in readme)
+    assert not missing, f"undocumented warning codes: {missing}"
