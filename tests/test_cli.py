@@ -60,3 +60,42 @@ def test_every_warning_code_in_the_code_is_documented_in_the_readme():
     assert codes, "found no warning codes at all"
     missing = sorted(c for c in codes if f"`{c}`" not in readme)
     assert not missing, f"undocumented warning codes: {missing}"
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_line_appears_on_a_terminal_after_a_second_and_is_cleared(monkeypatch):
+    import time
+
+    from histmig.cli import common
+    fake = _Tty()
+    monkeypatch.setattr(common.sys, "stderr", fake)
+    clock = iter([100.0] + [101.5] * 1000)
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    p = common.Progress("applying", total=200)
+    for _ in range(100):
+        p.step(1_000_000)
+    assert "applying: 100/200 files" in fake.text and "ETA" in fake.text and "MB" in fake.text
+    p.done()
+    assert fake.text.endswith("\r")
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
+    from histmig.cli import common
+    p = common.Progress("scanning")
+    for _ in range(200):
+        p.step(10)
+    p.done()
+    assert capsys.readouterr().err == ""

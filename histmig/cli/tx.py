@@ -12,7 +12,7 @@ from typing import Callable
 import click
 
 from histmig.apply import ApplyOptions, apply_plan, recover, transactions, undo
-from histmig.cli.common import Context, diag, emit_json, info, print_warnings
+from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.plan import Plan
 
@@ -103,12 +103,19 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
 
 
 def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
-    if ctx.verbose and not as_json:
-        def echo_commit(path: str) -> None:
+    files = {p for op in plan.operations if op.kind != "sql-update" for p in op.paths()[:1]}
+    progress = Progress("applying", total=len(files), enabled=not as_json and not ctx.quiet)
+
+    def on_commit(path: str) -> None:
+        if ctx.verbose and not as_json:   # the crash harness reads these lines (ALICE-style checker)
             click.echo(f"committed {path}")
             sys.stdout.flush()
-        opts.on_commit = echo_commit
-    res = apply_plan(plan, ctx.homes, options=opts)
+        progress.step(0)
+    opts.on_commit = on_commit
+    try:
+        res = apply_plan(plan, ctx.homes, options=opts)
+    finally:
+        progress.done()
     if as_json:
         emit_json(res.to_dict())
         return res.exit_code
