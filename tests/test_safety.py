@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -73,7 +75,7 @@ def test_row11_cannot_create_temp_skips_the_file_with_exit_3():
     assert files[0].read_bytes() == pre and all(NEW in f.read_bytes() for f in files[1:])
 
 
-def test_row11_read_only_folder_as_unprivileged_user(tmp_path):
+def test_row11_read_only_folder_as_unprivileged_user(request):
     """The real thing: a 0555 folder, histmig run as uid 65534 via setpriv."""
     if os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists():
         pytest.skip("needs root and setpriv")
@@ -82,9 +84,9 @@ def test_row11_read_only_folder_as_unprivileged_user(tmp_path):
     if probe.returncode != 0:
         pytest.skip("uid 65534 cannot import histmig's dependencies here (site-packages under a 0700 home); "
                     "row 11 is covered by the facade EACCES test")
-    base = tmp_path / "u"
-    base.mkdir()
-    os.chmod(tmp_path, 0o755)
+    # pytest's tmp_path sits under /tmp/pytest-of-root (0700), which uid 65534 cannot traverse
+    base = Path(tempfile.mkdtemp(prefix="histmig-row11-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
     env = dict(os.environ, HOME=str(base), CODEX_HOME=str(base / ".codex"), CLAUDE_CONFIG_DIR=str(base / ".claude"),
                HISTMIG_STATE_DIR=str(base / "state"))
     script = (

@@ -289,6 +289,8 @@ def _open_src(prep: Prepared) -> int:
 
 
 def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: ApplyOptions) -> None:
+    """Size, mtime and identity against the plan; a pure append is allowed with --allow-appended
+    (its old prefix is hashed here; the whole-file hash is checked in :func:`_digest`)."""
     fp = op.expect
     why = _fp_diff(fp, st)
     prep.base_size = prep.st.st_size
@@ -300,8 +302,6 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
         prep.base_size = fp.size
     elif why:
         raise Stale(f"{op.path}: {why}")
-    elif fp.sha256 and sha_range(src, 0, st.st_size) != fp.sha256:
-        raise Stale(f"{op.path}: content changed since plan (sha256)")
 
 
 def sha_range(fd: int, start: int, end: int) -> str:
@@ -322,11 +322,12 @@ def read_range(fd: int, start: int, end: int, step: int = 1 << 20):
 
 
 def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
-    """Pre hash, patch check and expected post hash, in one read of the file."""
-    from histmig.apply.content import build_zstd, pieces  # local: content imports this module
+    """Pre hash (checked against the plan), patch check and expected post hash, in one read."""
+    from histmig.apply.content import build_zstd, digest  # local: content imports this module
     op: WriteFile = prep.op
-    prep.pre_sha = sha_range(src, 0, prep.st.st_size)
     if op.compression == "zstd":
+        if op.expect.sha256 and sha_range(src, 0, prep.st.st_size) != op.expect.sha256:
+            raise Stale(f"{op.path}: content changed since plan (sha256)")
         try:
             prep.content = build_zstd(op, src, opts)
         except HistmigInputError as e:
@@ -335,12 +336,9 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     elif op.new_bytes is not None:
         prep.content = op.new_bytes
     prep.patches = op.patches
-    h, size = hashlib.sha256(), 0
-    for piece in pieces(prep, src, prep.st.st_size, opts, stale=Stale):
-        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
-            h.update(chunk)
-            size += len(chunk)
-    prep.post_sha, prep.post_size = h.hexdigest(), size
+    prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, opts, stale=Stale)
+    if op.expect.sha256 and prep.base_size == prep.st.st_size and prep.pre_sha != op.expect.sha256:
+        raise Stale(f"{op.path}: content changed since plan (sha256)")
     same_len = all(len(p.old) == len(p.new) for p in op.patches)
     if (op.in_place_ok and same_len and op.patches and prep.content is None
             and prep.base_size == prep.st.st_size):

@@ -1,8 +1,14 @@
-"""The new content of a rewritten file, as a stream of pieces.
+"""The new content of a rewritten file, as a list of segments of the source.
 
-A piece is either ``bytes`` (patch bytes, a transformed tail, a whole new content) or a
-``(start, end)`` range of the source to copy unchanged. The same generator feeds the expected-hash
-computation (precheck) and the temp-file writer, so both always agree on what "post" means.
+A segment ``(start, end, new)`` covers the source bytes ``[start, end)``; ``new is None`` means
+"copy them unchanged", otherwise they are replaced by ``new`` (a patch, a transformed appended
+tail, or a whole new content). One function, :func:`segments`, defines what "post" means; the
+expected hashes (precheck, :func:`digest`) and the temp-file writer (:func:`write_segments`) both
+walk it, so they always agree.
+
+Speed: a Claude transcript has one patch per line, so segments are many and small. They are served
+from a 1 MiB window read with one ``pread`` (:class:`Window`), gathered into one buffer and written
+with one ``write`` per MiB; only long unchanged ranges bypass Python (``copy_file_range``).
 """
 from __future__ import annotations
 
@@ -16,29 +22,83 @@ from histmig.apply.options import ApplyOptions, Prepared
 from histmig.diagnostics import HistmigInputError
 from histmig.plan import WriteFile
 
-Piece = bytes | tuple[int, int]
+Segment = tuple[int, int, bytes | None]
+WINDOW = 1 << 20
+COPY_MIN = 1 << 20   # unchanged ranges this long go through copy_file_range; shorter ones ride in the buffer
 
 
-def pieces(prep: Prepared, src: int, cur_size: int, opts: ApplyOptions, *, stale=OSError) -> Iterator[Piece]:
+class Window:
+    """Random access to a file through one cached window (most reads are sequential)."""
+
+    def __init__(self, fd: int, size: int = WINDOW):
+        self.fd, self.size, self.start, self.data = fd, size, 0, b""
+
+    def read(self, start: int, end: int) -> bytes:
+        if self.start <= start and end <= self.start + len(self.data):
+            return self.data[start - self.start:end - self.start]
+        if end - start > self.size:
+            return _pread_all(self.fd, start, end)
+        self.start, self.data = start, os.pread(self.fd, self.size, start)
+        if len(self.data) < end - start:
+            raise OSError(errno.EIO, "file shrank while reading")
+        return self.data[:end - start]
+
+    def chunks(self, start: int, end: int) -> Iterator[bytes]:
+        for pos in range(start, end, self.size):
+            yield self.read(pos, min(end, pos + self.size))
+
+
+def _pread_all(fd: int, start: int, end: int) -> bytes:
+    out = bytearray()
+    while start + len(out) < end:
+        chunk = os.pread(fd, end - start - len(out), start + len(out))
+        if not chunk:
+            raise OSError(errno.EIO, "file shrank while reading")
+        out += chunk
+    return bytes(out)
+
+
+def segments(prep: Prepared, win: Window, cur_size: int, opts: ApplyOptions, *, stale=OSError) -> Iterator[Segment]:
+    """The new content as segments of the source; checks each patch's old bytes on the way."""
     if prep.content is not None:
-        yield prep.content
+        yield 0, prep.base_size, prep.content
     else:
         pos = 0
         for p in prep.patches:
-            if p.offset + len(p.old) > prep.base_size:
+            end = p.offset + len(p.old)
+            if end > prep.base_size:
                 raise stale(f"{prep.op.paths()[0]}: patch at offset {p.offset} beyond the planned size")
-            if os.pread(src, len(p.old), p.offset) != p.old:
-                raise stale(f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {p.offset})")
             if p.offset > pos:
-                yield (pos, p.offset)
-            if p.new:
-                yield p.new
-            pos = p.offset + len(p.old)
+                yield pos, p.offset, None
+            if win.read(p.offset, end) != p.old:
+                raise stale(f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {p.offset})")
+            yield p.offset, end, p.new
+            pos = end
         if prep.base_size > pos:
-            yield (pos, prep.base_size)
+            yield pos, prep.base_size, None
     if cur_size > prep.base_size:
-        tail = os.pread(src, cur_size - prep.base_size, prep.base_size)
-        yield opts.transform_tail(prep.op, tail)
+        tail = win.read(prep.base_size, cur_size)
+        yield prep.base_size, cur_size, opts.transform_tail(prep.op, tail)
+
+
+def digest(prep: Prepared, src: int, cur_size: int, opts: ApplyOptions, *, stale=OSError) -> tuple[str, str, int]:
+    """One read of the source: (sha256 of the source, sha256 and size of the new content)."""
+    win, pre, post, size = Window(src), hashlib.sha256(), hashlib.sha256(), 0
+    pos = 0
+    for start, end, new in segments(prep, win, cur_size, opts, stale=stale):
+        for chunk in win.chunks(start, end):
+            pre.update(chunk)
+            if new is None:
+                post.update(chunk)
+                size += len(chunk)
+        if new is not None:
+            post.update(new)
+            size += len(new)
+        pos = end
+    if pos != cur_size:   # a whole-content replacement covers base_size; no tail read above
+        for chunk in win.chunks(pos, cur_size):
+            pre.update(chunk)
+    return pre.hexdigest(), post.hexdigest(), size
 
 
 def build_zstd(op: WriteFile, src: int, opts: ApplyOptions) -> bytes:
@@ -64,41 +124,33 @@ def build_zstd(op: WriteFile, src: int, opts: ApplyOptions) -> bytes:
 _NO_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF)
 
 
-COPY_MIN = 1 << 20   # ranges this big go through copy_file_range; smaller ones ride in the buffer
-
-
-def write_pieces(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: int,
-                 opts: ApplyOptions, label: str) -> tuple[str, int]:
-    """Stream the new content into ``tmp``; returns (sha256, size) of what was written.
-    Patch bytes and short unchanged ranges are gathered into one buffer (one write for a small
-    file); long unchanged ranges are copied in the kernel."""
-    from histmig.apply.check import read_range
-    h, size, buf = hashlib.sha256(), 0, bytearray()
+def write_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: int,
+                   opts: ApplyOptions, label: str) -> int:
+    """Stream the new content into ``tmp``; returns its size. Not hashed here: the caller verifies
+    by re-reading the durable temp against the hash computed in precheck."""
+    win, buf, size = Window(src), bytearray(), 0
 
     def flush() -> None:
         if buf:
             fs.write(tmp, bytes(buf), label)
             buf.clear()
-    for piece in pieces(prep, src, cur_size, opts):
-        if isinstance(piece, tuple) and piece[1] - piece[0] >= COPY_MIN:
+    for start, end, new in segments(prep, win, cur_size, opts):
+        if new is None and end - start >= COPY_MIN:
             flush()
-            _copy(fs, src, tmp, piece, label, h)
-            size += piece[1] - piece[0]
+            _copy(fs, src, tmp, start, end, label)
+            size += end - start
             continue
-        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
-            buf += chunk
-            h.update(chunk)
-            size += len(chunk)
-        if len(buf) >= COPY_MIN:
+        piece = win.read(start, end) if new is None else new
+        buf += piece
+        size += len(piece)
+        if len(buf) >= WINDOW:
             flush()
     flush()
-    return h.hexdigest(), size
+    return size
 
 
-def _copy(fs: fsio.FS, src: int, tmp: int, rng: tuple[int, int], label: str, h) -> None:
-    """Copy an unchanged range in the kernel (``copy_file_range``), hashing it from the page cache."""
-    from histmig.apply.check import read_range
-    start, end = rng
+def _copy(fs: fsio.FS, src: int, tmp: int, start: int, end: int, label: str) -> None:
+    """Copy an unchanged range in the kernel (``copy_file_range``), else read/write it."""
     pos = start
     while pos < end:
         try:
@@ -108,9 +160,8 @@ def _copy(fs: fsio.FS, src: int, tmp: int, rng: tuple[int, int], label: str, h) 
                 raise
             n = 0
         if n == 0:  # not supported here: plain read/write for the rest
-            for chunk in read_range(src, pos, end):
+            win = Window(src)
+            for chunk in win.chunks(pos, end):
                 fs.write(tmp, chunk, label)
             break
         pos += n
-    for chunk in read_range(src, start, end):
-        h.update(chunk)

@@ -53,9 +53,7 @@ def render_table(ctx, refs) -> None:
     for n, row in enumerate(rows):
         line = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
         info(ctx, style(line, bold=True) if n == 0 else line.rstrip())
-    by_tool: dict[str, int] = {}
-    for r in refs:
-        by_tool[r.format] = by_tool.get(r.format, 0) + 1
+    by_tool = {tool: n for tool in FORMATS if (n := sum(1 for r in refs if r.format == tool))}
     info(ctx, f"\n{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")")
 
 

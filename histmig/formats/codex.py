@@ -250,7 +250,7 @@ def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | No
     if meta is not None and "payload" not in (lines[0].obj or {}):
         state.append("legacy pre-envelope (Codex cannot read it)")
     if shadowed is not None:
-        state.append(f"shadows {shadowed.name} (Codex prefers the plain file)")
+        state.append("shadows a .zst copy (Codex reads this plain file)")
         ref.extra["shadowed_zst"] = str(shadowed)
     if broken:
         state.append(f"{broken} broken line{'s' if broken > 1 else ''}")
