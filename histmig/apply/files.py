@@ -1,11 +1,8 @@
-"""The per-file write protocol (safety.md §1.2), executed through the facade.
+"""Pieces of the per-file write protocol (safety.md §1.2) shared by the batch executor
+(:mod:`histmig.apply.batch`, which runs them for many files at once, §1.x) and by create/delete/rename:
+the execution context, backups, metadata copying, verification by re-reading, append handling.
 
-replace: backup (hard link, else fsynced copy) → intent durable → temp ``.<name>.<txid>.histmig-tmp``
-→ stream pieces (copy_file_range for untouched ranges) → owner, mode, xattrs, atime/mtime (ns) →
-fsync → verify by re-reading → re-check (dev, ino, size, mtime_ns) and open writers → replace →
-fsync folder → salvage appends that raced the replace → done.
-
-inplace: journal the original bytes → pwrite → restore times → fsync → done (inode kept).
+:func:`rewrite` and :func:`patch_in_place` run the protocol for a single file (a batch of one).
 """
 from __future__ import annotations
 
@@ -17,11 +14,9 @@ from dataclasses import dataclass, field
 
 from histmig import fsio
 from histmig.apply.check import read_range, sha_range
-from histmig.apply.content import write_pieces
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, key
 from histmig.diagnostics import Skip, Warning
 from histmig.journal import Journal
-from histmig.livewriters import open_writers
 from histmig.plan import _b
 
 RETRY = object()
@@ -65,76 +60,10 @@ def read_xattrs(fd: int) -> dict[str, bytes]:
         return {}
 
 
-# -- replace --------------------------------------------------------------------------------------
+# -- replace ----------------------------------------------------------------------------------------
 def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
-    for attempt in range(ctx.opts.append_retries + 1):
-        ctx.backup = None
-        outcome = _rewrite_once(ctx, prep, attempt)
-        if outcome is not None and ctx.backup:
-            # not replaced: a hard-link backup would leave the live file with nlink 2
-            _unlink_quiet(ctx.fs, ctx.backup, None)
-        if outcome is not RETRY:
-            return outcome
-        ctx.journal.append("retry", n=prep.n, path=prep.path)
-    return Skip(prep.op.paths()[0], "kept changing during apply; re-run later", "changing")
-
-
-def _rewrite_once(ctx: Ctx, prep: Prepared, attempt: int):
-    fs, label = ctx.fs, prep.path
-    dfd = fsio.open_dir(prep.root, prep.parts)
-    src = fsio.open_read(prep.name, dir_fd=dfd)
-    tmp = fsio.temp_name(prep.name, ctx.txid)
-    replaced = False
-    try:
-        st0 = os.fstat(src)
-        if key(st0) != key(prep.st):
-            return _changed(ctx, prep, st0, src)
-        backup = make_backup(ctx, f"{prep.n}.{attempt}", dfd, prep.name, src, st0, prep.pre_sha)
-        ctx.journal.append("intent", n=prep.n, method="replace", path=prep.path, tmp=tmp, backup=backup,
-                           pre=pre_state(st0, prep.pre_sha, src),
-                           post={"sha256": prep.post_sha, "size": prep.post_size})
-        ctx.intents[prep.n] = attempt
-        try:
-            tfd = fs.open_write(tmp, dir_fd=dfd, label=label + " (temp)")
-        except PermissionError as e:
-            return Skip(prep.op.paths()[0], f"cannot create temp ({errno.errorcode[e.errno]})", "no-temp")
-        try:
-            sha, size = write_pieces(fs, prep, src, tfd, st0.st_size, ctx.opts, label + " (temp)")
-            copy_meta(ctx, st0, src, tfd, label)
-            fs.utime(tfd, (st0.st_atime_ns, st0.st_mtime_ns), label + " (temp)")
-            fs.fsync(tfd, label + " (temp)")
-        finally:
-            os.close(tfd)
-        verify(dfd, tmp, sha, size, label)
-        if sha != prep.post_sha:
-            raise VerifyError(errno.EIO, "new content differs from the planned result", label)
-        fs.point("before-final-check", label)
-        st1 = os.stat(prep.name, dir_fd=dfd, follow_symlinks=False)
-        if key(st1) != key(st0):
-            _unlink_quiet(fs, tmp, dfd)
-            return _changed(ctx, prep, st1, src)
-        holders = open_writers([(st0.st_dev, st0.st_ino)]).get((st0.st_dev, st0.st_ino))
-        if holders:
-            _unlink_quiet(fs, tmp, dfd)
-            who = ", ".join(h.describe() for h in holders)
-            return Skip(prep.op.paths()[0], f"open for writing by {who}; quit it and re-run", "open-writer")
-        fs.point("before-replace", label)
-        fs.replace(tmp, prep.name, dir_fd=dfd, label=label)
-        replaced = True
-        fs.fsync(dfd, os.path.dirname(label))
-        fs.point("after-replace", label)
-        post = _salvage(ctx, prep, dfd, src, st0, sha, size)
-        ctx.journal.append("done", n=prep.n, post=post)
-        return None
-    except BaseException:
-        if not replaced:
-            _unlink_quiet(fs, tmp, dfd)
-            if ctx.backup and not _journaled(ctx, prep.n, attempt):
-                _unlink_quiet(fs, ctx.backup, None)   # the journal does not know it: nobody would
-        raise
-    finally:
-        os.close(src)
-        os.close(dfd)
+    from histmig.apply.batch import replace_batch
+    return replace_batch(ctx, [prep])[0]
 
 
 def _journaled(ctx: Ctx, n: int, attempt: int) -> bool:
@@ -154,20 +83,15 @@ def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
 
 
 def _refresh(ctx: Ctx, prep: Prepared, src: int) -> None:
-    from histmig.apply.content import pieces
+    from histmig.apply.content import digest
     prep.st = os.fstat(src)
-    prep.pre_sha = sha_range(src, 0, prep.st.st_size)
-    h, size = hashlib.sha256(), 0
-    for piece in pieces(prep, src, prep.st.st_size, ctx.opts):
-        for chunk in (read_range(src, *piece) if isinstance(piece, tuple) else (piece,)):
-            h.update(chunk)
-            size += len(chunk)
-    prep.post_sha, prep.post_size = h.hexdigest(), size
+    prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, ctx.opts)
 
 
-def _salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: int) -> dict:
+def salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: int, still_held: bool) -> dict:
     """Appends that reached the old inode after our last check: copy their complete lines to the
-    new file (safety.md §3.3). The hard-link backup keeps the raw bytes for undo."""
+    new file (safety.md §3.3). The hard-link backup keeps the raw bytes for undo. ``still_held``:
+    a writer still has the old inode open (from the batch's scan after the renames)."""
     grown = os.fstat(src).st_size - st0.st_size
     post = {"sha256": sha, "size": size}
     if grown > 0:
@@ -193,7 +117,7 @@ def _salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: 
         if len(extra) < len(data):
             ctx.warn("partial-append", f"{len(data) - len(extra)} bytes of an unfinished line stay in the backup",
                      prep.path)
-    if open_writers([(st0.st_dev, st0.st_ino)]):
+    if still_held:
         ctx.warn("lost-append-risk", "a process still writes to the replaced file; quit it, then run "
                  "histmig undo to get its appends back from the backup", prep.path)
     return post
@@ -236,14 +160,17 @@ def _unlink_quiet(fs: fsio.FS, name: str, dfd: int | None) -> None:
 
 
 # -- backups --------------------------------------------------------------------------------------
-def make_backup(ctx: Ctx, bname: str, dfd: int, name: str, src: int, st0, sha: str | None) -> dict:
+def make_backup(ctx: Ctx, bname: str, dfd: int, name: str, src: int, st0, sha: str | None,
+                sync: bool = True) -> dict:
     """A hard link in the journal's ``b/`` (the old inode itself), else an fsynced, verified copy
-    created 0600. A failed copy is removed before the error propagates."""
+    created 0600. A failed copy is removed before the error propagates. ``sync=False``: the caller
+    fsyncs ``b/`` once for a whole batch, before any intent of it is journaled."""
     fs, bdir = ctx.fs, str(ctx.journal.backups)
     try:
         fs.link(name, os.path.join(bdir, bname), src_dir_fd=dfd, label=os.path.join(bdir, bname))
         ctx.backup = os.path.join(bdir, bname)
-        fs.fsync_dir(bdir)
+        if sync:
+            fs.fsync_dir(bdir)
         return {"name": bname, "kind": "link"}
     except OSError as e:
         if e.errno not in _LINK_FALLBACK:
@@ -264,33 +191,12 @@ def make_backup(ctx: Ctx, bname: str, dfd: int, name: str, src: int, st0, sha: s
         raise
     os.close(bfd)
     ctx.backup = path
-    fs.fsync_dir(bdir)
+    if sync:
+        fs.fsync_dir(bdir)
     return {"name": bname, "kind": "copy"}
 
 
 # -- in place -------------------------------------------------------------------------------------
 def patch_in_place(ctx: Ctx, prep: Prepared) -> Skip | None:
-    fs, label = ctx.fs, prep.path
-    dfd = fsio.open_dir(prep.root, prep.parts)
-    try:
-        st0 = os.stat(prep.name, dir_fd=dfd, follow_symlinks=False)
-        if key(st0) != key(prep.st):
-            return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
-        if open_writers([(st0.st_dev, st0.st_ino)]):
-            return Skip(prep.op.paths()[0], "open for writing; quit it and re-run", "open-writer")
-        spans = [{"offset": p.offset, "old": _b(p.old), "new": _b(p.new)} for p in prep.patches]
-        wfd = fs.open_write(prep.name, dir_fd=dfd, flags=os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, label=label)
-        try:
-            ctx.journal.append("intent", n=prep.n, method="inplace", path=prep.path, spans=spans,
-                               pre=pre_state(st0, prep.pre_sha, None),
-                               post={"sha256": prep.post_sha, "size": prep.post_size})
-            for p in prep.patches:
-                fs.pwrite(wfd, p.new, p.offset, label)
-            fs.utime(wfd, (st0.st_atime_ns, st0.st_mtime_ns), label)
-            fs.fsync(wfd, label)
-        finally:
-            os.close(wfd)
-        ctx.journal.append("done", n=prep.n, post={"sha256": prep.post_sha, "size": prep.post_size})
-        return None
-    finally:
-        os.close(dfd)
+    from histmig.apply.batch import inplace_batch
+    return inplace_batch(ctx, [prep])[0]
