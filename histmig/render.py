@@ -12,6 +12,7 @@ RESULT_CHARS = 1200
 
 
 def _shorten(text: str) -> str:
+    text = text.rstrip("\n")
     lines = text.splitlines()
     cut = "\n".join(lines[:RESULT_LINES])
     if len(cut) > RESULT_CHARS:
@@ -63,16 +64,24 @@ def _indent(text: str) -> str:
     return "\n".join("    " + ln for ln in text.splitlines())
 
 
+def _only_injected(rec: Record) -> bool:
+    return bool(rec.parts) and all(isinstance(p, Text) and p.injected for p in rec.parts)
+
+
 def _visible(rec: Record, verbose: bool) -> bool:
-    if rec.opaque:
-        return verbose
-    return rec.kind != "event" or verbose
+    if verbose:
+        return True
+    return not rec.opaque and rec.kind != "event" and not _only_injected(rec)
 
 
 def render_text(session: Session, *, verbose: bool = False, markdown: bool = False) -> str:
     out = [f"{'# ' if markdown else ''}{session.format} session {session.id}",
            f"cwd: {session.cwd or '-'}" + (f"   provider: {session.provider}" if session.provider else "")
-           + (f"   model: {session.model}" if session.model else ""), ""]
+           + (f"   model: {session.model}" if session.model else "")]
+    hidden = sum(1 for r in session.records if not verbose and not r.opaque and _only_injected(r))
+    if hidden:
+        out.append(f"({hidden} injected context message(s) hidden: environment, instructions; -v shows them)")
+    out.append("")
     for rec in session.records:
         if not _visible(rec, verbose):
             continue

@@ -1,0 +1,256 @@
+"""The rewrite protocol for many files at once (safety.md §1.2 made fast by §1.x).
+
+replace, per batch of files (plan order kept):
+
+1. open each file, re-check (dev, ino, size, mtime_ns), make its backup (hard link, else an
+   fsynced copy); one fsync of ``b/``;
+2. journal every intent with one write and one fsync (backup durable → intent durable);
+3. write each temp ``.<name>.<txid>.histmig-tmp`` (segments: one write per MiB, copy_file_range for
+   long unchanged ranges), owner, mode, xattrs, atime/mtime (ns);
+4. make every temp durable together (``FS.fsync_batch``: one ``syncfs``; each file still counts as
+   its own fsync for faults and crash points);
+5. verify each temp by re-reading it (streaming sha256 against the hash precheck computed);
+6. one /proc scan for open writers of the batch's files, then per file: re-stat, replace;
+7. make the renames durable together (the touched folders, ``fsync_batch``);
+8. salvage appends that reached an old inode, one more /proc scan (warn if a writer still holds an
+   old inode), journal every ``done`` with one write and one fsync.
+
+Why each file stays all-old or all-new at any crash point: a temp is renamed only after step 4
+made its bytes durable and step 2 made its intent and backup durable; before the rename the target
+is untouched, after it the target is the complete verified temp.
+
+The open-writer check: one scan per plan in precheck (skips files held open before we start) and
+one scan per batch right before its renames. A writer that opens a file after that scan is the race
+the per-file check could not close either (it, too, ran before the rename): salvage copies complete
+lines that reached the old inode, the hard-link backup keeps the raw bytes, and the scan after the
+renames warns if a writer still holds an old inode. The window is the batch's rename loop
+(microseconds per file), not the whole batch.
+
+inplace, per batch: re-stat → one writer scan → intents (one fsync) → pwrite + times → all files
+durable together → dones.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+
+from histmig import fsio
+from histmig.apply.content import write_segments
+from histmig.apply.files import (RETRY, Ctx, VerifyError, _changed, _unlink_quiet, copy_meta, make_backup,
+                                 pre_state, salvage, verify)
+from histmig.apply.options import Prepared, key
+from histmig.diagnostics import Skip
+from histmig.livewriters import open_writers
+from histmig.plan import _b
+
+BATCH = 64     # files per batch: bounds open descriptors (3 per file) and the work a rollback undoes
+
+
+@dataclass
+class Item:
+    prep: Prepared
+    dfd: int = -1
+    src: int = -1
+    tfd: int = -1
+    st0: os.stat_result | None = None
+    tmp: str = ""
+    backup: str | None = None      # path of this attempt's backup
+    journaled: bool = False
+    replaced: bool = False
+    outcome: object = None         # None (go on / done), RETRY, or a Skip
+
+    @property
+    def label(self) -> str:
+        return self.prep.path
+
+    @property
+    def inode(self) -> tuple[int, int]:
+        return self.st0.st_dev, self.st0.st_ino
+
+
+def replace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
+    """Rewrite ``preps``; returns each one's outcome (None = replaced, or its Skip), in order."""
+    results: dict[int, Skip | None] = {}
+    pending = list(preps)
+    for attempt in range(ctx.opts.append_retries + 1):
+        retry = []
+        for item in _replace_round(ctx, pending, attempt):
+            if item.outcome is RETRY:
+                retry.append(item.prep)
+                ctx.journal.append("retry", n=item.prep.n, path=item.prep.path)
+            else:
+                results[item.prep.n] = item.outcome
+        pending = retry
+        if not pending:
+            break
+    for p in pending:
+        results[p.n] = Skip(p.op.paths()[0], "kept changing during apply; re-run later", "changing")
+    return [results[p.n] for p in preps]
+
+
+def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
+    items = [Item(p) for p in preps]
+    try:
+        live = _open_and_back_up(ctx, items, attempt)
+        _journal_intents(ctx, live)
+        live = _write_temps(ctx, live)
+        ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live])
+        _close(items, "tfd")
+        for it in live:
+            verify(it.dfd, it.tmp, it.prep.post_sha, it.prep.post_size, it.label)
+        _replace_all(ctx, live)
+        done = [it for it in live if it.replaced]
+        _sync_folders(ctx, done)
+        held = open_writers([it.inode for it in done]) if done else {}
+        dones = []
+        for it in done:
+            post = salvage(ctx, it.prep, it.dfd, it.src, it.st0, it.prep.post_sha, it.prep.post_size,
+                           it.inode in held)
+            dones.append(("done", {"n": it.prep.n, "post": post}))
+        ctx.journal.append_many(dones)
+    except BaseException:
+        _cleanup(ctx, items)
+        raise
+    finally:
+        for name in ("tfd", "src", "dfd"):
+            _close(items, name)
+    for it in items:
+        if it.outcome is not None and it.backup:
+            _unlink_quiet(ctx.fs, it.backup, None)   # not replaced: a hard-link backup would leave nlink 2
+    return items
+
+
+def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
+    live = []
+    links = False
+    for it in items:
+        p = it.prep
+        it.dfd = fsio.open_dir(p.root, p.parts)
+        it.src = fsio.open_read(p.name, dir_fd=it.dfd)
+        it.tmp = fsio.temp_name(p.name, ctx.txid)
+        it.st0 = os.fstat(it.src)
+        if key(it.st0) != key(p.st):
+            it.outcome = _changed(ctx, p, it.st0, it.src)
+            continue
+        ctx.backup = None
+        it.backup_rec = make_backup(ctx, f"{p.n}.{attempt}", it.dfd, p.name, it.src, it.st0, p.pre_sha, sync=False)
+        it.backup = ctx.backup
+        links = True
+        live.append(it)
+    if links:
+        ctx.fs.fsync_dir(str(ctx.journal.backups))
+    return live
+
+
+def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
+    recs = [("intent", {"n": it.prep.n, "method": "replace", "path": it.prep.path, "tmp": it.tmp,
+                        "backup": it.backup_rec, "pre": pre_state(it.st0, it.prep.pre_sha, it.src),
+                        "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size}}) for it in live]
+    ctx.journal.append_many(recs)
+    for it in live:
+        it.journaled = True
+        ctx.intents[it.prep.n] = it
+
+
+def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
+    fs, out = ctx.fs, []
+    for it in live:
+        label = it.label + " (temp)"
+        try:
+            it.tfd = fs.open_write(it.tmp, dir_fd=it.dfd, label=label)
+        except PermissionError as e:
+            it.outcome = Skip(it.prep.op.paths()[0], f"cannot create temp ({errno.errorcode[e.errno]})", "no-temp")
+            continue
+        size = write_segments(fs, it.prep, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
+        if size != it.prep.post_size:
+            raise VerifyError(errno.EIO, "new content differs from the planned result", it.label)
+        copy_meta(ctx, it.st0, it.src, it.tfd, it.label)
+        fs.utime(it.tfd, (it.st0.st_atime_ns, it.st0.st_mtime_ns), label)
+        out.append(it)
+    return out
+
+
+def _replace_all(ctx: Ctx, live: list[Item]) -> None:
+    """The last checks and the renames. The writer scan runs once, right before the loop."""
+    fs = ctx.fs
+    holders = open_writers([it.inode for it in live]) if live else {}
+    for it in live:
+        p = it.prep
+        fs.point("before-final-check", it.label)
+        st1 = os.stat(p.name, dir_fd=it.dfd, follow_symlinks=False)
+        who = holders.get(it.inode)
+        if key(st1) != key(it.st0) or who:
+            _unlink_quiet(fs, it.tmp, it.dfd)
+            if who:
+                it.outcome = Skip(p.op.paths()[0], f"open for writing by {', '.join(h.describe() for h in who)}; "
+                                  "quit it and re-run", "open-writer")
+            else:
+                it.outcome = _changed(ctx, p, st1, it.src)
+            continue
+        fs.point("before-replace", it.label)
+        fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
+        it.replaced = True
+        fs.point("after-replace", it.label)
+
+
+def _sync_folders(ctx: Ctx, done: list[Item]) -> None:
+    seen: dict[str, int] = {}
+    for it in done:
+        seen.setdefault(os.path.dirname(it.label), it.dfd)
+    ctx.fs.fsync_batch([(fd, folder) for folder, fd in seen.items()])
+
+
+def _cleanup(ctx: Ctx, items: list[Item]) -> None:
+    """After an error: remove temps that were not renamed, and backups the journal does not know
+    (nobody would ever remove those). Journaled ones are the rollback's job."""
+    for it in items:
+        if it.dfd >= 0 and it.tmp and not it.replaced:
+            _unlink_quiet(ctx.fs, it.tmp, it.dfd)
+        if it.backup and not it.journaled:
+            _unlink_quiet(ctx.fs, it.backup, None)
+
+
+def _close(items: list[Item], name: str) -> None:
+    for it in items:
+        fd = getattr(it, name)
+        if fd >= 0:
+            os.close(fd)
+            setattr(it, name, -1)
+
+
+# -- in place -------------------------------------------------------------------------------------
+def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
+    """Same-length patches written into the file itself (inode, hard links and an agent's open fd
+    survive): original bytes journaled and durable first, SQLite's rollback-journal order."""
+    items = [Item(p) for p in preps]
+    fs = ctx.fs
+    try:
+        for it in items:
+            it.dfd = fsio.open_dir(it.prep.root, it.prep.parts)
+            it.st0 = os.stat(it.prep.name, dir_fd=it.dfd, follow_symlinks=False)
+            if key(it.st0) != key(it.prep.st):
+                it.outcome = Skip(it.prep.op.paths()[0], "changed during apply; re-plan", "changed")
+        holders = open_writers([it.inode for it in items if it.outcome is None])
+        for it in items:
+            if it.outcome is None and it.inode in holders:
+                it.outcome = Skip(it.prep.op.paths()[0], "open for writing; quit it and re-run", "open-writer")
+        live = [it for it in items if it.outcome is None]
+        for it in live:
+            it.tfd = fs.open_write(it.prep.name, dir_fd=it.dfd, flags=os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                   label=it.label)
+        post = {it.prep.n: {"sha256": it.prep.post_sha, "size": it.prep.post_size} for it in live}
+        ctx.journal.append_many([("intent", {
+            "n": it.prep.n, "method": "inplace", "path": it.prep.path,
+            "spans": [{"offset": p.offset, "old": _b(p.old), "new": _b(p.new)} for p in it.prep.patches],
+            "pre": pre_state(it.st0, it.prep.pre_sha, None), "post": post[it.prep.n]}) for it in live])
+        for it in live:
+            for p in it.prep.patches:
+                fs.pwrite(it.tfd, p.new, p.offset, it.label)
+            fs.utime(it.tfd, (it.st0.st_atime_ns, it.st0.st_mtime_ns), it.label)
+        fs.fsync_batch([(it.tfd, it.label) for it in live])
+        ctx.journal.append_many([("done", {"n": it.prep.n, "post": post[it.prep.n]}) for it in live])
+    finally:
+        _close(items, "tfd")
+        _close(items, "dfd")
+    return [it.outcome for it in items]
