@@ -102,6 +102,15 @@ class FS:
             n = os.write(fd, view)
             view = view[n:]
 
+    def write_parts(self, fd: int, parts: list[bytes], label: str) -> None:
+        """Several buffers written back to back as one counted write (no joined copy in memory)."""
+        self._op("write", label)
+        for data in parts:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+
     def pwrite(self, fd: int, data: bytes, offset: int, label: str) -> None:
         self._op("write", label)
         done = 0

@@ -79,6 +79,25 @@ class Journal:
         self.fs.write(self.fd, data, str(self.folder / JOURNAL))
         self.fs.fsync(self.fd, str(self.folder / JOURNAL))
 
+    def append_stream(self, kind: str, head: dict[str, Any], key: str, items) -> None:
+        """One record whose ``key`` is a long list, encoded item by item (the items are generated
+        and dropped one at a time; only the encoded bytes are held)."""
+        rec = orjson.dumps({"kind": kind, "t": time.time_ns(), **head})
+        parts, chunk = [], []
+        for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
+            chunk.append(item)
+            if len(chunk) == 512:
+                parts.append(orjson.dumps(chunk)[1:-1])
+                chunk = []
+        if chunk:
+            parts.append(orjson.dumps(chunk)[1:-1])
+        out = [rec[:-1] + b',"' + key.encode() + b'":[']
+        for i, part in enumerate(parts):
+            out += [b",", part] if i else [part]
+        out.append(b"]}\n")
+        self.fs.write_parts(self.fd, out, str(self.folder / JOURNAL))
+        self.fs.fsync(self.fd, str(self.folder / JOURNAL))
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
@@ -86,7 +105,7 @@ class Journal:
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
-    """All complete records; a torn last line (crash mid-append) is ignored — its step never ran,
+    """All complete records; a torn line (crash mid-append) is skipped — its step never ran,
     because every step waits for its record's fsync."""
     try:
         data = (Path(folder) / JOURNAL).read_bytes()
@@ -99,7 +118,7 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
         try:
             out.append(orjson.loads(line))
         except orjson.JSONDecodeError:
-            break
+            continue   # torn (its fsync never completed, so its step never ran); later records are valid
     return out
 
 

@@ -12,6 +12,7 @@ patched spans, so flipping one value in a 500 MB file costs a copy, never a pars
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ def _unb(text: str) -> bytes:
     return base64.b64decode(text.encode())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fingerprint:
     """What a path held at planning time. ``absent=True`` means "must not exist"."""
 
@@ -65,14 +66,22 @@ class Fingerprint:
     def to_dict(self) -> dict[str, Any]:
         if self.absent:
             return {"absent": True}
-        return {k: v for k, v in self.__dict__.items() if k != "absent" and v is not None}
+        return {k: v for k in ("dev", "ino", "size", "mtime_ns", "sha256") if (v := getattr(self, k)) is not None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Fingerprint":
         return cls(**d)
 
 
-@dataclass(frozen=True)
+@functools.lru_cache(maxsize=4096)
+def compact(data: bytes) -> bytes:
+    """One shared, exact-size copy of a small byte string. Planners hold one patch per edited line
+    and the same old/new values recur; ``orjson.dumps`` results also keep a 1 KiB buffer whatever
+    their length, so 40,000 patches would otherwise cost 40 MB."""
+    return bytes(memoryview(data))
+
+
+@dataclass(frozen=True, slots=True)
 class Patch:
     """Replace ``old`` at byte ``offset`` with ``new``. Offsets refer to the *original* content
     (for a ``.jsonl.zst`` file: the decompressed content). Patches of one file never overlap."""

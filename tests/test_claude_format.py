@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from histmig.formats import anthropic
 from histmig.formats import claude_code as cc
 from histmig.homes import resolve_homes
 from histmig.model import Attachment, Opaque, Reasoning, Text, ToolCall, ToolResult
@@ -168,8 +169,8 @@ def test_evolved_record_is_reencoded_alone_in_claude_key_order(home):
 
 
 def test_unsigned_reasoning_is_never_encoded_as_thinking():
-    assert cc.part_to_block(Reasoning(text="why")) == {"type": "text", "text": "why"}
-    assert cc.part_to_block(Reasoning(text="", signature="S"))["type"] == "thinking"
+    assert anthropic.part_to_block(Reasoning(text="why")) == {"type": "text", "text": "why"}
+    assert anthropic.part_to_block(Reasoning(text="", signature="S"))["type"] == "thinking"
 
 
 # ---- listing ------------------------------------------------------------------------------------

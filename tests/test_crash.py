@@ -244,6 +244,12 @@ class LazyFS(fsio.FS):
             with open(f"/proc/self/fd/{fd}", "rb") as fh:   # fd may be write-only
                 self.data[st.st_ino] = fh.read()
 
+    def fsync_batch(self, items):
+        """A batch (one syncfs) makes every item durable; modelled as one fsync per item, which
+        only adds crash points between them (a finer model than the real all-at-once sync)."""
+        for fd, label in items:
+            self.fsync(fd, label)
+
     broken_temp_sync = False
 
     def check(self, where: str) -> None:

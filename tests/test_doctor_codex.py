@@ -246,6 +246,22 @@ def test_rollout_without_session_meta_is_unreadable(world):
     assert codes(homes) == ["codex.unreadable"]
 
 
+@pytest.mark.parametrize("db,table", [("state_5.sqlite", "threads"), ("thread_history_1.sqlite", "thread_turns")])
+def test_a_database_without_its_table_is_unreadable_not_empty(world, db, table):
+    """A state DB without ``threads`` must not read as "no rows" (every rollout would then be
+    reported as missing its row), nor a history DB without its turns as "nothing to check"."""
+    homes, codex, proj = world
+    home_with(codex, {tid(1): rollout(tid(1), "my-provider", cwd=proj)}, provider_rows={tid(1): "my-provider"})
+    _set_row_cwd(codex, tid(1), proj)
+    con = sqlite3.connect(codex / db)
+    con.execute(f"DROP TABLE {table}")
+    con.commit()
+    con.close()
+    found = diagnose(homes, tools=["codex"]).findings
+    assert [(f.code, Path(f.path).name) for f in found] == [("codex.unreadable", db)]
+    assert table in found[0].detail
+
+
 def test_ignore_drops_a_code_or_a_whole_tool(world):
     homes, codex, _ = world
     write_config(codex, "ghost", define=False)

@@ -104,4 +104,4 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (claude-code 6, codex 6, mini-cc 3, manifest 1)" in out
+    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1)" in out

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from histmig import __version__, fsio
-from histmig.apply import rollback
+from histmig.apply import batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
@@ -104,17 +104,35 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
 
 def _execute(ctx: Ctx, todo: list[Prepared]):
     """Run operations in plan order; all SQL operations on one database run as one transaction at
-    the position of that database's first operation."""
+    the position of that database's first operation; consecutive file rewrites (or in-place
+    patches) run in batches that share their fsyncs (:mod:`histmig.apply.batch`). SQL operations
+    of a database already done do not end a batch (they have nothing left to do)."""
     seen_dbs: set[str] = set()
-    for prep in todo:
+    i = 0
+    while i < len(todo):
+        prep = todo[i]
+        if prep.method in _BATCHED and _STEP[prep.method] is _DEFAULT_STEP[prep.method]:
+            group, passed, j = [], [], i
+            while j < len(todo) and len(group) < batch.BATCH:
+                q = todo[j]
+                if q.method == prep.method:
+                    group.append(q)
+                elif not (q.method == "sql" and q.path in seen_dbs):
+                    break
+                passed.append(q)
+                j += 1
+            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group))))
+            yield from ((q, outcome.get(q.n)) for q in passed)
+            i = j
+            continue
+        i += 1
         if prep.method == "sql":
             if prep.path in seen_dbs:
+                yield prep, None
                 continue
             seen_dbs.add(prep.path)
             group = [p for p in todo if p.method == "sql" and p.path == prep.path]
             yield prep, _guard(prep, lambda: apply_db(ctx, prep.path, group))
-            for p in group[1:]:
-                yield p, None
             continue
         yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
 
@@ -129,6 +147,8 @@ def _guard(prep: Prepared, step):
 
 
 _STEP = {"replace": rewrite, "inplace": patch_in_place, "create": create, "rename": rename, "delete": delete}
+_DEFAULT_STEP = dict(_STEP)
+_BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch}
 
 
 def _skipped(ctx: Ctx, prep: Prepared, skip: Skip) -> None:

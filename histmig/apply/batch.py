@@ -36,6 +36,7 @@ import os
 from dataclasses import dataclass
 
 from histmig import fsio
+from histmig.apply.check import parallel_map
 from histmig.apply.content import write_segments
 from histmig.apply.files import (RETRY, Ctx, VerifyError, _changed, _unlink_quiet, copy_meta, make_backup,
                                  pre_state, salvage, verify)
@@ -56,6 +57,7 @@ class Item:
     st0: os.stat_result | None = None
     tmp: str = ""
     backup: str | None = None      # path of this attempt's backup
+    backup_rec: dict | None = None  # its journal record
     journaled: bool = False
     replaced: bool = False
     outcome: object = None         # None (go on / done), RETRY, or a Skip
@@ -97,8 +99,7 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
         live = _write_temps(ctx, live)
         ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live])
         _close(items, "tfd")
-        for it in live:
-            verify(it.dfd, it.tmp, it.prep.post_sha, it.prep.post_size, it.label)
+        parallel_map(lambda it: verify(it.dfd, it.tmp, it.prep.post_sha, it.prep.post_size, it.label), live)
         _replace_all(ctx, live)
         done = [it for it in live if it.replaced]
         _sync_folders(ctx, done)
@@ -123,7 +124,6 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
 
 def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
     live = []
-    links = False
     for it in items:
         p = it.prep
         it.dfd = fsio.open_dir(p.root, p.parts)
@@ -136,9 +136,8 @@ def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
         ctx.backup = None
         it.backup_rec = make_backup(ctx, f"{p.n}.{attempt}", it.dfd, p.name, it.src, it.st0, p.pre_sha, sync=False)
         it.backup = ctx.backup
-        links = True
         live.append(it)
-    if links:
+    if live:
         ctx.fs.fsync_dir(str(ctx.journal.backups))
     return live
 
@@ -150,7 +149,6 @@ def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
     ctx.journal.append_many(recs)
     for it in live:
         it.journaled = True
-        ctx.intents[it.prep.n] = it
 
 
 def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:

@@ -45,7 +45,8 @@ def _clean(p: object) -> str:
 
 
 def _under(p: str, root: str) -> bool:
-    return p == root or os.path.commonpath([p, root]) == root
+    """``p`` is ``root`` or below it (both absolute and normalised: a prefix test is exact)."""
+    return p == root or p.startswith(root if root.endswith("/") else root + "/")
 
 
 def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
@@ -111,13 +112,20 @@ def real_target(path: str, roots: dict[str, str]) -> str:
 # -- precheck -------------------------------------------------------------------------------------
 def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions) -> list[Prepared]:
     stale: list[str] = []
-    preps: list[Prepared] = []
     dsts: dict[str, str] = {}
-    for n, op in enumerate(plan.operations):
+
+    def one(n: int, op: Op) -> Prepared | str:
         try:
-            preps.append(_prepare(n, op, roots, opts, dsts))
+            return _prepare(n, op, roots, opts, dsts)
         except Stale as e:
-            stale.append(str(e))
+            return str(e)
+    ops = list(enumerate(plan.operations))
+    writes = [(n, op) for n, op in ops if isinstance(op, WriteFile)]
+    done: dict[int, Prepared | str] = {n: one(n, op) for n, op in ops if not isinstance(op, WriteFile)}
+    done.update(zip((n for n, _ in writes), parallel_map(lambda w: one(*w), writes)))
+    preps = []
+    for n, _op in ops:
+        (stale.append if isinstance(done[n], str) else preps.append)(done[n])
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
     _check_sql(preps, stale)
@@ -128,6 +136,20 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     _check_active(preps, opts)
     _propagate_session_skips(preps)
     return preps
+
+
+WORKERS = min(4, os.cpu_count() or 1)
+
+
+def parallel_map(fn, items: list) -> list:
+    """``[fn(x) for x in items]`` on a few threads: the work is hashing and reading, which release
+    the GIL (hashlib does for buffers over 2 KiB). Nothing here goes through the facade's counted
+    operations, so fault and crash points stay deterministic."""
+    if WORKERS < 2 or len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(WORKERS) as ex:
+        return list(ex.map(fn, items))
 
 
 def _prepare(n: int, op: Op, roots, opts, dsts) -> Prepared:
@@ -376,12 +398,15 @@ def _inodes(p: Prepared) -> list[tuple[int, int]]:
 
 def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
     claude_live: dict[str, int] | None = None
+    codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
     for p in preps:
         s = getattr(p.op, "session", None) or {}
         tool, sid = s.get("tool"), s.get("id")
         if p.skip is not None or not sid:
             continue
-        if tool == "codex" and locks.codex_thread_locked(homes.codex, sid):
+        if tool == "codex" and sid not in codex_locked:
+            codex_locked[sid] = locks.codex_thread_locked(homes.codex, sid)
+        if tool == "codex" and codex_locked[sid]:
             _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
         elif tool in ("claude", "claude-code"):
             if claude_live is None:

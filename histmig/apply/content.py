@@ -24,28 +24,36 @@ from histmig.plan import WriteFile
 
 Segment = tuple[int, int, bytes | None]
 WINDOW = 1 << 20
-COPY_MIN = 1 << 20   # unchanged ranges this long go through copy_file_range; shorter ones ride in the buffer
+COPY_MIN = 64 << 10  # unchanged ranges this long go through copy_file_range; shorter ones ride in the buffer
 
 
 class Window:
-    """Random access to a file through one cached window (most reads are sequential)."""
+    """Random access to a file through one reused buffer (most reads are sequential). ``view``
+    returns a memoryview valid until the next call (no copy: hashing and buffering take it as is);
+    ``read`` returns bytes."""
 
-    def __init__(self, fd: int, size: int = WINDOW):
-        self.fd, self.size, self.start, self.data = fd, size, 0, b""
+    def __init__(self, fd: int, size: int = WINDOW, *, file_size: int | None = None):
+        if file_size is not None:   # a small file gets a small buffer
+            size = max(4096, min(size, file_size))
+        self.fd, self.size, self.start, self.len = fd, size, 0, 0
+        self.buf = bytearray(size)
+        self.mv = memoryview(self.buf)
+
+    def view(self, start: int, end: int) -> memoryview:
+        if not (self.start <= start and end <= self.start + self.len):
+            if end - start > self.size:
+                return memoryview(_pread_all(self.fd, start, end))
+            self.start, self.len = start, os.preadv(self.fd, [self.mv], start)
+            if self.len < end - start:
+                raise OSError(errno.EIO, "file shrank while reading")
+        return self.mv[start - self.start:end - self.start]
 
     def read(self, start: int, end: int) -> bytes:
-        if self.start <= start and end <= self.start + len(self.data):
-            return self.data[start - self.start:end - self.start]
-        if end - start > self.size:
-            return _pread_all(self.fd, start, end)
-        self.start, self.data = start, os.pread(self.fd, self.size, start)
-        if len(self.data) < end - start:
-            raise OSError(errno.EIO, "file shrank while reading")
-        return self.data[:end - start]
+        return bytes(self.view(start, end))
 
-    def chunks(self, start: int, end: int) -> Iterator[bytes]:
+    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
         for pos in range(start, end, self.size):
-            yield self.read(pos, min(end, pos + self.size))
+            yield self.view(pos, min(end, pos + self.size))
 
 
 def _pread_all(fd: int, start: int, end: int) -> bytes:
@@ -83,7 +91,7 @@ def segments(prep: Prepared, win: Window, cur_size: int, opts: ApplyOptions, *, 
 
 def digest(prep: Prepared, src: int, cur_size: int, opts: ApplyOptions, *, stale=OSError) -> tuple[str, str, int]:
     """One read of the source: (sha256 of the source, sha256 and size of the new content)."""
-    win, pre, post, size = Window(src), hashlib.sha256(), hashlib.sha256(), 0
+    win, pre, post, size = Window(src, file_size=cur_size), hashlib.sha256(), hashlib.sha256(), 0
     pos = 0
     for start, end, new in segments(prep, win, cur_size, opts, stale=stale):
         for chunk in win.chunks(start, end):
@@ -128,25 +136,27 @@ def write_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: in
                    opts: ApplyOptions, label: str) -> int:
     """Stream the new content into ``tmp``; returns its size. Not hashed here: the caller verifies
     by re-reading the durable temp against the hash computed in precheck."""
-    win, buf, size = Window(src), bytearray(), 0
-
-    def flush() -> None:
-        if buf:
-            fs.write(tmp, bytes(buf), label)
-            buf.clear()
+    win, buf, size = Window(src, file_size=cur_size), bytearray(), 0
     for start, end, new in segments(prep, win, cur_size, opts):
         if new is None and end - start >= COPY_MIN:
-            flush()
+            buf = _flush(fs, tmp, buf, label)
             _copy(fs, src, tmp, start, end, label)
             size += end - start
             continue
-        piece = win.read(start, end) if new is None else new
+        piece = win.view(start, end) if new is None else new
         buf += piece
         size += len(piece)
         if len(buf) >= WINDOW:
-            flush()
-    flush()
+            buf = _flush(fs, tmp, buf, label)
+    _flush(fs, tmp, buf, label)
     return size
+
+
+def _flush(fs: fsio.FS, tmp: int, buf: bytearray, label: str) -> bytearray:
+    if buf:
+        fs.write(tmp, buf, label)
+        return bytearray()
+    return buf
 
 
 def _copy(fs: fsio.FS, src: int, tmp: int, start: int, end: int, label: str) -> None:
@@ -160,7 +170,7 @@ def _copy(fs: fsio.FS, src: int, tmp: int, start: int, end: int, label: str) -> 
                 raise
             n = 0
         if n == 0:  # not supported here: plain read/write for the rest
-            win = Window(src)
+            win = Window(src, file_size=end - pos)
             for chunk in win.chunks(pos, end):
                 fs.write(tmp, chunk, label)
             break

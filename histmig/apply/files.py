@@ -34,7 +34,6 @@ class Ctx:
     opts: ApplyOptions
     result: ApplyResult
     backup: str | None = None     # the backup made by the current attempt (removed if it skips)
-    intents: dict = field(default_factory=dict)   # n -> attempt whose intent is journaled
     made_dirs: set = field(default_factory=set)   # folders this transaction created
 
     @property
@@ -64,10 +63,6 @@ def read_xattrs(fd: int) -> dict[str, bytes]:
 def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
     from histmig.apply.batch import replace_batch
     return replace_batch(ctx, [prep])[0]
-
-
-def _journaled(ctx: Ctx, n: int, attempt: int) -> bool:
-    return ctx.intents.get(n) == attempt
 
 
 def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
@@ -124,9 +119,15 @@ def salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: i
 
 
 def verify(dfd: int, name: str, sha: str, size: int, label: str) -> None:
+    """Re-read the (durable) temp once, streaming, and compare size and sha256 with the plan."""
+    from histmig.apply.content import Window
     fd = fsio.open_read(name, dir_fd=dfd)
     try:
-        if os.fstat(fd).st_size != size or sha_range(fd, 0, size) != sha:
+        h = hashlib.sha256()
+        if os.fstat(fd).st_size == size:
+            for chunk in Window(fd, file_size=size).chunks(0, size):
+                h.update(chunk)
+        if os.fstat(fd).st_size != size or h.hexdigest() != sha:
             raise VerifyError(errno.EIO, "written file does not read back as written", label)
     finally:
         os.close(fd)

@@ -63,7 +63,7 @@ class RecoverResult:
                 "warnings": [w.to_dict() for w in self.warnings]}
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """One operation after precheck: where it writes and what the file looked like."""
 

@@ -86,9 +86,9 @@ def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
         bad = [m for p in preps if (m := _mismatch(con, p.op))]
         if bad:
             raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
-        rows = [_journal_row(con, p.op) for p in preps]
-        ctx.journal.append("intent", n=n, method="sql", path=db, backup={"name": bname, "kind": "sqlite"},
-                           ops=[p.n for p in preps], rows=rows)
+        ctx.journal.append_stream("intent", {"n": n, "method": "sql", "path": db,
+                                             "backup": {"name": bname, "kind": "sqlite"}, "ops": [p.n for p in preps]},
+                                  "rows", (_journal_row(con, p.op) for p in preps))
         for p in preps:
             _execute(con, p.op)
         ctx.fs.sql("sql-commit", db)

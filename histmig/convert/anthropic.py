@@ -18,6 +18,7 @@ import orjson
 from histmig.convert import tools
 from histmig.convert.flatten import ANTHROPIC, Conversation, Item
 from histmig.convert.loss import LossReport
+from histmig.formats.anthropic import part_to_block
 from histmig.model import Reasoning, ToolCall, ToolResult
 
 
@@ -35,6 +36,20 @@ class Msg:
     def add(self, block: dict, ts: str | None) -> None:
         self.blocks.append(block)
         self.stamps.append(ts)
+
+    def content(self) -> Any:
+        """A plain prompt as a string (how clients write typed prompts), anything else as blocks."""
+        if self.prompt and len(self.blocks) == 1 and self.blocks[0]["type"] == "text":
+            return self.blocks[0]["text"]
+        return self.blocks
+
+
+def anthropic_usage(u: dict | None) -> dict[str, int]:
+    """Anthropic ``usage`` from canonical usage (``flatten.usage_from``)."""
+    if not u:
+        return {"input_tokens": 0, "output_tokens": 0}
+    return {"input_tokens": u["input"], "cache_creation_input_tokens": u["cache_write"],
+            "cache_read_input_tokens": u["cached"], "output_tokens": u["output"]}
 
 
 @dataclass
@@ -91,9 +106,7 @@ class _Builder:
     def on_reasoning(self, item: Item) -> None:
         p: Reasoning = item.part
         if self.source in ANTHROPIC and (p.signature or (p.redacted and p.encrypted)):
-            block = ({"type": "thinking", "thinking": p.text, "signature": p.signature} if p.signature
-                     else {"type": "redacted_thinking", "data": p.encrypted})
-            self.current("assistant").add(block, item.ts)
+            self.current("assistant").add(part_to_block(p), item.ts)   # genuine: thinking as it was
             return
         readable = (p.summary or p.text).strip()
         if self.opts.keep_reasoning_text and readable:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from histmig.convert.loss import LossReport
+from histmig.formats.anthropic import message_model
 from histmig.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
 CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")
@@ -56,7 +57,7 @@ def flatten(session: Session) -> Conversation:
 
 
 def _content(conv: Conversation, rec: Record, n: int) -> None:
-    model = _record_model(rec)
+    model = message_model(rec)
     for p in rec.parts:
         if isinstance(p, Text):
             _text(conv, rec, p, n)
@@ -83,7 +84,7 @@ def _text(conv: Conversation, rec: Record, p: Text, n: int) -> None:
     elif p.injected:
         conv.loss.add("left-out", "injected context")
     elif rec.role in ("user", "assistant"):
-        conv.items.append(Item(rec.role, rec.timestamp, text=p.text, rec=n, model=_record_model(rec)))
+        conv.items.append(Item(rec.role, rec.timestamp, text=p.text, rec=n, model=message_model(rec)))
     else:
         conv.loss.add("dropped", f"text with role {rec.role}")
 
@@ -108,12 +109,6 @@ def _codex_token_count(rec: Record) -> dict | None:
         if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
             return info["last_token_usage"]
     return None
-
-
-def _record_model(rec: Record) -> str | None:
-    msg = rec.extra.get("message") if isinstance(rec.extra, dict) else None
-    model = msg.get("model") if isinstance(msg, dict) else None
-    return model if isinstance(model, str) and model != "<synthetic>" else None
 
 
 def usage_from(u: dict) -> dict[str, int]:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from histmig.convert import provenance
-from histmig.convert.anthropic import Msg, Options, build_messages
+from histmig.convert.anthropic import Msg, Options, anthropic_usage, build_messages
 from histmig.convert.common import Target, Written
 from histmig.convert.flatten import Conversation
 from histmig.convert.ids import Clock, Ids, iso_z
@@ -27,13 +27,6 @@ CLAUDE_VERSION = "2.1.197"
 def folder(homes: Any, cwd: str) -> Path:
     """The project folder Claude lists for ``cwd`` (the slug of its realpath, §2.1)."""
     return Path(homes.claude) / "projects" / claude_slug(os.path.realpath(cwd))
-
-
-def claude_usage(u: dict | None) -> dict[str, int]:
-    if not u:
-        return {"input_tokens": 0, "output_tokens": 0}
-    return {"input_tokens": u["input"], "cache_creation_input_tokens": u["cache_write"],
-            "cache_read_input_tokens": u["cached"], "output_tokens": u["output"]}
 
 
 class _Writer:
@@ -56,21 +49,17 @@ class _Writer:
         return uid
 
     def user(self, msg: Msg, last_assistant: str | None) -> None:
-        if msg.prompt and len(msg.blocks) == 1 and msg.blocks[0]["type"] == "text":
-            content: Any = msg.blocks[0]["text"]
-        else:
-            content = msg.blocks
         after: dict[str, Any] = {}
         results = [b for b in msg.blocks if b["type"] == "tool_result"]
         if len(results) == 1 and results[0]["tool_use_id"] in msg.structured:
             after["toolUseResult"] = msg.structured[results[0]["tool_use_id"]]
         if results and last_assistant:
             after["sourceToolAssistantUUID"] = last_assistant
-        self.emit("user", {"role": "user", "content": content}, msg.stamps[0], after)
+        self.emit("user", {"role": "user", "content": msg.content()}, msg.stamps[0], after)
 
     def assistant(self, msg: Msg, model: str) -> str:
         mid, last = self.ids.msg_id(), ""
-        usage = claude_usage(msg.usage)
+        usage = anthropic_usage(msg.usage)
         for k, (block, ts) in enumerate(zip(msg.blocks, msg.stamps)):
             final = k == len(msg.blocks) - 1
             stop = ("tool_use" if any(b["type"] == "tool_use" for b in msg.blocks) else "end_turn") if final else None

@@ -17,12 +17,10 @@ import orjson
 
 from histmig import __version__
 from histmig.convert import provenance
-from histmig.convert.anthropic import Options, build_messages
+from histmig.convert.anthropic import Options, anthropic_usage, build_messages
 from histmig.convert.common import Target, Written
 from histmig.convert.flatten import Conversation
 from histmig.convert.ids import Clock, iso_z
-from histmig.convert.to_claude import claude_usage
-from histmig.convert.to_mini_cc import content_of
 from histmig.paths import claude_slug
 
 
@@ -49,9 +47,9 @@ def write(conv: Conversation, t: Target, *, folder: Path | None = None) -> Writt
     lines = []
     for msg in msgs:
         role = "tool" if msg.role == "user" and not msg.prompt else msg.role
-        payload: dict[str, Any] = {"message": {"role": msg.role, "content": content_of(msg)}, "source": source}
+        payload: dict[str, Any] = {"message": {"role": msg.role, "content": msg.content()}, "source": source}
         if msg.usage:
-            payload["usage"] = claude_usage(msg.usage)
+            payload["usage"] = anthropic_usage(msg.usage)
         lines.append(orjson.dumps({"ts": iso_z(clock.at(msg.stamps[0])), "role": role, "payload": payload}) + b"\n")
     meta = {"sessionId": t.sid, "projectPath": cwd, "cwd": cwd, "cliVersion": f"histmig {__version__}",
             "model": conv.source.model or "", "createdAt": created, "updatedAt": iso_z(clock.last),

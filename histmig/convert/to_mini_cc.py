@@ -15,23 +15,16 @@ from typing import Any
 import orjson
 
 from histmig.convert import provenance
-from histmig.convert.anthropic import Msg, Options, build_messages
+from histmig.convert.anthropic import Options, anthropic_usage, build_messages
 from histmig.convert.common import Target, Written
 from histmig.convert.flatten import Conversation
 from histmig.convert.ids import Clock, iso_offset, iso_z
-from histmig.convert.to_claude import claude_usage
 
 
 def folder(root: Path, cwd: str) -> Path:
     from histmig.formats.mini_cc import folder_for
     found, _ = folder_for(Path(root) / "projects", os.path.realpath(cwd))
     return found
-
-
-def content_of(msg: Msg) -> Any:
-    if msg.prompt and len(msg.blocks) == 1 and msg.blocks[0]["type"] == "text":
-        return msg.blocks[0]["text"]
-    return msg.blocks
 
 
 def write(conv: Conversation, t: Target, *, project_folder: Path | None = None) -> Written:
@@ -44,9 +37,9 @@ def write(conv: Conversation, t: Target, *, project_folder: Path | None = None) 
         uid = t.ids.uuid4()
         rec: dict[str, Any] = {"type": msg.role, "uuid": uid, "parentUuid": parent, "sessionId": t.sid,
                                "timestamp": iso_offset(clock.at(msg.stamps[0])), "cwd": cwd,
-                               "message": {"role": msg.role, "content": content_of(msg)}}
+                               "message": {"role": msg.role, "content": msg.content()}}
         if msg.role == "assistant" and msg.usage:
-            rec["usage"] = claude_usage(msg.usage)
+            rec["usage"] = anthropic_usage(msg.usage)
         lines.append(orjson.dumps(rec) + b"\n")
         parent = uid
     prompts = conv.prompts()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
 from histmig.diagnostics import HistmigError, HistmigInputError
+from histmig.formats import FunctionAdapter
 from histmig.jsonl import Line, head_lines, is_zst, open_stream, read_lines, tail_lines
 from histmig.model import Reasoning, Record, Session, SessionRef, Text, ToolCall, ToolResult
 
@@ -45,7 +47,7 @@ def plain_path(path: Path) -> Path:
     return path.with_name(path.name[:-4]) if path.name.endswith(".zst") else path
 
 
-def _walk(root: Path, *, flat: bool) -> Iterator[Path]:
+def walk_rollouts(root: Path, *, flat: bool) -> Iterator[Path]:
     """Rollout files under ``root`` (recursive unless ``flat``); symlinked folders are not entered."""
     if not root.is_dir():
         return
@@ -66,7 +68,7 @@ def rollout_files(codex_home: Path, *, archived: bool = True) -> Iterator[tuple[
     if archived:
         roots.append((codex_home / "archived_sessions", True, True))
     for root, is_archived, flat in roots:
-        for path in _walk(root, flat=flat):
+        for path in walk_rollouts(root, flat=flat):
             if path.name.endswith(".zst"):
                 if plain_path(path).exists():
                     continue                     # reported with its plain sibling
@@ -414,6 +416,81 @@ def _copy_range(path: Path, offset: int, length: int) -> bytes:
         return fh.read(length)
 
 
+# ---- what Codex's databases derive from a rollout ------------------------------------------
+
+@dataclass
+class ThreadFacts:
+    """The ``threads`` row values Codex would extract from a rollout, next to what its listing
+    reads. Enveloped lines only: Codex does not extract pre-envelope rollouts."""
+    id: str | None = None
+    provider: Any = None         # the first session_meta's model_provider: what listing filters on
+    row_provider: Any = None     # what a re-extraction stores: later same-id values win
+    meta_cwd: Any = None         # what a re-extraction stores in threads.cwd
+    resume_cwd: str | None = None   # the latest turn_context.cwd
+    git_url: Any = None
+
+    @property
+    def cwd(self) -> Any:
+        """What ``resume --last`` matches: the latest turn_context cwd, else the stored one."""
+        return self.resume_cwd or self.meta_cwd
+
+    def note(self, obj: dict) -> None:
+        kind, p = obj.get("type"), obj.get("payload")
+        if not isinstance(p, dict):
+            return
+        if kind == "session_meta":
+            self._session_meta(p)
+        elif kind == "turn_context" and isinstance(p.get("cwd"), str):
+            self.resume_cwd = p["cwd"]
+        elif kind == "event_msg" and p.get("type") == "thread_settings_applied":
+            self._settings(p.get("thread_settings"))
+
+    def _session_meta(self, p: dict) -> None:
+        if self.id is None:
+            self.id = p.get("id") if isinstance(p.get("id"), str) else None
+            self.provider = self.row_provider = p.get("model_provider")
+            self.meta_cwd = p.get("cwd")
+            git = p.get("git") if isinstance(p.get("git"), dict) else {}
+            self.git_url = git.get("repository_url")
+        elif p.get("id") == self.id:   # a later same-id session_meta overrides (copied parents do not)
+            self.row_provider = p.get("model_provider", self.row_provider)
+            self.meta_cwd = p.get("cwd", self.meta_cwd)
+
+    def _settings(self, ts: Any) -> None:
+        if not isinstance(ts, dict):
+            return
+        if isinstance(ts.get("model_provider_id"), str):
+            self.row_provider = ts["model_provider_id"]
+        if isinstance(ts.get("cwd"), str):
+            self.meta_cwd = ts["cwd"]
+
+
+@dataclass
+class LineSpans:
+    """Where a rollout's lines lie. thread_history_1.sqlite stores byte offsets of the lines that
+    carry an ``ordinal``, so checking them needs each ordinal's span and every line start."""
+    by_ordinal: dict[int, tuple[int, int]] = field(default_factory=dict)   # ordinal -> (start, end)
+    starts: set[int] = field(default_factory=set)                          # every line start, and EOF
+
+    def note(self, line: Line) -> None:
+        self.starts.add(line.offset)
+        obj = line.obj
+        if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
+            self.by_ordinal[obj["ordinal"]] = (line.offset, line.offset + (line.length or 0))
+
+
+def scan_thread(path: Path) -> tuple[ThreadFacts, LineSpans]:
+    """Every line of a rollout once, for the checks of its database rows; raises like ``read``."""
+    facts, spans, end = ThreadFacts(), LineSpans(), 0
+    for line in read_lines(path):
+        spans.note(line)
+        end = line.offset + (line.length or 0)
+        if isinstance(line.obj, dict):
+            facts.note(line.obj)
+    spans.starts.add(end)
+    return facts, spans
+
+
 def detect(path: str | os.PathLike) -> bool:
     """Cheap: a rollout file name, or a first line that is an enveloped Codex session_meta."""
     from histmig.jsonl import parse_json
@@ -429,22 +506,10 @@ def detect(path: str | os.PathLike) -> bool:
     return err is None and line_type(obj) == "session_meta"
 
 
-class CodexAdapter:
-    name = NAME
-    lossless_parts = frozenset({"text", "reasoning", "tool_call", "tool_result"})
-
-    def detect(self, path) -> bool:
-        return detect(path)
-
-    def discover(self, homes, *, archived: bool = True) -> Iterator[SessionRef]:
-        for path, is_archived, shadowed in rollout_files(Path(homes.codex), archived=archived):
-            yield make_ref(path, archived=is_archived, shadowed=shadowed)
-
-    def read(self, path_or_ref) -> Session:
-        return read(path_or_ref)
-
-    def serialize(self, session: Session) -> bytes:
-        return serialize(session)
+def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
+    for path, is_archived, shadowed in rollout_files(Path(homes.codex), archived=archived):
+        yield make_ref(path, archived=is_archived, shadowed=shadowed)
 
 
-ADAPTER = CodexAdapter()
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
+                          detect=detect, discover=discover, read=read, serialize=serialize)

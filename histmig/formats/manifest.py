@@ -19,8 +19,10 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from histmig.diagnostics import HistmigError
-from histmig.formats.claude_code import (broken_warnings, content_parts, first_prompt, kind_of,
-                                         opaque_record, parts_to_content, record_bytes, subdirs)
+from histmig.formats import FunctionAdapter
+from histmig.formats.anthropic import (broken_warnings, content_parts, first_prompt, kind_of,
+                                       parts_to_content, record_bytes, records_per_line, str_or_none)
+from histmig.formats.listing import broken_lines_state, mark_unreadable, subdirs
 from histmig.jsonedit import EditError, replace_values
 from histmig.jsonl import Line, open_regular, parse_json, read_lines
 from histmig.model import Opaque, Part, Record, Session, SessionRef, Text, ToolResult
@@ -58,21 +60,13 @@ def record_from_obj(line: Line, obj: dict) -> Record:
     extra = {k: v for k, v in obj.items() if k not in ("ts", "role")}
     kind = {"tool": "tool_result", "system": "message"}.get(role) or kind_of(role, parts)
     return Record(kind=kind, role=role if role in ("user", "assistant", "tool", "system") else None,
-                  timestamp=obj.get("ts") if isinstance(obj.get("ts"), str) else None, parts=parts,
+                  timestamp=str_or_none(obj.get("ts")), parts=parts,
                   extra=extra, raw=line.raw, line=line.number,
                   source_type=role if isinstance(role, str) else None)
 
 
 def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
-    for line in lines:
-        if line.blank:
-            yield Record(raw=line.raw, line=line.number, source_type="blank")
-        elif line.error is not None:
-            yield opaque_record(line, line.error)
-        elif not isinstance(line.obj, dict):
-            yield opaque_record(line, "not a JSON object")
-        else:
-            yield record_from_obj(line, line.obj)
+    return records_per_line(lines, record_from_obj)
 
 
 def encode_record(rec: Record) -> bytes:
@@ -165,11 +159,11 @@ def read(src: Any) -> Session:
     records = list(records_from_lines(read_lines(transcript))) if transcript.exists() else []
     raw, meta, err = read_json_file(d / "meta.json")
     meta = meta or {}
-    session = Session(id=_s(meta.get("sessionId")) or d.name, format=NAME, path=transcript,
+    session = Session(id=str_or_none(meta.get("sessionId")) or d.name, format=NAME, path=transcript,
                       records=records)
-    session.cwd = _s(meta.get("cwd")) or _s(meta.get("projectPath"))
-    session.created = _s(meta.get("createdAt")) or _s(meta.get("startedAt"))
-    session.model, session.parent_id = _s(meta.get("model")), _s(meta.get("parentSessionId"))
+    session.cwd = str_or_none(meta.get("cwd")) or str_or_none(meta.get("projectPath"))
+    session.created = str_or_none(meta.get("createdAt")) or str_or_none(meta.get("startedAt"))
+    session.model, session.parent_id = str_or_none(meta.get("model")), str_or_none(meta.get("parentSessionId"))
     session.title = first_prompt(records)
     session.updated = transcript.stat().st_mtime if transcript.exists() else None
     session.meta = {"meta": meta if raw is not None and err is None else None, "meta_raw": raw,
@@ -178,10 +172,6 @@ def read(src: Any) -> Session:
                     "locked": (d / ".lock").exists()}
     session.warnings = broken_warnings(records, transcript)
     return session
-
-
-def _s(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
 
 
 def message_count(records: list[Record]) -> int:
@@ -239,9 +229,7 @@ def ref_for(d: Path) -> SessionRef:
     try:
         session = read(d)
     except (HistmigError, OSError) as e:
-        ref.error = e.describe() if isinstance(e, HistmigError) else (e.strerror or str(e))
-        ref.state.append("unreadable")
-        return ref
+        return mark_unreadable(ref, e)
     meta = session.meta["meta"] or {}
     ref.cwd, ref.created, ref.title = session.cwd, session.created, session.title
     ref.size = sum(p.stat().st_size for p in (transcript, d / "meta.json") if p.exists())
@@ -249,9 +237,7 @@ def ref_for(d: Path) -> SessionRef:
     ref.messages = message_count(session.records)
     ref.extra = {k: meta[k] for k in ("projectPath", "model", "updatedAt") if isinstance(meta.get(k), str)}
     ref.extra["checkpoints"] = len(session.meta["checkpoints"])
-    if session.opaque_count:
-        n = session.opaque_count
-        ref.state.append(f"{n} broken line" + ("s" if n != 1 else ""))
+    ref.state += broken_lines_state(session.records)
     ref.state += health(session)
     return ref
 
@@ -266,15 +252,6 @@ def _epoch(value: Any) -> float | None:
         return None
 
 
-class _Adapter:
-    name = NAME
-    lossless_parts = frozenset({"text", "tool_call", "tool_result"})
-    detect = staticmethod(detect)
-    discover = staticmethod(discover)
-    read = staticmethod(read)
-    serialize = staticmethod(serialize)
-    serialize_meta = staticmethod(serialize_meta)
-    health = staticmethod(health)
-
-
-ADAPTER = _Adapter()
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result"}),
+                          detect=detect, discover=discover, read=read, serialize=serialize,
+                          serialize_meta=serialize_meta, health=health)

@@ -17,10 +17,12 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from histmig.diagnostics import HistmigError
-from histmig.formats.claude_code import (UUID_RE, broken_warnings, build_message, content_parts,
-                                         first_prompt, first_value, kind_of, last_model,
-                                         message_skeleton, opaque_record, record_bytes,
-                                         scan_ends, session_files, subdirs)
+from histmig.formats import FunctionAdapter
+from histmig.formats.anthropic import (broken_warnings, build_message, content_parts, first_prompt,
+                                       first_timestamp, first_value, kind_of, last_model,
+                                       message_skeleton, record_bytes, records_per_line, str_or_none)
+from histmig.formats.listing import (UUID_RE, broken_lines_state, head_value, mark_unreadable,
+                                     scan_ends, session_files, subdirs)
 from histmig.jsonl import Line, head_lines, read_lines
 from histmig.model import Record, Session, SessionRef
 from histmig.paths import claude_slug
@@ -41,27 +43,15 @@ def record_from_obj(line: Line, obj: dict) -> Record:
     if msg is not None:
         extra["message"] = message_skeleton(msg)
     usage = obj.get("usage")
-    return Record(id=_str(obj.get("uuid")), parent_id=_str(obj.get("parentUuid")),
+    return Record(id=str_or_none(obj.get("uuid")), parent_id=str_or_none(obj.get("parentUuid")),
                   kind=kind_of(role, parts) if role else "event", role=role,
-                  timestamp=_str(obj.get("timestamp")), parts=parts,
+                  timestamp=str_or_none(obj.get("timestamp")), parts=parts,
                   usage=usage if isinstance(usage, dict) else None, extra=extra, raw=line.raw,
                   line=line.number, source_type=t if isinstance(t, str) else None)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
 def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
-    for line in lines:
-        if line.blank:
-            yield Record(raw=line.raw, line=line.number, source_type="blank")
-        elif line.error is not None:
-            yield opaque_record(line, line.error)
-        elif not isinstance(line.obj, dict):
-            yield opaque_record(line, "not a JSON object")
-        else:
-            yield record_from_obj(line, line.obj)
+    return records_per_line(lines, record_from_obj)
 
 
 def style_of(lines: Iterable[Line]) -> str:
@@ -110,7 +100,7 @@ def read(src: Any) -> Session:
     records = list(records_from_lines(lines))
     session = Session(id=path.stem, format=NAME, path=path, records=records)
     session.cwd = first_value(records, "cwd")
-    session.created = next((r.timestamp for r in records if r.timestamp), None)
+    session.created = first_timestamp(records)
     session.updated = path.stat().st_mtime
     session.title = first_prompt(records)
     session.model = last_model(records)
@@ -172,16 +162,12 @@ def ref_for(path: Path) -> SessionRef:
         ref.size, ref.updated = st.st_size, st.st_mtime
         head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
     except (HistmigError, OSError) as e:
-        ref.error = e.describe() if isinstance(e, HistmigError) else (e.strerror or str(e))
-        ref.state.append("unreadable")
-        return ref
+        return mark_unreadable(ref, e)
     ref.cwd = first_value(head, "cwd")
-    ref.created = next((r.timestamp for r in head if r.timestamp), None)
+    ref.created = first_timestamp(head)
     ref.title = first_prompt(head)
     ref.messages = sum(1 for r in head if r.role in ("user", "assistant")) if whole else None
-    broken = sum(1 for r in head + tail if r.opaque)
-    if broken:
-        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    ref.state += broken_lines_state(head + tail)
     return ref
 
 
@@ -189,16 +175,9 @@ def project_dirs(root: Path, cwd: str) -> list[Path]:
     """Folders under ``root`` whose sessions record ``cwd`` (listing, not computing)."""
     out = []
     for folder in subdirs(root):
-        if any(_head_cwd(p) == cwd for p in session_files(folder)):
+        if any(head_value(p, "cwd", records_from_lines, max_lines=20) == cwd for p in session_files(folder)):
             out.append(folder)
     return out
-
-
-def _head_cwd(path: Path) -> str | None:
-    try:
-        return first_value(records_from_lines(head_lines(path, max_lines=20, max_bytes=64 * 1024)), "cwd")
-    except (HistmigError, OSError):
-        return None
 
 
 def folder_for(root: Path, cwd: str) -> tuple[Path, list[Path]]:
@@ -211,15 +190,6 @@ def folder_for(root: Path, cwd: str) -> tuple[Path, list[Path]]:
     return (found[0] if found else computed), odd
 
 
-class _Adapter:
-    name = NAME
-    lossless_parts = frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"})
-    detect = staticmethod(detect)
-    discover = staticmethod(discover)
-    read = staticmethod(read)
-    serialize = staticmethod(serialize)
-    encode_record = staticmethod(encode_record)
-    project_dirs = staticmethod(project_dirs)
-
-
-ADAPTER = _Adapter()
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
+                          detect=detect, discover=discover, read=read, serialize=serialize,
+                          encode_record=encode_record, project_dirs=project_dirs)

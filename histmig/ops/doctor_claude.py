@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+from histmig.formats.listing import session_files, subdirs
 from histmig.homes import Homes
 from histmig.ops.doctor_base import Finding, dir_missing
 from histmig.ops.doctor_locate import HomeIndex, move_fix
 from histmig.ops.doctor_transcript import Transcript, append_op, claude_record, encode_like, read_transcript
 from histmig.paths import SLUG_MAX, claude_slug, slug_prefix
 from histmig.plan import Fingerprint, Rename
+from histmig.stores.claude_files import read_claude_json
 
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 DAY = 86400
 CLEANUP_DEFAULT = 30
 CLEANUP_MARGIN_DAYS = 7
@@ -25,13 +25,11 @@ REPAIR = "histmig doctor --repair --apply"
 
 
 def project_folders(claude: Path) -> dict[Path, list[Transcript]]:
-    """Each projects/<slug>/ folder with its UUID-named transcripts (what Claude lists)."""
-    root = claude / "projects"
+    """Each projects/<slug>/ folder with its UUID-named transcripts (what Claude lists), symlinked
+    files left out."""
     out: dict[Path, list[Transcript]] = {}
-    if not root.is_dir():
-        return out
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
-        files = sorted(f for f in folder.glob("*.jsonl") if UUID.match(f.stem) and f.is_file() and not f.is_symlink())
+    for folder in subdirs(claude / "projects"):
+        files = [f for f in session_files(folder) if f.is_file() and not f.is_symlink()]
         if files:
             out[folder] = [read_transcript(f) for f in files]
     return out
@@ -153,15 +151,8 @@ def _duplicate(sid: str, copies: list[Transcript]) -> Finding:
 # ---- .claude.json and cleanup ----------------------------------------------------------------
 
 def check_project_keys(homes: Homes, index: HomeIndex) -> list[Finding]:
-    try:
-        doc = json.loads(homes.claude_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    projects = doc.get("projects") if isinstance(doc, dict) else None
-    if not isinstance(projects, dict):
-        return []
     out = []
-    for key in sorted(projects):
+    for key in sorted(read_claude_json(homes).project_keys):
         if os.path.isabs(key) and not os.path.exists(key):
             new = index.suggest(key)
             out.append(Finding("claude.project-key-missing", f"projects[{key!r}] names a folder that no longer exists"

@@ -43,8 +43,8 @@ def check_unreadable(home: data.CodexHome) -> list[Finding]:
 
 
 def check_provider_hidden(home: data.CodexHome) -> list[Finding]:
-    counts = Counter(r.provider for r in home.rollouts if r.error is None and r.provider is not None
-                     and r.provider != home.configured)
+    counts = Counter(r.facts.provider for r in home.rollouts if r.error is None and r.facts.provider is not None
+                     and r.facts.provider != home.configured)
     out = []
     for provider, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
         cmd = f"histmig flip {shlex.quote(str(provider))} {shlex.quote(home.configured)} --apply"
@@ -64,11 +64,11 @@ def check_shadowed(home: data.CodexHome) -> list[Finding]:
 def check_cwd_missing(home: data.CodexHome, index: HomeIndex) -> list[Finding]:
     groups: dict[str, list[data.Rollout]] = defaultdict(list)
     for r in home.rollouts:
-        if r.error is None and dir_missing(r.cwd):
-            groups[r.cwd].append(r)
+        if r.error is None and dir_missing(r.facts.cwd):
+            groups[r.facts.cwd].append(r)
     out = []
     for cwd, rs in sorted(groups.items()):
-        new = index.suggest(cwd, next((r.git_url for r in rs if r.git_url), None))
+        new = index.suggest(cwd, next((r.facts.git_url for r in rs if r.facts.git_url), None))
         where = f"; likely moved to {new}" if new else ""
         out.append(Finding("codex.cwd-missing", f"{len(rs)} session(s) recorded in {cwd}, which no longer exists{where}",
                            path=cwd, count=len(rs), fix=move_fix(cwd, new), data={"suggested": new}))

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 import shlex
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from histmig.diagnostics import HistmigError
 from histmig.ops.doctor_base import Finding, dir_exists, same_path, session_tag
-from histmig.ops.doctor_codex_data import CodexHome, Rollout, history_rows, thread_rows
+from histmig.ops.doctor_codex_data import CodexHome, Rollout
 from histmig.ops.doctor_locate import move_fix
 from histmig.paths import is_under
 from histmig.plan import SqlUpdate
+from histmig.stores.codex_state import HISTORY_DB, history_rows, thread_rows
 
 REPAIR = "histmig doctor --repair --apply"
 SAMPLE = 5   # ids named in a grouped detail
@@ -27,13 +27,13 @@ SAMPLE = 5   # ids named in a grouped detail
 
 def check_db(home: CodexHome, db: Path) -> list[Finding]:
     try:
-        rows = thread_rows(db)
-    except (sqlite3.Error, HistmigError) as e:
+        rows = list(thread_rows(db, strict=True).values())
+    except HistmigError as e:
         return [Finding("codex.unreadable", f"state database: {e}", path=str(db))]
     by_id = home.by_id()
     out = (check_row_paths(home, db, rows, by_id) + check_row_providers(home, db, rows, by_id)
            + check_row_cwds(db, rows, by_id) + check_no_row(home, db, rows))
-    hist = db.parent / "thread_history_1.sqlite"
+    hist = db.parent / HISTORY_DB
     if hist.is_file():
         out += check_offsets(hist, by_id)
     return out
@@ -96,7 +96,7 @@ def check_row_providers(home: CodexHome, db: Path, rows, by_id) -> list[Finding]
         r = by_id.get(row["id"])
         if r is None or "model_provider" not in row:
             continue
-        recorded = r.provider or home.configured   # a file without a provider counts as the configured one
+        recorded = r.facts.provider or home.configured   # a file without a provider counts as the configured one
         if row["model_provider"] == recorded:
             continue
         if row["model_provider"] == home.configured:
@@ -122,12 +122,13 @@ def check_row_cwds(db: Path, rows, by_id) -> list[Finding]:
     fixable, moved = [], []
     for row in rows:
         r = by_id.get(row["id"])
-        if r is None or not r.meta_cwd or "cwd" not in row or same_path(row["cwd"], r.meta_cwd):
+        stored = r.facts.meta_cwd if r is not None else None
+        if not stored or "cwd" not in row or same_path(row["cwd"], stored):
             continue
-        if dir_exists(row["cwd"]) and not dir_exists(r.meta_cwd):
-            moved.append((row, r.meta_cwd))        # a half-done move: bring the files along instead
+        if dir_exists(row["cwd"]) and not dir_exists(stored):
+            moved.append((row, stored))        # a half-done move: bring the files along instead
         else:
-            new = os.path.realpath(r.meta_cwd) if dir_exists(r.meta_cwd) else r.meta_cwd
+            new = os.path.realpath(stored) if dir_exists(stored) else stored
             fixable.append(_update(db, row, "cwd", new, "re-sync from the rollout"))
     out = []
     if fixable:
@@ -153,16 +154,17 @@ def check_no_row(home: CodexHome, db: Path, rows) -> list[Finding]:
 # ---- thread_history_1.sqlite offsets ------------------------------------------------------------
 
 def _turn_expect(r: Rollout, turn: dict[str, Any]) -> dict[str, int | None]:
-    start, end = r.spans.get(turn["rollout_ordinal"]), r.spans.get(turn["rollout_end_ordinal"])
+    spans = r.spans.by_ordinal
+    start, end = spans.get(turn["rollout_ordinal"]), spans.get(turn["rollout_end_ordinal"])
     return {"rollout_byte_offset": start[0] if start else None,
             "rollout_end_byte_offset": end[1] if end else None}
 
 
 def _next_expect(r: Rollout, state: dict[str, Any]) -> dict[str, int | None]:
-    n = state["next_rollout_ordinal"]
-    if n in r.spans:
-        return {"next_rollout_byte_offset": r.spans[n][0]}
-    prev = r.spans.get(n - 1) if isinstance(n, int) else None
+    n, spans = state["next_rollout_ordinal"], r.spans.by_ordinal
+    if n in spans:
+        return {"next_rollout_byte_offset": spans[n][0]}
+    prev = spans.get(n - 1) if isinstance(n, int) else None
     return {"next_rollout_byte_offset": prev[1] if prev else None}
 
 
@@ -175,7 +177,7 @@ def _stale(r: Rollout, row: dict[str, Any], expect: dict[str, int | None]) -> tu
             continue
         if want is not None and have != want:
             fixes[col], old[col] = want, have
-        elif want is None and have not in r.starts:   # no ordinal to go by: at least a line start
+        elif want is None and have not in r.spans.starts:   # no ordinal to go by: at least a line start
             unfixable = True
     return fixes, old, unfixable
 
@@ -183,7 +185,7 @@ def _stale(r: Rollout, row: dict[str, Any], expect: dict[str, int | None]) -> tu
 def check_offsets(hist: Path, by_id) -> list[Finding]:
     try:
         turns, states = history_rows(hist)
-    except (sqlite3.Error, HistmigError) as e:
+    except HistmigError as e:
         return [Finding("codex.unreadable", f"thread history database: {e}", path=str(hist))]
     ops, bad_threads, unfixable = [], set(), set()
     for table, items, expect_of, keys in (("thread_turns", turns, _turn_expect, ("thread_id", "turn_id")),

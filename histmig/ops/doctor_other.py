@@ -2,13 +2,13 @@
 manifest-layout.md §3-5), evaluated read-only."""
 from __future__ import annotations
 
-import json
-import re
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
 from histmig.diagnostics import HistmigError
+from histmig.formats import manifest
+from histmig.formats.listing import subdirs
 from histmig.homes import Homes
 from histmig.jsonl import read_lines
 from histmig.ops.doctor_base import Finding, dir_missing, writable_dir
@@ -16,17 +16,13 @@ from histmig.ops.doctor_locate import HomeIndex, move_fix
 from histmig.ops.doctor_transcript import Transcript, append_op, encode_like, mini_cc_record, read_transcript
 
 REPAIR = "histmig doctor --repair --apply"
-_CP = re.compile(r"^cp-(\d+)\.json$")
 
 
 # ---- mini-cc -------------------------------------------------------------------------------------
 
 def check_mini_cc(homes: Homes, index: HomeIndex, now: datetime) -> list[Finding]:
-    root = homes.mini_cc / "projects"
-    if not root.is_dir():
-        return []
     out: list[Finding] = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+    for folder in subdirs(homes.mini_cc / "projects"):
         ts = [read_transcript(f) for f in sorted(folder.glob("*.jsonl")) if f.is_file() and not f.is_symlink()]
         if not ts:
             continue
@@ -77,17 +73,9 @@ def _mini_cc_file(t: Transcript, now: datetime) -> list[Finding]:
 
 # ---- manifest layout -----------------------------------------------------------------------------
 
-def manifest_sessions(root: Path) -> list[Path]:
-    projects = root / "projects"
-    if not projects.is_dir():
-        return []
-    return sorted(d for d in projects.glob("*/sessions/*")
-                  if d.is_dir() and ((d / "meta.json").exists() or (d / "transcript.jsonl").exists()))
-
-
 def check_manifest(homes: Homes) -> list[Finding]:
     out: list[Finding] = []
-    for d in manifest_sessions(homes.manifest):
+    for d in manifest.session_dirs(homes):
         out += _manifest_meta(d) + _manifest_transcript(d)
         if (d / ".lock").exists():
             out.append(Finding("manifest.locked", "a .lock file marks the session busy", path=str(d / ".lock"),
@@ -99,15 +87,10 @@ def check_manifest(homes: Homes) -> list[Finding]:
 
 
 def _manifest_meta(d: Path) -> list[Finding]:
-    try:
-        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-        if isinstance(meta, dict):
-            return []
-        why = "is not a JSON object"
-    except FileNotFoundError:
-        why = "is missing"
-    except (OSError, ValueError) as e:
-        why = f"does not parse ({e.__class__.__name__})"
+    _raw, _meta, err = manifest.read_json_file(d / "meta.json")
+    if err is None:
+        return []
+    why = {"missing": "is missing", "not a JSON object": "is not a JSON object"}.get(err, f"does not parse ({err})")
     return [Finding("manifest.meta-unreadable", f"meta.json {why}; `-c` skips this session", path=str(d / "meta.json"),
                     fix="restore meta.json from a backup")]
 
@@ -134,14 +117,12 @@ def _manifest_transcript(d: Path) -> list[Finding]:
 
 
 def _manifest_checkpoint(d: Path, messages: int) -> list[Finding]:
-    cps = sorted((int(m.group(1)), p) for p in (d / "checkpoints").glob("cp-*.json") if (m := _CP.match(p.name)))
+    """Only the latest checkpoint matters: it is the one the loader resumes from (or discards)."""
+    cps = manifest.read_checkpoints(d / "checkpoints")
     if not cps:
         return []
-    path = cps[-1][1]
-    try:
-        index = json.loads(path.read_text(encoding="utf-8")).get("atMessageIndex")
-    except (OSError, ValueError, AttributeError):
-        index = None
+    path = d / "checkpoints" / cps[-1]["name"]
+    index = (cps[-1]["data"] or {}).get("atMessageIndex")
     if isinstance(index, int) and index <= messages:
         return []
     what = f"atMessageIndex {index} > {messages} message(s)" if isinstance(index, int) else "has no valid atMessageIndex"

@@ -24,7 +24,7 @@ from histmig.diagnostics import HistmigError, HistmigInputError, Skip, UsageErro
 from histmig.formats import codex
 from histmig.jsonedit import EditError, _end_of_value, _set_path, encode_value, find_span
 from histmig.jsonl import is_zst, open_stream, parse_json
-from histmig.plan import Fingerprint, Patch, Plan, WriteFile
+from histmig.plan import Fingerprint, Patch, Plan, WriteFile, compact
 from histmig.stores import codex_config, codex_state
 
 PROVIDER_MARKERS = (b'"session_meta"', b'"thread_settings_applied"')
@@ -118,7 +118,7 @@ def _value_patch(line_off: int, body_off: int, body: bytes, path: list, value: A
     new = encode_value(value)
     if pad and len(new) < e - s:
         new += b" " * (e - s - len(new))
-    return Patch(line_off + body_off + s, body[s:e], new)
+    return Patch(line_off + body_off + s, compact(body[s:e]), compact(new))
 
 
 def _insert_patch(line_off: int, body_off: int, body: bytes, obj_path: list, key: str, value: Any) -> Patch:
@@ -126,7 +126,7 @@ def _insert_patch(line_off: int, body_off: int, body: bytes, obj_path: list, key
     s, e = find_span(body, obj_path)
     inner = body[s + 1:e - 1].strip()
     member = (b"," if inner else b"") + encode_value(key) + b":" + encode_value(value)
-    return Patch(line_off + body_off + e - 1, b"", member)
+    return Patch(line_off + body_off + e - 1, b"", compact(member))
 
 
 # An edit is (path, new value, how): "pad" replaces and pads a shorter value, "raw" replaces,

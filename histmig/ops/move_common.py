@@ -20,7 +20,7 @@ from histmig import jsonl
 from histmig.diagnostics import HistmigInputError, UsageError, Warning
 from histmig.jsonedit import EditError, encode_value, find_span
 from histmig.paths import is_under, rebase
-from histmig.plan import Fingerprint, Patch, WriteFile
+from histmig.plan import Fingerprint, Patch, WriteFile, compact
 
 JsonPath = tuple
 FieldEdit = tuple[JsonPath, str, str]          # (path in the record, old value, new value)
@@ -271,7 +271,7 @@ def _verified(body: bytes, spans: list[tuple[int, int, bytes]], expected: Any, b
             raise EditError("edit did not verify")
     except orjson.JSONDecodeError:
         raise EditError("edit did not verify") from None
-    return [Patch(base + s, body[s:e], new) for s, e, new in spans]
+    return [Patch(base + s, compact(body[s:e]), compact(new)) for s, e, new in spans]
 
 
 # ---- field finders ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ HISTORY_DB = "thread_history_1.sqlite"
 BUSY_TIMEOUT_MS = 5000
 TURN_OFFSETS = ("rollout_byte_offset", "rollout_end_byte_offset")
 PROJECTION_OFFSET = "next_rollout_byte_offset"
+PROJECTION_COLUMNS = ("thread_id", PROJECTION_OFFSET, "next_rollout_ordinal")
 
 
 def sqlite_dirs(homes, cfg: dict | None = None) -> list[Path]:
@@ -67,11 +68,18 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _query(path: Path, table: str, want: Sequence[str], where: str = "", args: Iterable[Any] = ()) -> list[dict]:
-    """Rows of ``table`` with the wanted columns that exist; [] when the table does not."""
+def _query(path: Path, table: str, want: Sequence[str], where: str = "", args: Iterable[Any] = (),
+           *, need: Sequence[str] = ()) -> list[dict]:
+    """Rows of ``table`` with the wanted columns that exist; [] when the table does not. A missing
+    column of ``need`` (or a missing table, when ``need`` is given) raises HistmigInputError."""
     try:
         with closing(connect_ro(path)) as con:
-            cols = [c for c in want if c in _columns(con, table)]
+            have = _columns(con, table)
+            missing = [c for c in need if c not in have]
+            if missing:
+                raise HistmigInputError(f"{table} has no {', '.join(missing)} column" if have
+                                        else f"no {table} table", path=path)
+            cols = [c for c in want if c in have]
             if not cols:
                 return []
             sql = f"SELECT {', '.join(cols)} FROM {table} {where}"
@@ -83,10 +91,11 @@ def _query(path: Path, table: str, want: Sequence[str], where: str = "", args: I
 THREAD_COLUMNS = ("id", "model_provider", "cwd", "rollout_path", "archived", "history_mode", "model")
 
 
-def thread_rows(db: Path, ids: Iterable[str] | None = None) -> dict[str, dict]:
-    """``{thread id: row}`` from one state DB (all rows, or just ``ids``)."""
+def thread_rows(db: Path, ids: Iterable[str] | None = None, *, strict: bool = False) -> dict[str, dict]:
+    """``{thread id: row}`` from one state DB (all rows, or just ``ids``). ``strict``: a DB without
+    a threads table is an error, not an empty one (for a check of the DB itself)."""
     if ids is None:
-        rows = _query(db, "threads", THREAD_COLUMNS)
+        rows = _query(db, "threads", THREAD_COLUMNS, need=("id",) if strict else ())
     else:
         ids = list(ids)
         rows = []
@@ -104,13 +113,20 @@ def provider_counts(db: Path) -> dict[str, int]:
         return {}
 
 
+def history_rows(db: Path) -> tuple[list[dict], list[dict]]:
+    """Every ``thread_turns`` row with its ordinals and offsets, and every projection row, of one
+    thread_history_1.sqlite; missing tables or columns raise (offsets are checked against ordinals)."""
+    turn_columns = ("thread_id", "turn_id", "rollout_ordinal", TURN_OFFSETS[0], "rollout_end_ordinal", TURN_OFFSETS[1])
+    turns = _query(db, "thread_turns", turn_columns, need=turn_columns)
+    return turns, _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, need=PROJECTION_COLUMNS)
+
+
 def turn_rows(db: Path, thread_id: str) -> list[dict]:
     return _query(db, "thread_turns", ("thread_id", "turn_id", *TURN_OFFSETS), "WHERE thread_id = ?", [thread_id])
 
 
 def projection_row(db: Path, thread_id: str) -> dict | None:
-    rows = _query(db, "thread_history_projection_state", ("thread_id", PROJECTION_OFFSET, "next_rollout_ordinal"),
-                  "WHERE thread_id = ?", [thread_id])
+    rows = _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, "WHERE thread_id = ?", [thread_id])
     return rows[0] if rows else None
 
 
@@ -167,7 +183,7 @@ class HistoryIndex:
                 by_thread.setdefault(row["thread_id"], []).append(row)
             self.turns[db] = by_thread
             self.projection[db] = {r["thread_id"]: r for r in _query(
-                db, "thread_history_projection_state", ("thread_id", PROJECTION_OFFSET, "next_rollout_ordinal"))}
+                db, "thread_history_projection_state", PROJECTION_COLUMNS)}
 
 
 def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,

@@ -1,0 +1,55 @@
+"""Build README.md from the pages in docs/ (the README is the manual; these pages are its sources).
+
+Run: ``python docs/assemble_readme.py``. ``tests/test_readme.py`` fails when README.md is out of date.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+# (file, demote headings by) in README order
+PARTS = [
+    ("README.head.md", 0),
+    ("demo.md", 1),
+    ("scan-show.md", 1),
+    ("codex.md", 1),
+    ("move.md", 1),
+    ("convert.md", 1),
+    ("doctor.md", 1),
+    ("safety.md", 1),
+    ("warnings.md", 1),
+    ("formats.md", 1),
+    ("bench.md", 1),
+    ("testing.md", 1),
+    ("e2e.md", 1),
+    ("decisions.md", 1),
+]
+
+
+def demote(text: str, by: int) -> str:
+    if not by:
+        return text
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if not fenced and re.match(r"#{1,5} ", line):
+            line = "#" * by + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def assemble() -> str:
+    pieces = []
+    for name, by in PARTS:
+        path = DOCS / name
+        if path.exists():
+            pieces.append(demote(path.read_text().strip("\n"), by))
+    return "\n\n".join(pieces) + "\n"
+
+
+if __name__ == "__main__":
+    (ROOT / "README.md").write_text(assemble())
+    print(f"wrote {ROOT / 'README.md'}")
