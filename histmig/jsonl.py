@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
 import orjson

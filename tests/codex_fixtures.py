@@ -5,6 +5,7 @@ Lines are compact JSON with raw non-ASCII, as serde_json writes them.
 """
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import uuid
@@ -167,3 +168,21 @@ def home_with(codex_home: Path, sessions: dict[str, bytes], *, provider_rows: di
     state_db(codex_home / "state_5.sqlite", rows)
     history_db(codex_home / "thread_history_1.sqlite", sessions)
     return paths
+
+
+def naive_flip(codex_home: Path, old: str, new: str) -> int:
+    """The provider-flip script of seed 003 (lines 133-161), with --apply: line 1 re-dumped with
+    json.dumps (default separators, ensure_ascii=False), state databases untouched. Tests use it to
+    reproduce the broken state users are left with."""
+    hit = 0
+    for f in (codex_home / "sessions").rglob("rollout-*.jsonl"):
+        text = f.read_text(encoding="utf-8")
+        head, sep, rest = text.partition("\n")
+        meta = json.loads(head)
+        payload = meta.get("payload", meta)
+        if payload.get("model_provider") != old:
+            continue
+        hit += 1
+        payload["model_provider"] = new
+        f.write_text(json.dumps(meta, ensure_ascii=False) + sep + rest, encoding="utf-8")
+    return hit

@@ -1,10 +1,8 @@
 """The Codex adapter: byte-identical round trips, damaged lines kept, listing from heads only."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import orjson
 import pytest
 
 from histmig import zst

@@ -2,7 +2,6 @@
 config.toml edits that keep comments."""
 from __future__ import annotations
 
-import os
 import sqlite3
 import tomllib
 

@@ -1,34 +1,18 @@
 """Codex doctor checks, one crafted tree per check, and the repair of the naive flip script's state."""
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from codex_fixtures import (home_with, rollout, rollout_path, state_db, tid, turn_offsets, write_rollout)
+from codex_fixtures import (home_with, naive_flip, rollout, rollout_path, state_db, tid, turn_offsets,
+                            write_rollout)
 from histmig.apply import apply_plan, undo
 from histmig.homes import resolve_homes
 from histmig.ops.doctor import diagnose, plan_repair
 
-
-def naive_flip(codex_home: Path, old: str, new: str) -> int:
-    """The provider-flip script of seed 003 (lines 133-161), with --apply: line 1 re-dumped with
-    json.dumps (default separators, ensure_ascii=False), state databases untouched."""
-    hit = 0
-    for f in (codex_home / "sessions").rglob("rollout-*.jsonl"):
-        text = f.read_text(encoding="utf-8")
-        head, sep, rest = text.partition("\n")
-        meta = json.loads(head)
-        payload = meta.get("payload", meta)
-        if payload.get("model_provider") != old:
-            continue
-        hit += 1
-        payload["model_provider"] = new
-        f.write_text(json.dumps(meta, ensure_ascii=False) + sep + rest, encoding="utf-8")
-    return hit
 
 
 @pytest.fixture

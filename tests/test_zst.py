@@ -1,7 +1,6 @@
 """Bounded zstd reading: bombs, huge windows, truncation and garbage are refused with the file named."""
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 

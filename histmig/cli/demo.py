@@ -47,7 +47,7 @@ def command(ctx, keep):
         try:
             cli.main(args=full, prog_name="histmig", standalone_mode=False)
         except Exception as e:  # a demo step failing must not hide the others
-            diag(f"error: {getattr(e, 'describe', lambda: str(e))()}")
+            diag(f"error: {e.describe() if hasattr(e, 'describe') else e}")
     if keep:
         info(ctx, f"\nkept: {tmp}  (try: histmig --home {tmp} scan)")
     else:

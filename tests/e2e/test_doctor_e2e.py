@@ -6,29 +6,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from codex_fixtures import naive_flip
 
 from .clients import CUSTOM_PROVIDER, carried, codex_setup, run_codex, write_codex_config
 
 pytestmark = pytest.mark.e2e
 
-
-def naive_flip(codex_home: Path, old: str, new: str) -> int:
-    """Seed 003's flip script (lines 133-161) with --apply: line 1 re-dumped by json.dumps, DB untouched."""
-    hit = 0
-    for f in (codex_home / "sessions").rglob("rollout-*.jsonl"):
-        text = f.read_text(encoding="utf-8")
-        head, sep, rest = text.partition("\n")
-        meta = json.loads(head)
-        payload = meta.get("payload", meta)
-        if payload.get("model_provider") != old:
-            continue
-        hit += 1
-        payload["model_provider"] = new
-        f.write_text(json.dumps(meta, ensure_ascii=False) + sep + rest, encoding="utf-8")
-    return hit
 
 
 def histmig(scratch, *args: str) -> subprocess.CompletedProcess:
