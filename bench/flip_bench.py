@@ -122,7 +122,7 @@ def bench(work: Path, sessions: int, mb: float) -> int:
 
 def report(rows, stats, apply_out: str) -> None:
     t = {name: (dt, rss) for name, dt, rss in rows}
-    print(f"\n| step | wall s | peak RSS MB |\n|---|---:|---:|")
+    print("\n| step | wall s | peak RSS MB |\n|---|---:|---:|")
     for name, dt, rss in rows:
         print(f"| {name} | {dt:.2f} | {rss:.0f} |")
     dry, head = t["histmig flip (dry run)"][0], t["baseline: find | head -qn1"][0]

@@ -10,7 +10,6 @@ Mix: 90 % provider ``openai``, 10 % ``other``; 2 % archived; 1 % stored as ``.js
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sqlite3
 import sys

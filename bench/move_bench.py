@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import shutil
 import sqlite3
 import subprocess
@@ -124,13 +123,13 @@ def generate(root: Path, sessions: int, mb: float, old: str) -> dict:
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, float, int]:
-    """Wall seconds, child max RSS (MB) and exit code of one fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall seconds, peak RSS (MB) of this one child (reaped with wait4, so each step gets its own
+    number rather than the running maximum over all children) and its exit code."""
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(rss, before) / 1024, rc
+    return wall, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 def main(argv=None) -> int:

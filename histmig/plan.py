@@ -161,7 +161,8 @@ class WriteFile(Op):
 @dataclass(frozen=True)
 class CreateFile(Op):
     """Create a new file (parents created as needed, recorded so undo removes them).
-    Refuses if the path exists. ``mtime_ns`` None means "now"."""
+    Refuses if the path exists. ``mtime_ns`` None means "now". ``dir_mode`` is the mode of the
+    folders apply creates for it (None: 0777 minus the umask, like the agents' own folders)."""
 
     kind: ClassVar[str] = "create"
     path: str
@@ -170,6 +171,7 @@ class CreateFile(Op):
     mtime_ns: int | None = None
     session: dict[str, str] | None = None
     reason: str = ""
+    dir_mode: int | None = None
 
     def describe(self) -> str:
         return f"create {self.path} ({len(self.data)} bytes{', ' + self.reason if self.reason else ''})"
@@ -178,8 +180,11 @@ class CreateFile(Op):
         return [self.path]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "data": _b(self.data), "mode": self.mode,
-                "mtime_ns": self.mtime_ns, "session": self.session, "reason": self.reason}
+        d = {"kind": self.kind, "path": self.path, "data": _b(self.data), "mode": self.mode,
+             "mtime_ns": self.mtime_ns, "session": self.session, "reason": self.reason}
+        if self.dir_mode is not None:   # absent when unset: plans written before it stay byte-identical
+            d["dir_mode"] = self.dir_mode
+        return d
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,29 @@ class Delete(Op):
 
     def describe(self) -> str:
         return f"delete {self.path}"
+
+    def paths(self) -> list[str]:
+        return [self.path]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
+                "session": self.session, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RmDir(Op):
+    """Remove a folder that is empty when the operation runs (a project folder emptied by the
+    renames before it). A folder that is not empty then is left alone and reported, never
+    removed; undo recreates it with its mode and times."""
+
+    kind: ClassVar[str] = "rmdir"
+    path: str
+    expect: Fingerprint
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"remove empty folder {self.path}"
 
     def paths(self) -> list[str]:
         return [self.path]
@@ -299,7 +327,8 @@ class SqlDelete(Op):
                 "expect_count": self.expect_count, "session": self.session, "reason": self.reason}
 
 
-OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, SqlUpdate, SqlInsert, SqlDelete)}
+OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, RmDir, SqlUpdate, SqlInsert,
+                                                      SqlDelete)}
 
 
 def op_from_dict(d: dict[str, Any]) -> Op:
@@ -307,7 +336,7 @@ def op_from_dict(d: dict[str, Any]) -> Op:
     cls = OP_TYPES.get(d.pop("kind", None))
     if cls is None:
         raise RefusedError("invalid plan: unknown operation kind")
-    if "expect" in d and cls in (WriteFile, Rename, Delete):
+    if "expect" in d and cls in (WriteFile, Rename, Delete, RmDir):
         d["expect"] = Fingerprint.from_dict(d["expect"])
     if cls is WriteFile:
         d["patches"] = tuple(Patch.from_dict(p) for p in d.get("patches", ()))

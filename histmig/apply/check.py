@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 from histmig import fsio, locks
-from histmig.apply.options import ApplyOptions, Prepared, key
+from histmig.apply.options import ApplyOptions, Prepared
 from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
 from histmig.homes import Homes
 from histmig.livewriters import open_writers
-from histmig.plan import CreateFile, Delete, Fingerprint, Op, Plan, Rename, SqlDelete, SqlInsert, SqlUpdate, WriteFile
+from histmig.plan import (CreateFile, Delete, Fingerprint, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
+                          WriteFile)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -116,7 +117,7 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
 
     def one(n: int, op: Op) -> Prepared | str:
         try:
-            return _prepare(n, op, roots, opts, dsts)
+            return _prepare(n, op, roots, opts, dsts, homes)
         except Stale as e:
             return str(e)
     ops = list(enumerate(plan.operations))
@@ -152,13 +153,18 @@ def parallel_map(fn, items: list) -> list:
         return list(ex.map(fn, items))
 
 
-def _prepare(n: int, op: Op, roots, opts, dsts) -> Prepared:
+def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes) -> Prepared:
     if isinstance(op, WriteFile):
         return _prepare_write(n, op, roots, opts)
     if isinstance(op, CreateFile):
         path = real_target(op.path, roots)
         base, parts = root_of(op.path, roots)
-        return Prepared(n, op, "create", path, base, dirs=_missing_dirs(op.path, base, parts))
+        return Prepared(n, op, "create", path, base, dirs=_missing_root(base, homes) + _missing_dirs(op.path, base, parts))
+    if isinstance(op, RmDir):
+        prep = _prepare_existing(n, op, op.path, op.expect, roots, "rmdir")
+        if not stat.S_ISDIR(prep.st.st_mode):
+            raise Stale(f"{op.path}: not a folder any more")
+        return prep
     if isinstance(op, Rename):
         return _prepare_rename(n, op, roots, dsts)
     if isinstance(op, Delete):
@@ -231,10 +237,29 @@ def _prepare_rename(n, op: Rename, roots, dsts) -> Prepared:
     return prep
 
 
+def _missing_root(base: str, homes: Homes) -> list[str]:
+    """Folders to create (outermost first) when the plan's root itself does not exist yet (convert
+    into a tool that never ran). Allowed only when the nearest existing ancestor lies inside the
+    user's home stand-in, so writes still never leave the homes."""
+    missing: list[str] = []
+    cur = base
+    while not os.path.lexists(cur):
+        missing.insert(0, cur)
+        cur = os.path.dirname(cur)
+    if not missing:
+        return []
+    home = os.path.realpath(homes.home)
+    if not (os.path.isdir(cur) and not os.path.islink(cur) and _under(os.path.realpath(cur), home)):
+        raise RefusedError(f"invalid plan: {base} does not exist and is not inside the home {home}; nothing written")
+    return missing
+
+
 def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
     """Folders to create (outermost first) for ``path``'s parent; the existing part is walked
     without following symlinks."""
     missing: list[str] = []
+    if not os.path.lexists(base):        # the root itself is created first (_missing_root)
+        return [os.path.join(base, *parts[:i]) for i in range(1, len(parts) + 1)]
     for i in range(len(parts), -1, -1):
         try:
             os.close(fsio.open_dir(base, parts[:i]))

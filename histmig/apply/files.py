@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from histmig import fsio
 from histmig.apply.check import read_range, sha_range
-from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, key
+from histmig.apply.options import ApplyOptions, ApplyResult, Prepared
 from histmig.diagnostics import Skip, Warning
 from histmig.journal import Journal
 from histmig.plan import _b
@@ -35,6 +35,8 @@ class Ctx:
     result: ApplyResult
     backup: str | None = None     # the backup made by the current attempt (removed if it skips)
     made_dirs: set = field(default_factory=set)   # folders this transaction created
+    claude_json: str = ""         # real path of ~/.claude.json: replaced only under its lock
+    claude_json_name: str = ""    # ~/.claude.json as Claude names it (the lock is <that>.lock)
 
     @property
     def txid(self) -> str:

@@ -34,6 +34,7 @@ class Undo:
     restored: list[str] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
+    fixups: list = field(default_factory=list)   # run after every revert (folder times)
 
     def skip(self, path: str, reason: str, code: str = "undo-skipped") -> None:
         self.skips.append(Skip(path, reason, code))
@@ -68,6 +69,8 @@ def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_
         _REVERT[rec["method"]](fs, folder, rec, how)
         if len(how.skips) == before and on_done is not None:
             on_done(rec["n"])
+    for fix in how.fixups:
+        fix()
 
 
 def _drop_orphan_backups(fs, folder: Path, records: list[dict]) -> None:
@@ -262,6 +265,38 @@ def _revert_delete(fs, folder, rec, how: Undo) -> None:
     how.restored.append(path)
 
 
+def _revert_rmdir(fs, folder, rec, how: Undo) -> None:
+    """Recreate a removed folder with its mode and owner; its times are set again after every
+    other revert (moving the files back into it bumps its mtime)."""
+    path, pre = rec["path"], rec["pre"]
+    if not os.path.lexists(path):
+        fs.mkdir(path, pre["mode"], label=path)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fs.fchmod(fd, pre["mode"], path)
+            try:
+                fs.fchown(fd, pre["uid"], pre["gid"], path)
+            except PermissionError:
+                pass
+        finally:
+            os.close(fd)
+        fs.fsync_dir(os.path.dirname(path))
+        how.restored.append(path)
+    how.fixups.append(lambda: _dir_times(fs, path, pre))
+
+
+def _dir_times(fs, path: str, pre: dict) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fs.utime(fd, (pre["atime_ns"], pre["mtime_ns"]), path)
+        fs.fsync(fd, path)
+    finally:
+        os.close(fd)
+
+
 def _revert_rename(fs, folder, rec, how: Undo) -> None:
     src, dst, pre = rec["path"], rec["dst"], rec["pre"]
     if os.path.lexists(rec["tmp"]):
@@ -318,7 +353,7 @@ def _revert_sql(fs, folder, rec, how: Undo) -> None:
 
 
 _REVERT = {"replace": _revert_replace, "inplace": _revert_inplace, "create": _revert_create,
-           "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql}
+           "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql, "rmdir": _revert_rmdir}
 
 
 def journal_for(fs: fsio.FS, folder: Path) -> Journal:

@@ -1,4 +1,4 @@
-"""Create, rename (never replacing; EXDEV → copy, verify, delete) and delete, through the facade."""
+"""Create, rename (never replacing; EXDEV → copy, verify, delete), delete and rmdir, through the facade."""
 from __future__ import annotations
 
 import errno
@@ -21,10 +21,18 @@ def dirs_to_make(ctx: Ctx, prep: Prepared) -> list[str]:
     return [d for d in prep.dirs if d not in ctx.made_dirs]
 
 
-def make_dirs(ctx: Ctx, dirs: list[str]) -> None:
+def make_dirs(ctx: Ctx, dirs: list[str], mode: int | None = None) -> None:
+    """Create ``dirs`` (outermost first). ``mode`` None: 0777 minus the umask, like the agents' own
+    folders; otherwise exactly ``mode`` (set with fchmod, so the umask cannot narrow it)."""
     for d in dirs:
-        ctx.fs.mkdir(d, 0o777, label=d)   # umask decides, like the agents' own folders
+        ctx.fs.mkdir(d, 0o777 if mode is None else mode, label=d)
         ctx.made_dirs.add(d)
+        if mode is not None:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                ctx.fs.fchmod(fd, mode, d)
+            finally:
+                os.close(fd)
         ctx.fs.fsync_dir(os.path.dirname(d))
 
 
@@ -35,7 +43,7 @@ def create(ctx: Ctx, prep: Prepared) -> Skip | None:
     dirs = dirs_to_make(ctx, prep)
     ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=dirs, tmp=tmp,
                        post={"sha256": sha, "size": len(op.data)})
-    make_dirs(ctx, dirs)
+    make_dirs(ctx, dirs, op.dir_mode)
     dfd = fsio.open_dir(prep.root, prep.parts)
     try:
         write_new(ctx, dfd, tmp, op.data, op.mode, op.mtime_ns, prep.path)
@@ -88,6 +96,31 @@ def delete(ctx: Ctx, prep: Prepared) -> Skip | None:
         ctx.fs.fsync(dfd, os.path.dirname(prep.path))
     finally:
         os.close(dfd)
+    ctx.journal.append("done", n=prep.n)
+    return None
+
+
+def rmdir(ctx: Ctx, prep: Prepared) -> Skip | None:
+    """Remove the folder if it is empty now (the renames before it emptied it); else report it.
+    The journal keeps its mode, owner and times as they were before the transaction."""
+    st = os.lstat(prep.path)
+    if (st.st_dev, st.st_ino) != (prep.st.st_dev, prep.st.st_ino):
+        return Skip(prep.path, "changed during apply; re-plan", "changed")
+    if os.listdir(prep.path):
+        ctx.warn("folder-not-empty", "not empty any more; left in place", prep.path)
+        return None
+    pre = prep.st
+    ctx.journal.append("intent", n=prep.n, method="rmdir", path=prep.path,
+                       pre={"dev": st.st_dev, "ino": st.st_ino, "mode": stat.S_IMODE(pre.st_mode), "uid": pre.st_uid,
+                            "gid": pre.st_gid, "mtime_ns": pre.st_mtime_ns, "atime_ns": pre.st_atime_ns})
+    try:
+        ctx.fs.rmdir(prep.path, label=prep.path)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        ctx.warn("folder-not-empty", "not empty any more; left in place", prep.path)   # something appeared
+        return None
+    ctx.fs.fsync_dir(os.path.dirname(prep.path))
     ctx.journal.append("done", n=prep.n)
     return None
 

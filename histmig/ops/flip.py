@@ -435,3 +435,32 @@ def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
     dbs = {str(db): codex_state.provider_counts(db) for db in codex_state.state_dbs(homes, cfg)}
     return {"configured": default, "files": dict(files.most_common()), "assumed": assumed, "state_dbs": dbs,
             "known": sorted(set(codex_config.BUILTIN_PROVIDERS) | set(codex_config.defined_providers(cfg)))}
+
+
+# ---- lines appended between plan and apply --------------------------------------------------
+
+def tail_transform(args: dict[str, Any]):
+    """The flip's per-line edit for bytes appended to a rollout after it was planned (apply's
+    ``tail_transform``: --allow-appended, append races, salvage). Deterministic; a line that does
+    not parse or whose edit does not verify is kept as it is."""
+    import io
+    old, new, strip = args["old"], args["new"], bool(args.get("strip_encrypted"))
+    markers = PROVIDER_MARKERS + ((ENCRYPTED_MARKER,) if strip else ())
+
+    def transform(op, data: bytes) -> bytes:
+        sid = (getattr(op, "session", None) or {}).get("id")
+        if not sid:
+            return data
+        t = Target(Path(op.paths()[0]), sid, False, False, False, rollout_id=sid)
+        patches: list[Patch] = []
+        for line_off, line in marked_lines(io.BytesIO(data), markers):
+            body_off, body = _body(line)
+            obj, err = parse_json(body)
+            edits = [] if err else _line_edits(obj, t, old, new, strip)
+            if edits:
+                try:
+                    patches += _checked_patches(obj, edits, line_off, body_off, body)
+                except EditError:
+                    continue
+        return _splice(data, patches, 0) if patches else data
+    return transform

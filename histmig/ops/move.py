@@ -2,7 +2,7 @@
 
 A pure planner: it reads the homes and returns a :class:`Plan`; nothing is written here. Operation
 order matters and is fixed: first every file edit (at the files' *old* paths), then database and
-config updates, then folder and file renames. A conflict anywhere (a session id in both the old and
+config updates, then folder and file renames, then the removal of folders a merge emptied. A conflict anywhere (a session id in both the old and
 the target folder, two projects sharing a folder name, differing config entries without ``force``)
 raises ``RefusedError`` before any operation is returned.
 """
@@ -48,6 +48,7 @@ def _assemble(homes, old, new, pm, plans: dict[str, ToolPlan], selected, warning
     ops = [op for p in ordered for op in p.writes]
     ops += [op for p in ordered for op in p.other]
     ops += [op for p in ordered for op in p.renames]
+    ops += [op for p in ordered for op in p.cleanup]
     summary = {"old": list(pm.olds), "new": pm.new,
                "tools": {p.tool: {**p.counts, "skipped": len(p.skips)} for p in ordered if p.tool in selected}}
     plan = Plan(op="move", args={"old": old, "new": new, "tools": sorted(selected), "force": force,
@@ -67,3 +68,46 @@ def _roots(homes, ops) -> list[str]:
                 roots.append(p if os.path.abspath(p) == os.path.abspath(homes.claude_json)
                              else os.path.dirname(p))
     return roots
+
+
+def tail_transform(plan: Plan):
+    """The move's per-line edit for bytes appended to a file after it was planned (apply's
+    ``tail_transform``): the same fields the planner rewrites, chosen by the file's tool, with the
+    same verified surgical edits. A line that does not parse or verify is kept as it is."""
+    import io
+
+    import orjson
+
+    from histmig import jsonl
+    from histmig.jsonedit import EditError
+    from histmig.ops.move_claude import claude_fields, history_fields
+    from histmig.ops.move_codex import codex_fields
+    from histmig.ops.move_common import PathMap, content_edits, line_patches
+    from histmig.ops.move_minicc import minicc_fields
+    pm = PathMap(tuple(plan.summary["old"]), plan.summary["new"])
+    content = bool(plan.args.get("rewrite_content"))
+    by_tool = {"codex": codex_fields, "claude-code": claude_fields, "mini-cc": minicc_fields,
+               "manifest": lambda obj, pm: []}
+
+    def transform(op, data: bytes) -> bytes:
+        tool = (getattr(op, "session", None) or {}).get("tool")
+        path = op.paths()[0]
+        fields = by_tool.get(tool) or (history_fields if path.endswith("history.jsonl") else None)
+        if fields is None:
+            return data
+        out, pos = bytearray(), 0
+        for line in jsonl.iter_lines(io.BytesIO(data)):
+            if line.raw is None or not any(n in line.raw for n in pm.needles):
+                continue
+            try:
+                obj = orjson.loads(line.body)
+                edits = fields(obj, pm)
+                edits = edits + (content_edits(obj, pm, {e[0] for e in edits}) if content else [])
+                patches = line_patches(line.body, obj, edits, line.offset + line.body_start) if edits else []
+            except (orjson.JSONDecodeError, EditError):
+                continue
+            for p in patches:
+                out += data[pos:p.offset] + p.new
+                pos = p.offset + len(p.old)
+        return bytes(out + data[pos:]) if pos else data
+    return transform

@@ -365,6 +365,7 @@ class ToolPlan:
     writes: list = field(default_factory=list)
     renames: list = field(default_factory=list)
     other: list = field(default_factory=list)       # SqlUpdate and config WriteFiles
+    cleanup: list = field(default_factory=list)     # RmDir of folders the renames empty (run last)
     warnings: list = field(default_factory=list)
     skips: list = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from histmig.diagnostics import RefusedError, Skip, Warning
 from histmig.livewriters import open_writers
 from histmig.ops.move_common import FileScan, PathMap, ToolPlan, dir_fingerprint, scan_file, scan_json_file
 from histmig.paths import SLUG_MAX, claude_slug
-from histmig.plan import Fingerprint, Rename
+from histmig.plan import Fingerprint, Rename, RmDir
 
 _SID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -252,7 +252,7 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, f
         return
     if job.target in existing and not merge:
         raise RefusedError(f"target folder exists: {target}; refusing to merge {tool} folders, nothing moved")
-    _merge(folder, movable, target, plans, tool)
+    _merge(folder, movable, target, plans, tool, emptied=len(movable) == len(folder.entries))
 
 
 def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_content) -> None:
@@ -274,8 +274,9 @@ def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_cont
                        reason="project move")
 
 
-def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str) -> None:
-    """Move entries one by one into ``target`` (which exists, or something must stay behind)."""
+def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str, *, emptied: bool) -> None:
+    """Move entries one by one into ``target`` (which exists, or something must stay behind).
+    When every entry leaves, the emptied folder is removed after the last move (``RmDir``)."""
     tplan = plans[tool]
     for entry in movable:
         for name in entry.names:
@@ -284,7 +285,7 @@ def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str) 
                 if entry.session:
                     raise RefusedError(f"session {entry.key} exists in both {folder.path} and {target}; "
                                        "a session id must live in one folder only; nothing moved")
-                _merge_dir(src, dst, plans[entry.tool], folder.path)
+                emptied = _merge_dir(src, dst, plans[entry.tool], folder.path) and emptied
                 continue
             plans[entry.tool].renames.append(Rename(src=src, dst=dst, expect=_fp(src, plans[entry.tool]),
                                                     session={"tool": tool, "id": entry.key} if entry.session else None,
@@ -292,25 +293,33 @@ def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str) 
         if entry.session:
             tplan.count("sessions")
     tplan.count("folders-merged")
-    tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; the emptied folder stays",
-                                  path=folder.path))
+    if emptied:
+        tplan.cleanup.append(RmDir(path=folder.path, expect=dir_fingerprint(folder.path),
+                                   reason=f"emptied by the merge into {target}"))
+    what = "the emptied folder is removed" if emptied else "entries that stay keep the folder"
+    tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; {what}", path=folder.path))
 
 
-def _merge_dir(src: str, dst: str, tplan: ToolPlan, folder: str) -> None:
+def _merge_dir(src: str, dst: str, tplan: ToolPlan, folder: str) -> bool:
     """``memory/`` or manifest ``sessions/`` present on both sides: move what is missing, refuse
-    same-named entries that differ."""
+    same-named entries that differ. True when everything moved (then ``src`` is removed too)."""
     if not (os.path.isdir(src) and os.path.isdir(dst)) or os.path.islink(src) or os.path.islink(dst):
         tplan.warnings.append(Warning("left-behind", f"{os.path.basename(src)} exists in the target too; "
                                       "left in place", path=src))
-        return
+        return False
+    everything = True
     for name in sorted(os.listdir(src)):
         s, d = os.path.join(src, name), os.path.join(dst, name)
         if not os.path.lexists(d):
             tplan.renames.append(Rename(src=s, dst=d, expect=_fp(s, tplan), reason="merge into existing project folder"))
         elif os.path.isfile(s) and os.path.isfile(d) and Path(s).read_bytes() == Path(d).read_bytes():
             tplan.warnings.append(Warning("left-behind", "identical file already in the target; left in place", path=s))
+            everything = False
         else:
             raise RefusedError(f"{s} and {d} both exist and differ; refusing to merge, nothing moved")
+    if everything:
+        tplan.cleanup.append(RmDir(path=src, expect=dir_fingerprint(src), reason=f"emptied by the merge into {dst}"))
+    return everything
 
 
 def _fp(path: str, tplan: ToolPlan) -> Fingerprint:
