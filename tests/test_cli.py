@@ -57,6 +57,7 @@ def test_every_warning_code_in_the_code_is_documented_in_the_readme():
         text = path.read_text()
         codes |= set(re.findall(r'Warning\(\s*"([a-z0-9][a-z0-9._-]+)"', text))
         codes |= set(re.findall(r'Skip\([^)]*code="([a-z0-9][a-z0-9._-]+)"', text, re.S))
+        codes |= set(re.findall(r'\bwarn\(\s*"([a-z0-9][a-z0-9._-]+)"', text))
     assert codes, "found no warning codes at all"
     missing = sorted(c for c in codes if f"`{c}`" not in readme)
     assert not missing, f"undocumented warning codes: {missing}"

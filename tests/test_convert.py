@@ -299,3 +299,17 @@ def test_two_sessions_into_one_new_project_folder_apply_in_one_transaction(homes
     write_codex(homes.codex, proj, sid="019e9625-802f-7e91-840a-cfe88d14117b")
     assert cli("convert", "--to", "claude-code", "--all", "--apply") == 0
     assert len(refs_of(homes, "claude-code")) == 2
+
+
+def test_converting_into_a_claude_home_that_does_not_exist_creates_it_0700_and_undo_removes_it(isolated_homes, proj):
+    h = resolve_homes()
+    h.codex.mkdir(parents=True)
+    write_codex(h.codex, proj)
+    assert not h.claude.exists()
+    assert cli("convert", "--to", "claude-code", "--from", "codex", "--apply") == 0
+    files = list((h.claude / "projects").rglob("*.jsonl"))
+    assert len(files) == 1
+    assert (files[0].parent.stat().st_mode & 0o777) == 0o700
+    assert (files[0].stat().st_mode & 0o777) == 0o600
+    assert cli("undo") == 0
+    assert not files[0].exists() and not files[0].parent.exists()

@@ -13,7 +13,8 @@ import click
 from histmig import __version__
 from histmig.cli.common import Context, run_guarded
 
-# module name -> command name, in the order ``histmig --help`` lists them
+# command name -> the module that defines it (``histmig/cli/<module>.py``), in --help order.
+# Only the module of the command being run is imported, so a dry run does not pay for the others.
 COMMANDS = {
     "scan": "scan",
     "show": "show",
@@ -21,35 +22,29 @@ COMMANDS = {
     "move": "move",
     "convert": "convert",
     "doctor": "doctor",
-    "tx": None,        # apply, undo, log, recover (several commands in one module)
+    "apply": "tx",
+    "undo": "tx",
+    "log": "tx",
+    "recover": "tx",
     "demo": "demo",
 }
 
 
 class LazyGroup(click.Group):
-    """Imports command modules on demand so ``histmig scan`` does not import the converter."""
-
-    def _modules(self):
-        for mod_name in COMMANDS:
-            try:
-                yield importlib.import_module(f"histmig.cli.{mod_name}")
-            except ModuleNotFoundError as e:  # a command not built yet
-                if e.name != f"histmig.cli.{mod_name}":
-                    raise
-
-    def _all(self) -> dict[str, click.Command]:
-        found: dict[str, click.Command] = {}
-        for mod in self._modules():
-            for cmd in getattr(mod, "COMMANDS", [getattr(mod, "command", None)]):
-                if cmd is not None:
-                    found[cmd.name] = cmd
-        return found
+    """Imports a command's module only when that command is listed or run."""
 
     def list_commands(self, ctx):
-        return list(self._all())
+        return list(COMMANDS)
 
     def get_command(self, ctx, name):
-        return self._all().get(name)
+        module = COMMANDS.get(name)
+        if module is None:
+            return None
+        mod = importlib.import_module(f"histmig.cli.{module}")
+        for cmd in getattr(mod, "COMMANDS", [getattr(mod, "command", None)]):
+            if cmd is not None and cmd.name == name:
+                return cmd
+        return None
 
 
 HELP = """Move AI coding-agent chat history between tools and through change, without losing a byte.

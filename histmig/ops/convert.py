@@ -18,7 +18,7 @@ from histmig.convert.flatten import flatten
 from histmig.convert.ids import UUID_RE, Ids, parse_ts
 from histmig.convert.loss import LossReport
 from histmig.convert.threads import ThreadsTables
-from histmig.diagnostics import HistmigError, RefusedError, Skip, Warning
+from histmig.diagnostics import HistmigError, Skip, Warning
 from histmig.model import SessionRef
 from histmig.paths import safe_component, valid_cwd
 from histmig.plan import CreateFile, Op, Plan
@@ -71,9 +71,6 @@ class Run:
         self.index = provenance.Index(homes, opts.target)
         self.root = Path({"codex": homes.codex, "claude-code": homes.claude, "mini-cc": homes.mini_cc,
                           "manifest": homes.manifest}[opts.target])
-        if not self.root.is_dir():     # apply creates folders below a root, never the root itself
-            raise RefusedError(f"{opts.target} home {self.root} does not exist (start {opts.target} once, "
-                               "or point histmig at its home)")
         self.provider, self.model = _codex_settings(homes, opts) if opts.target == "codex" else (None, None)
         self.tables = ThreadsTables(homes) if opts.target == "codex" else None
         self.folders: dict[str, Path] = {}
@@ -137,7 +134,10 @@ def _write(run: Run, session: Any, cwd: str, out: Outcome) -> tuple[Outcome, lis
             return _skip(out, "invalid-path", f"unsafe target path {path}"), []
     mtime = _mtime_ns(run, w)
     tag = {"tool": run.opts.target, "id": sid}
-    ops: list[Op] = [CreateFile(str(p), data, 0o600, mtime, tag, f"convert {session.format} {out.source_id}")
+    # Claude Code and mini-cc create their folders 0700; Codex leaves folders to the umask
+    dir_mode = None if run.opts.target == "codex" else 0o700
+    ops: list[Op] = [CreateFile(str(p), data, 0o600, mtime, tag, f"convert {session.format} {out.source_id}",
+                                dir_mode=dir_mode)
                      for p, data in w.files]
     if run.tables is not None:
         ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)

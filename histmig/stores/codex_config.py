@@ -7,7 +7,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomlkit
 
 from histmig.diagnostics import HistmigInputError
 from histmig.plan import CreateFile, Fingerprint, WriteFile
@@ -86,6 +85,8 @@ def sqlite_home(homes, cfg: dict | None = None) -> Path | None:
 def set_model_provider_text(text: str, new: str) -> str:
     """``text`` with the top-level ``model_provider`` set to ``new``; comments and layout kept.
     (tomlkit places a new top-level key before the first table, where TOML needs it.)"""
+    import tomlkit  # only when editing: it costs start-up time on every dry run
+
     doc = tomlkit.parse(text)
     doc["model_provider"] = new
     out = tomlkit.dumps(doc)
