@@ -137,6 +137,17 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+def _canonical(value: Any, body: bytes) -> bool:
+    """True when ``body`` is exactly orjson's compact encoding of ``value`` (what serde_json and
+    JSON.stringify write). Such a line cannot hold a duplicate key (the dropped pair would be
+    missing from the re-encoding) and is at most orjson's encoding depth (254) deep, so the slow
+    checks can be skipped; any other line gets them."""
+    try:
+        return orjson.dumps(value) == body
+    except orjson.JSONEncodeError:
+        return False
+
+
 def parse_json(body: bytes) -> tuple[Any, str | None]:
     """Strict parse: orjson (UTF-8, depth, NaN, int range), then a duplicate-key check.
 
@@ -155,6 +166,8 @@ def parse_json(body: bytes) -> tuple[Any, str | None]:
         if "recursion" in msg.lower() or "depth" in msg.lower():
             return None, "nesting too deep"
         return None, "not valid JSON"
+    if not isinstance(value, (dict, list)) or _canonical(value, body):
+        return value, None
     if (body.count(b"[") + body.count(b"{")) > MAX_DEPTH and _too_deep(value):
         return None, "nesting too deep"
     if isinstance(value, dict) and body.count(b'":') > 1:
