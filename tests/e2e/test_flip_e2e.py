@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .clients import codex_session_id, codex_setup, run_codex, write_codex_config
+from .clients import client_env, codex_session_id, codex_setup, run, run_codex, write_codex_config
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,42 +86,28 @@ def _compress(scratch):
     f.unlink()
 
 
-def _set_row(scratch, f: Path, archived: int):
-    con = sqlite3.connect(scratch.codex_home / "state_5.sqlite")
-    con.execute("UPDATE threads SET rollout_path = ?, archived = ?", (str(f), archived))
-    con.commit()
-    con.close()
-
-
-def _archive(scratch) -> Path:
-    [f] = list(scratch.codex_home.glob("sessions/**/rollout-*.jsonl"))
-    dst = scratch.codex_home / "archived_sessions" / f.name
-    dst.parent.mkdir(exist_ok=True)
-    f.rename(dst)
-    _set_row(scratch, dst, 1)
-    return f
-
-
-def _unarchive(scratch, original: Path):
-    [f] = list(scratch.codex_home.glob("archived_sessions/rollout-*.jsonl"))
-    f.rename(original)
-    _set_row(scratch, original, 0)
+def _codex(clients, scratch, api, *args: str):
+    """Run a Codex subcommand (``archive`` / ``unarchive``) with the harness environment."""
+    return run([str(clients.codex), *args], cwd=scratch.home, env=client_env(scratch, api), api=api).check()
 
 
 @pytest.mark.parametrize("kind", ["plain", "zst", "archived"])
 def test_flip_with_strip_encrypted_resumes_with_the_earlier_turns(clients, fake_api, scratch, kind):
     project, thread_id = record_under_openai(clients, scratch, fake_api)
-    original = None
     if kind == "zst":
         _compress(scratch)
-    if kind == "archived":
-        original = _archive(scratch)
+    if kind == "archived":   # Codex's own archive command: file to archived_sessions/, threads.archived=1
+        write_codex_config(scratch, fake_api, provider="openai")
+        _codex(clients, scratch, fake_api, "archive", thread_id)
+        write_codex_config(scratch, fake_api, provider="my-provider")
+        assert list(scratch.codex_home.glob("archived_sessions/rollout-*.jsonl"))
     done = histmig(scratch, "flip", "openai", "my-provider", "--apply", "--strip-encrypted")
     assert done.returncode == 0, done.stderr
     assert ("1 compressed" if kind == "zst" else "0 compressed") in done.stdout
     assert ("1 archived" if kind == "archived" else "0 archived") in done.stdout
-    if original is not None:
-        _unarchive(scratch, original)
+    if kind == "archived":   # made visible again by Codex's own unarchive, under the new provider
+        _codex(clients, scratch, fake_api, "unarchive", thread_id)
+        assert not list(scratch.codex_home.glob("archived_sessions/rollout-*.jsonl"))
     run = resume(clients, scratch, fake_api, project)
     assert run.returncode == 0, run.stderr[-3000:]
     assert carried_history(run, "flip-marker-7")
