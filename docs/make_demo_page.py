@@ -1,0 +1,20 @@
+"""Regenerate docs/demo.md from a real ``histmig demo`` run (then run docs/assemble_readme.py)."""
+import subprocess
+import sys
+from pathlib import Path
+
+out = subprocess.run([sys.executable, "-m", "histmig", "demo"], capture_output=True, text=True,
+                     env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"}).stdout
+page = f"""# Demo
+
+`histmig demo` installs `samples/` (real Codex 0.171.0 and Claude Code 2.1.197 recordings plus
+hand-written mini-cc and manifest trees) into a temporary home and runs the read-only commands and
+every dry run against it. Real output:
+
+```
+$ histmig demo
+{out.rstrip()}
+```
+"""
+(Path(__file__).resolve().parent / "demo.md").write_text(page)
+print("wrote docs/demo.md")
