@@ -12,6 +12,7 @@ patched spans, so flipping one value in a 500 MB file costs a copy, never a pars
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import hashlib
 import os
@@ -114,11 +115,32 @@ class Op:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """``{"kind", <every field>}`` in field order; bytes as base64, fingerprints and patches as
+        dicts. Optional fields added later are left out while unset, so older plans keep their bytes."""
+        d: dict[str, Any] = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name in _OMIT_WHEN_UNSET:
+                continue
+            d[f.name] = _encode(value)
+        return d
 
     def paths(self) -> list[str]:
-        """Paths this operation writes (for root confinement checks)."""
-        raise NotImplementedError
+        """Paths this operation writes (for root confinement checks): its file, or its database."""
+        return [getattr(self, "path", None) or getattr(self, "db")]
+
+
+_OMIT_WHEN_UNSET = {"new_bytes", "dir_mode"}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, (Fingerprint, Patch)):
+        return value.to_dict()
+    if isinstance(value, bytes):
+        return _b(value)
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -145,18 +167,6 @@ class WriteFile(Op):
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
         return f"rewrite {self.path} ({what}{', ' + self.reason if self.reason else ''})"
 
-    def paths(self) -> list[str]:
-        return [self.path]
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
-                             "patches": [p.to_dict() for p in self.patches],
-                             "compression": self.compression, "level": self.level,
-                             "in_place_ok": self.in_place_ok, "session": self.session, "reason": self.reason}
-        if self.new_bytes is not None:
-            d["new_bytes"] = _b(self.new_bytes)
-        return d
-
 
 @dataclass(frozen=True)
 class CreateFile(Op):
@@ -175,16 +185,6 @@ class CreateFile(Op):
 
     def describe(self) -> str:
         return f"create {self.path} ({len(self.data)} bytes{', ' + self.reason if self.reason else ''})"
-
-    def paths(self) -> list[str]:
-        return [self.path]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {"kind": self.kind, "path": self.path, "data": _b(self.data), "mode": self.mode,
-             "mtime_ns": self.mtime_ns, "session": self.session, "reason": self.reason}
-        if self.dir_mode is not None:   # absent when unset: plans written before it stay byte-identical
-            d["dir_mode"] = self.dir_mode
-        return d
 
 
 @dataclass(frozen=True)
@@ -205,10 +205,6 @@ class Rename(Op):
     def paths(self) -> list[str]:
         return [self.src, self.dst]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "src": self.src, "dst": self.dst, "expect": self.expect.to_dict(),
-                "session": self.session, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class Delete(Op):
@@ -220,13 +216,6 @@ class Delete(Op):
 
     def describe(self) -> str:
         return f"delete {self.path}"
-
-    def paths(self) -> list[str]:
-        return [self.path]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
-                "session": self.session, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -243,13 +232,6 @@ class RmDir(Op):
 
     def describe(self) -> str:
         return f"remove empty folder {self.path}"
-
-    def paths(self) -> list[str]:
-        return [self.path]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "expect": self.expect.to_dict(),
-                "session": self.session, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -271,13 +253,6 @@ class SqlUpdate(Op):
         keys = ", ".join(f"{k}={v!r}" for k, v in self.key.items())
         return f"update {Path(self.db).name} {self.table} [{keys}]: {cols}"
 
-    def paths(self) -> list[str]:
-        return [self.db]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "db": self.db, "table": self.table, "key": self.key, "set": self.set,
-                "expect": self.expect, "session": self.session, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class SqlInsert(Op):
@@ -293,13 +268,6 @@ class SqlInsert(Op):
 
     def describe(self) -> str:
         return f"insert into {Path(self.db).name} {self.table} ({', '.join(f'{k}={self.row[k]!r}' for k in self.key)})"
-
-    def paths(self) -> list[str]:
-        return [self.db]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "db": self.db, "table": self.table, "row": self.row,
-                "key": list(self.key), "session": self.session, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -319,12 +287,7 @@ class SqlDelete(Op):
         keys = ", ".join(f"{k}={v!r}" for k, v in self.where.items())
         return f"delete {self.expect_count} row(s) from {Path(self.db).name} {self.table} [{keys}]"
 
-    def paths(self) -> list[str]:
-        return [self.db]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "db": self.db, "table": self.table, "where": self.where,
-                "expect_count": self.expect_count, "session": self.session, "reason": self.reason}
 
 
 OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, RmDir, SqlUpdate, SqlInsert,
