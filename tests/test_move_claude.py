@@ -7,7 +7,7 @@ import os
 import orjson
 import pytest
 
-from histmig.apply import apply_plan, undo
+from histmig.apply import apply_plan
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
 from histmig.diagnostics import RefusedError

@@ -49,7 +49,7 @@ def test_every_structured_field_db_cwd_and_offsets_move_text_stays(h, tmp_path):
     old, new = str(tmp_path / "W/app"), str(tmp_path / "W/app-renamed")
     (tmp_path / "W/app-renamed").mkdir(parents=True)
     data, paths = codex_home(h, old)
-    [(t, before)], [path] = data.items(), paths.values()
+    [(_, before)], [path] = data.items(), paths.values()
     apply_plan(plan_move(h, old, new), h)
     after = path.read_bytes()
     assert structured_leftovers(h.codex, old) == []

@@ -17,6 +17,7 @@ from histmig import locks
 from histmig.diagnostics import Skip, Warning
 from histmig.livewriters import open_writers
 from histmig.ops.move_common import FieldEdit, FileScan, PathMap, ToolPlan, path_strings, scan_file
+from histmig.ops.move_parallel import scan_all
 from histmig.stores import codex_projects, codex_state
 
 TOOL = "codex"
@@ -69,8 +70,8 @@ def _thread_id_from_name(path: str) -> str | None:
 def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
     tplan = plans[TOOL]
     files, tplan.warnings[:0] = rollout_files(Path(homes.codex))
-    scans = [scan_file(f, pm, codex_fields, rewrite_content=opts["rewrite_content"], remember=_remember)
-             for f in files]
+    kw = {"rewrite_content": opts["rewrite_content"], "remember": _remember}
+    scans = scan_all([(scan_file, (f, pm, codex_fields), kw) for f in files])
     edited = [s for s in scans if s.patches and not s.skip]
     holders = _writers(edited)
     blocked: set[str] = set()

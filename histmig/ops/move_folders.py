@@ -18,6 +18,7 @@ from histmig import jsonl
 from histmig.diagnostics import RefusedError, Skip, Warning
 from histmig.livewriters import open_writers
 from histmig.ops.move_common import FileScan, PathMap, ToolPlan, dir_fingerprint, scan_file, scan_json_file
+from histmig.ops.move_parallel import scan_all
 from histmig.paths import SLUG_MAX, claude_slug
 from histmig.plan import Fingerprint, Rename, RmDir
 
@@ -198,9 +199,10 @@ def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], *, tool: s
                                f"{root / job.target}; refusing, nothing moved")
         targets[job.target] = job.folder.path
     live = _live_check(jobs, live_ids)
+    scans = _scan_ahead(jobs, pm, tool, selected, fields_fn, live, rewrite_content)
     for job in jobs:
         _plan_job(job, root, pm, plans, tool=tool, selected=selected, merge=merge, fields_fn=fields_fn,
-                  existing=existing, live=live, rewrite_content=rewrite_content)
+                  existing=existing, live=live, rewrite_content=rewrite_content, scans=scans)
 
 
 def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[Entry], str | None]:
@@ -226,8 +228,20 @@ def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[En
     return check
 
 
+def _scan_ahead(jobs, pm, tool, selected, fields_fn, live, rewrite_content) -> dict[str, FileScan]:
+    """Every file ``_scan_entry`` will read, scanned up front on all CPUs (``move_parallel``).
+    A file after one that makes its entry skip is scanned too and then not used."""
+    tasks = []
+    for job in jobs:
+        for entry in job.folder.entries:
+            if entry.tool in selected and entry.tool == tool and not live(entry):
+                tasks += [(scan_json_file if f.endswith(".json") else scan_file, (f, pm, fields_fn),
+                           {"rewrite_content": rewrite_content}) for f in entry.files]
+    return {t[1][0]: s for t, s in zip(tasks, scan_all(tasks))}
+
+
 def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, fields_fn, existing,
-              live, rewrite_content) -> None:
+              live, rewrite_content, scans: dict[str, FileScan]) -> None:
     folder = job.folder
     tplan = plans[tool]
     for entry in folder.entries:
@@ -236,7 +250,7 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, f
             continue
         if entry.tool != tool:
             continue  # manifest sessions: their meta.json edits are planned by the manifest planner
-        _scan_entry(entry, pm, tplan, fields_fn, live, rewrite_content)
+        _scan_entry(entry, pm, tplan, fields_fn, live, rewrite_content, scans)
     if job.target == folder.name:
         return
     target = str(root / job.target)
@@ -255,12 +269,13 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, f
     _merge(folder, movable, target, plans, tool, emptied=len(movable) == len(folder.entries))
 
 
-def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_content) -> None:
+def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_content,
+                ahead: dict[str, FileScan]) -> None:
     scans: list[FileScan] = []
     why = live(entry)
     for f in entry.files if not why else []:
         scanner = scan_json_file if f.endswith(".json") else scan_file
-        scan = scanner(f, pm, fields_fn, rewrite_content=rewrite_content)
+        scan = ahead.pop(f, None) or scanner(f, pm, fields_fn, rewrite_content=rewrite_content)
         if scan.skip:
             why = f"{f}: {scan.skip}"
             break
