@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import os
 import sqlite3
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
@@ -80,9 +81,7 @@ def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
         src.backup(dst)
     dst.close()
     src.close()
-    con = connect(db)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with _transaction(ctx.fs, db) as con:
         bad = [m for p in preps if (m := _mismatch(con, p.op))]
         if bad:
             raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
@@ -91,7 +90,18 @@ def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
                                   "rows", (_journal_row(con, p.op) for p in preps))
         for p in preps:
             _execute(con, p.op)
-        ctx.fs.sql("sql-commit", db)
+    ctx.journal.append("done", n=n)
+
+
+@contextmanager
+def _transaction(fs, db: str) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (counted by the facade as ``sql-commit``); rolled back on any
+    exception, including a fault injected at the commit."""
+    con = connect(db)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        yield con
+        fs.sql("sql-commit", db)
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
@@ -99,7 +109,6 @@ def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
         raise
     finally:
         con.close()
-    ctx.journal.append("done", n=n)
 
 
 def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
@@ -133,21 +142,11 @@ def revert_db(fs, rec: dict[str, Any], *, strict: bool) -> list[Warning]:
     """Put journaled old values back where the row still holds what we wrote (idempotent).
     ``strict`` (undo): a row changed since apply is reported and left alone."""
     db, warnings = rec["path"], []
-    con = connect(db)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with _transaction(fs, db) as con:
         for row in reversed(rec["rows"]):
             msg = _revert_row(con, row)
             if msg:
                 warnings.append(Warning("row-changed", msg, db))
-        fs.sql("sql-commit", db)
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
     return warnings
 
 
