@@ -89,9 +89,10 @@ def render(ctx, plan) -> None:
                   "(exact edits are computed on --apply or --exact)")
     shown = s["sample"][: 5 if not ctx.verbose else 10]
     short = unique_prefixes([item["id"] for item in shown])
+    width = max((len(v) for v in short.values()), default=0)
     for item in shown:
         flags = [f for f in ("compressed", "archived") if item[f]]
-        info(ctx, f"  {short[item['id']]}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
+        info(ctx, f"  {short[item['id']]:<{width}}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:

@@ -170,7 +170,7 @@ def undo_cmd(ctx: Context, txid, keep_appended, restore_deleted, force, as_json)
     for path in res.done if ctx.verbose else []:
         info(ctx, f"restored {path}")
     state = "partly undone (see skips)" if res.skips else "undone"
-    info(ctx, f"transaction {res.txid} {state}: {len(res.done)} change(s) reverted")
+    info(ctx, f"transaction {res.txid} {state}: {len(res.done)} file(s) or database(s) restored")
     return res.exit_code
 
 
