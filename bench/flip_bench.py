@@ -108,6 +108,12 @@ def bench(work: Path, sessions: int, mb: float) -> int:
     copy = work / "copy" / ".codex"
     copy.parent.mkdir()
     rows.append(("baseline: cp -r", *run_child(["cp", "-r", str(codex), str(copy)], env)[:2]))
+    # informative only (the target is plain cp -r): the same copy made durable, as apply is
+    durable = work / "copy-durable" / ".codex"
+    durable.parent.mkdir()
+    rows.append(("baseline: cp -r + sync -f (durable copy)",
+                 *run_child(f"cp -r '{codex}' '{durable}' && sync -f '{durable}'", env, shell=True)[:2]))
+    shutil.rmtree(work / "copy-durable")
     naive = work / "naive_flip.py"
     naive.write_text(NAIVE)
     nenv = dict(env, CODEX_HOME=str(copy), HOME=str(work / "copy"))
