@@ -20,6 +20,7 @@ from histmig.diagnostics import LockedError, RefusedError, Warning
 from histmig.jsonedit import EditError, _end_of_string, _end_of_value, _skip_ws, find_span
 from histmig.plan import Fingerprint, WriteFile
 from histmig.stores.claude_files import history_path, read_claude_json
+from histmig.stores.merge import merge_entry
 
 LOCK_STALE_S = 10.0
 LOCK_WAIT_S = 5.0      # how long a move waits for Claude Code to release the lock
@@ -100,25 +101,10 @@ def rekey_projects(data: dict, rebase: Callable[[str], str | None], *, force: bo
         if k in moving and moving[k] in merged:
             continue                      # merged into the existing entry below
         if k in merged:
-            v = _merge_entry(v, projects[merged[k]], k, force, conflicts)
+            v = merge_entry(v, projects[merged[k]], f"projects[{k!r}]", force, conflicts)
         out[moving.get(k, k)] = v
     return out, renames, conflicts
 
-
-def _merge_entry(target: Any, source: Any, key: str, force: bool, conflicts: list[str]) -> Any:
-    if not (isinstance(target, dict) and isinstance(source, dict)):
-        if target != source:
-            conflicts.append(f"projects[{key!r}]")
-        return source if force else target
-    out = dict(target)
-    for f, v in source.items():
-        if f not in out:
-            out[f] = v
-        elif out[f] != v:
-            conflicts.append(f"projects[{key!r}].{f}")
-            if force:
-                out[f] = v
-    return out
 
 
 def claude_json_op(homes: Any, rebase: Callable[[str], str | None], *, force: bool = False,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 import tomllib
-from typing import Any, Callable
+from typing import Callable
 
 import tomlkit
 
 from histmig.diagnostics import RefusedError, Warning
 from histmig.plan import Fingerprint, WriteFile
 from histmig.stores.codex_config import config_path
+from histmig.stores.merge import merge_entry
 
 _KEY = r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|[A-Za-z0-9_-]+'
 _HEADER = re.compile(rf'^([ \t]*\[[ \t]*projects[ \t]*\.[ \t]*)({_KEY})(?=[ \t]*[.\]])', re.M)
@@ -56,24 +57,10 @@ def plan_rekey(projects: dict, rebase: Callable[[str], str | None], *, force: bo
             continue
         if k in renames.values() and k not in renames:
             old = next(o for o, n in renames.items() if n == k)
-            v = _merge(v, projects[old], k, force, conflicts)
+            v = merge_entry(v, projects[old], f'projects."{k}"', force, conflicts)
         expected[renames.get(k, k)] = v
     return renames, expected, conflicts
 
-
-def _merge(target: Any, source: Any, key: str, force: bool, conflicts: list[str]) -> Any:
-    if not (isinstance(target, dict) and isinstance(source, dict)):
-        if target != source:
-            conflicts.append(f'projects."{key}"')
-        return source if force else target
-    out = dict(target)
-    for f, v in source.items():
-        if f in out and out[f] != v:
-            conflicts.append(f'projects."{key}".{f}')
-            if not force:
-                continue
-        out[f] = v
-    return out
 
 
 def _text_rekey(text: str, renames: dict[str, str]) -> str:
