@@ -69,22 +69,23 @@ def _end_of_value(b: bytes, i: int) -> int:
     return j
 
 
-def _member_spans(b: bytes, i: int):
-    """Yield (key, value_start, value_end) for the object starting at ``b[i] == '{'``."""
+def object_members(b: bytes, i: int):
+    """Yield ``(key, key_start, key_end, value_start, value_end)`` for the object starting at
+    ``b[i] == '{'``; the key span includes its quotes."""
     i = _skip_ws(b, i + 1)
     if b[i:i + 1] == b"}":
         return
     while True:
         if b[i:i + 1] != b'"':
             raise EditError("expected a key")
-        kend = _end_of_string(b, i)
-        key = orjson.loads(b[i:kend])
+        kstart, kend = i, _end_of_string(b, i)
+        key = orjson.loads(b[kstart:kend])
         i = _skip_ws(b, kend)
         if b[i:i + 1] != b":":
             raise EditError("expected ':'")
         vstart = _skip_ws(b, i + 1)
         vend = _end_of_value(b, vstart)
-        yield key, vstart, vend
+        yield key, kstart, kend, vstart, vend
         i = _skip_ws(b, vend)
         if b[i:i + 1] == b",":
             i = _skip_ws(b, i + 1)
@@ -118,7 +119,7 @@ def find_span(body: bytes, path: Path) -> tuple[int, int]:
         if isinstance(step, str):
             if body[start:start + 1] != b"{":
                 raise EditError(f"not an object at {step!r}")
-            hits = [(s, e) for k, s, e in _member_spans(body, start) if k == step]
+            hits = [(s, e) for k, _, _, s, e in object_members(body, start) if k == step]
             if len(hits) != 1:
                 raise EditError(f"key {step!r} {'missing' if not hits else 'duplicated'}")
             start, end = hits[0]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import orjson
 
 from histmig.diagnostics import LockedError, RefusedError, Warning
-from histmig.jsonedit import EditError, _end_of_string, _end_of_value, _skip_ws, find_span
+from histmig.jsonedit import EditError, find_span, object_members
 from histmig.plan import Fingerprint, WriteFile
 from histmig.stores.claude_files import history_path, read_claude_json
 from histmig.stores.merge import merge_entry
@@ -48,24 +48,6 @@ def check_lock(config: Path, *, timeout: float | None = None, now: Callable[[], 
 
 
 # ---- ~/.claude.json --------------------------------------------------------------------------
-
-def _members(body: bytes, start: int):
-    """``(key, key_start, key_end, value_start, value_end)`` for the object at ``body[start]``."""
-    i = _skip_ws(body, start + 1)
-    if body[i:i + 1] == b"}":
-        return
-    while True:
-        kend = _end_of_string(body, i)
-        key = orjson.loads(body[i:kend])
-        j = _skip_ws(body, kend)
-        vstart = _skip_ws(body, j + 1)
-        vend = _end_of_value(body, vstart)
-        yield key, i, kend, vstart, vend
-        i = _skip_ws(body, vend)
-        if body[i:i + 1] != b",":
-            return
-        i = _skip_ws(body, i + 1)
-
 
 def detect_indent(raw: bytes) -> int | None:
     """Spaces per level (JSON.stringify(x, null, n)), or None for compact JSON."""
@@ -168,7 +150,7 @@ def _rewrite(raw: bytes, data: dict, new_projects: dict, renames, repos) -> byte
         old_keys = list(data["projects"])
         if list(new_projects) == [dict(renames).get(k, k) for k in old_keys]:
             moving = dict(renames)
-            for key, ks, ke, _, _ in _members(raw, s):
+            for key, ks, ke, _, _ in object_members(raw, s):
                 if key in moving:
                     edits.append((ks, ke, orjson.dumps(moving[key])))
         else:
