@@ -1,0 +1,106 @@
+"""Line 1 of every rollout: which sessions a flip from OLD touches, which providers are present.
+
+This is all a dry run reads (codex.md §15.1): the provider of a session is in its first line, so
+deciding what a flip affects never opens more than the head of each file.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from histmig.diagnostics import HistmigError, Skip, Warning
+from histmig.formats import codex
+from histmig.jsonl import is_zst
+from histmig.plan import Fingerprint, Patch
+from histmig.stores import codex_config, codex_state
+
+
+@dataclass
+class Target:
+    path: Path
+    thread_id: str
+    archived: bool
+    compressed: bool
+    assumed: bool                         # no provider recorded: counted as Codex's default
+    rollout_id: str
+    patches: list[Patch] = field(default_factory=list)
+    fingerprint: Fingerprint | None = None
+    stripped: int = 0
+
+    def sample(self) -> dict[str, Any]:
+        return {"id": self.thread_id, "path": str(self.path), "archived": self.archived,
+                "compressed": self.compressed, "assumed_provider": self.assumed,
+                "edits": len(self.patches) or None, "delta": sum(p.delta for p in self.patches)}
+
+
+@dataclass
+class Census:
+    targets: list[Target] = field(default_factory=list)
+    others: Counter = field(default_factory=Counter)
+    skips: list[Skip] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+    children: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)   # rollout id -> (child, end offset)
+
+
+def census(homes, old: str, default: str, *, archived: bool = True) -> Census:
+    """Line 1 of every rollout: which sessions are OLD's, who else is there, what is broken."""
+    c = Census()
+    for path, is_archived, shadowed in codex.rollout_files(Path(homes.codex), archived=archived):
+        try:
+            first, meta, err = codex.head_obj(path)
+        except (HistmigError, OSError) as e:
+            first, meta, err = None, None, str(e)
+        if meta is None:
+            c.skips.append(Skip(str(path), err or "unreadable", code="unreadable"))
+            continue
+        _note_fork(c, meta, path)
+        recorded = meta.get("model_provider")
+        assumed = not isinstance(recorded, str) or not recorded
+        provider = default if assumed else recorded
+        if provider != old:
+            c.others[provider] += 1
+            continue
+        if "payload" not in first:
+            c.skips.append(Skip(str(path), "pre-envelope rollout (Codex cannot read it); left alone", code="pre-envelope"))
+            continue
+        if shadowed is not None:
+            c.warnings.append(Warning("zst-shadowed", f"{shadowed.name} is shadowed by the plain file "
+                                      "(Codex reads the plain one); left unchanged", path=str(shadowed)))
+        names = codex.parse_name(path.name)
+        thread_id = meta.get("id") if isinstance(meta.get("id"), str) else (names[1] if names else path.stem)
+        c.targets.append(Target(path, thread_id, is_archived, is_zst(path), assumed,
+                                rollout_id=(names[2] if names and names[2] else thread_id)))
+    return c
+
+
+def _note_fork(c: Census, meta: dict, path: Path) -> None:
+    base = meta.get("history_base")
+    if isinstance(base, dict) and isinstance(base.get("thread_id"), str) and isinstance(base.get("end_byte_offset"), int):
+        c.children.setdefault(base["thread_id"], []).append((path, base["end_byte_offset"]))
+
+
+def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
+    """``flip --list``: providers in history (line 1 of each rollout) and in each state DB."""
+    cfg = codex_config.load_config(homes)
+    default = codex_config.model_provider(cfg)
+    files: Counter = Counter()
+    assumed = 0
+    for path, _a, _s in codex.rollout_files(Path(homes.codex), archived=archived):
+        try:
+            meta, _ = codex.head_meta(path)
+        except (HistmigError, OSError):
+            meta = None
+        if meta is None:
+            files["(unreadable)"] += 1
+            continue
+        recorded = meta.get("model_provider")
+        if isinstance(recorded, str) and recorded:
+            files[recorded] += 1
+        else:
+            files[default] += 1
+            assumed += 1
+    dbs = {str(db): codex_state.provider_counts(db) for db in codex_state.state_dbs(homes, cfg)}
+    return {"configured": default, "files": dict(files.most_common()), "assumed": assumed, "state_dbs": dbs,
+            "known": sorted(set(codex_config.BUILTIN_PROVIDERS) | set(codex_config.defined_providers(cfg)))}
