@@ -2,7 +2,6 @@
 ``apply_options`` (the same flags everywhere) and ``run_plan`` (dry run, ``--plan-out``, apply)."""
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
@@ -13,51 +12,16 @@ import click
 
 from histmig.apply import ApplyOptions, apply_plan, recover, transactions, undo
 from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
+from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.plan import Plan
 
-_META_KEY = "histmig.apply_options"
-
-
-def _flags(f: Callable) -> Callable:
-    for opt in reversed([
-        click.option("--follow-symlinks", is_flag=True, help="Rewrite a symlink's target (inside the tool homes only)."),
-        click.option("--break-hardlinks", is_flag=True, help="Rewrite files with other hard links (those keep the old bytes)."),
-        click.option("--allow-appended", is_flag=True, help="Apply to files that only grew since the plan; the new tail is kept."),
-        click.option("--quiet-seconds", type=float, default=None, metavar="N",
-                     help="Skip files modified in the last N seconds (an agent may be writing)."),
-        click.option("--include-active", is_flag=True, help="Do not skip recently modified files."),
-    ]):
-        f = opt(f)
-    return f
+# The shared flags live in tx_options (no apply imports: a dry run parses them too).
+_flags = safety_flags
 
 
 def _collect(kwargs: dict) -> ApplyOptions:
-    return ApplyOptions(follow_symlinks=kwargs.pop("follow_symlinks"), break_hardlinks=kwargs.pop("break_hardlinks"),
-                        allow_appended=kwargs.pop("allow_appended"), quiet_seconds=kwargs.pop("quiet_seconds"),
-                        include_active=kwargs.pop("include_active"), argv=list(sys.argv))
-
-
-def apply_options(f: Callable) -> Callable:
-    """Adds --apply, --json, --plan-out and the safety flags. The command receives ``apply``,
-    ``as_json`` and ``plan_out``; the safety flags are stored for :func:`run_plan`."""
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        click.get_current_context().meta[_META_KEY] = _collect(kwargs)
-        return f(*args, **kwargs)
-
-    wrapper = _flags(wrapper)
-    wrapper = click.option("--plan-out", type=click.Path(dir_okay=False), default=None,
-                           help="Write the plan to FILE (apply it later with `histmig apply FILE`).")(wrapper)
-    wrapper = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(wrapper)
-    wrapper = click.option("--apply", "apply", is_flag=True, help="Make the changes (default: dry run).")(wrapper)
-    return wrapper
-
-
-def current_options() -> ApplyOptions:
-    ctx = click.get_current_context(silent=True)
-    opts = ctx.meta.get(_META_KEY) if ctx is not None else None
-    return opts or ApplyOptions(argv=list(sys.argv))
+    return options_from(pop_flags(kwargs))
 
 
 def run_plan(ctx: Context, plan: Plan, *, apply: bool, as_json: bool, plan_out: str | None,

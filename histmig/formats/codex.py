@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
 from histmig.diagnostics import HistmigError, HistmigInputError
 from histmig.formats import FunctionAdapter
 from histmig.jsonl import Line, head_lines, is_zst, open_stream, read_lines, tail_lines
-from histmig.model import Reasoning, Record, Session, SessionRef, Text, ToolCall, ToolResult
+
+# histmig.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
+# here: a flip dry run walks and reads line 1 through this module and never builds one.
+if TYPE_CHECKING:
+    from histmig.model import Record, Session, SessionRef, ToolCall
 
 NAME = "codex"
 ROLLOUT_RE = re.compile(r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-(.+)\.jsonl(\.zst)?$")
@@ -49,33 +54,80 @@ def plain_path(path: Path) -> Path:
 
 def walk_rollouts(root: Path, *, flat: bool) -> Iterator[Path]:
     """Rollout files under ``root`` (recursive unless ``flat``); symlinked folders are not entered."""
-    if not root.is_dir():
+    for path, _name, _names in _walk(str(root), flat):
+        yield Path(path)
+
+
+def _is_rollout(name: str) -> bool:
+    return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst"))
+
+
+def _walk(root: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
+    """``(path, name, names in its folder)`` of every rollout under ``root``, as ``os.walk`` +
+    reverse-sorted names would give them (a folder's files first, then its subfolders; symlinked
+    folders not entered; an unreadable folder skipped), but with ``os.scandir`` and str paths: a
+    dry run over thousands of files pays for neither ``Path`` objects nor a stat per name."""
+    if not os.path.isdir(root):
         return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort(reverse=True)
-        if flat:
-            dirnames.clear()
-        for name in sorted(filenames, reverse=True):
-            if name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst")):
-                yield Path(dirpath) / name
+    yield from _walk_dir(root, flat)
+
+
+def _walk_dir(top: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
+    files: list[str] = []
+    dirs: list[tuple[str, bool]] = []
+    names: set[str] = set()                      # every entry, folders too (Path.exists is true for them)
+    try:
+        with os.scandir(top) as it:
+            for entry in it:
+                names.add(entry.name)
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    files.append(entry.name)
+                elif not flat:
+                    try:
+                        link = entry.is_symlink()
+                    except OSError:
+                        link = False
+                    dirs.append((entry.name, link))
+    except OSError:
+        return                                   # os.walk(onerror=None) drops the folder too
+    prefix = top if top.endswith("/") else top + "/"
+    for name in sorted(files, reverse=True):
+        if _is_rollout(name):
+            yield prefix + name, name, names
+    for name, link in sorted(dirs, reverse=True):
+        if not link:
+            yield from _walk_dir(prefix + name, flat)
+
+
+def rollout_entries(codex_home: str | os.PathLike, *, archived: bool = True) -> Iterator[tuple[str, bool, str | None]]:
+    """:func:`rollout_files` with str paths (for callers that touch thousands of files)."""
+    home = str(Path(codex_home))
+    roots = [(os.path.join(home, "sessions"), False, False)]
+    if archived:
+        roots.append((os.path.join(home, "archived_sessions"), True, True))
+    for root, is_archived, flat in roots:
+        for path, name, names in _walk(root, flat):
+            # a sibling missing from the folder listing cannot exist; one present is confirmed
+            # with the same follow-symlinks test as Path.exists (a dangling link does not count)
+            if name.endswith(".zst"):
+                if name[:-4] in names and os.path.exists(path[:-4]):
+                    continue                     # reported with its plain sibling
+                yield path, is_archived, None
+            else:
+                zst = path + ".zst"
+                yield path, is_archived, zst if name + ".zst" in names and os.path.exists(zst) else None
 
 
 def rollout_files(codex_home: Path, *, archived: bool = True) -> Iterator[tuple[Path, bool, Path | None]]:
     """``(path, archived, shadowed_zst)`` for every logical rollout. When ``x.jsonl`` and
     ``x.jsonl.zst`` both exist the plain file wins (Codex's precedence) and the ``.zst`` is
     returned as ``shadowed_zst``."""
-    roots = [(codex_home / "sessions", False, False)]
-    if archived:
-        roots.append((codex_home / "archived_sessions", True, True))
-    for root, is_archived, flat in roots:
-        for path in walk_rollouts(root, flat=flat):
-            if path.name.endswith(".zst"):
-                if plain_path(path).exists():
-                    continue                     # reported with its plain sibling
-                yield path, is_archived, None
-            else:
-                zst = path.with_name(path.name + ".zst")
-                yield path, is_archived, zst if zst.exists() else None
+    for path, is_archived, shadowed in rollout_entries(codex_home, archived=archived):
+        yield Path(path), is_archived, Path(shadowed) if shadowed is not None else None
 
 
 # ---- line classification --------------------------------------------------------------------
@@ -138,12 +190,83 @@ def is_conversation_message(obj: Any) -> bool:
 
 # ---- heads: what a listing needs -------------------------------------------------------------
 
-def first_line(path: Path, *, limit: int = 64 * 1024 * 1024) -> bytes:
-    """The first line of a rollout (plain or ``.zst``), reading no further than needed."""
+FIRST_CHUNK = 64 * 1024
+FIRST_READ = 32 * 1024          # one read covers the usual ~20 KB line 1 (base instructions)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def first_line(path: str | os.PathLike, *, limit: int = 64 * 1024 * 1024) -> bytes:
+    """The first line of a rollout (plain or ``.zst``), reading no further than needed.
+    A line with no newline within ``limit`` bytes (checked in 64 KB steps) is refused."""
+    return bytes(_first_line_view(path, limit))
+
+
+def _first_line_view(path, limit: int) -> bytes | memoryview:
+    """:func:`first_line` without copying the usual case (the line ends inside the first read)."""
+    if is_zst(path):
+        return _first_line_stream(path, limit)
+    fd = _open_plain(path)
+    try:
+        return _first_line_fd(fd, path, limit)
+    finally:
+        os.close(fd)
+
+
+def _open_plain(path: str | os.PathLike) -> int:
+    """``jsonl.open_regular`` as a bare fd (no file object: this runs once per rollout in a dry
+    run). Same refusals and messages: a final symlink is not followed, only regular files."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as e:
+        import errno
+        if e.errno == errno.ELOOP:
+            raise HistmigInputError("is a symlink; not followed", path=path) from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise HistmigInputError("permission denied", path=path) from None
+        raise HistmigInputError(e.strerror or str(e), path=path) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HistmigInputError("not a regular file", path=path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd                    # O_NONBLOCK has no effect on a regular file: no need to clear it
+
+
+def _first_line_fd(fd: int, path, limit: int) -> bytes | memoryview:
+    data = os.read(fd, FIRST_READ)
+    nl = data.find(b"\n")
+    if nl >= 0:
+        return _accept(memoryview(data)[:nl + 1], nl, path, limit)
+    parts, size = [data], len(data)
+    # then the 64 KB chunks of the stream reader, aligned as it reads them: a chunk is read when
+    # it starts at or before ``limit``, so both readers accept and refuse the same lines
+    while data and size // FIRST_CHUNK * FIRST_CHUNK <= limit:
+        data = os.read(fd, FIRST_CHUNK - size % FIRST_CHUNK)
+        nl = data.find(b"\n")
+        if nl >= 0:
+            parts.append(data[:nl + 1])
+            return _accept(b"".join(parts), size + nl, path, limit)
+        parts.append(data)
+        size += len(data)
+    if size > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return b"".join(parts)
+
+
+def _accept(line, nl_at: int, path, limit: int):
+    """The limit rule of the 64 KB chunked reader: a newline is found when the chunk holding it
+    starts at or before ``limit``."""
+    if nl_at // FIRST_CHUNK * FIRST_CHUNK > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return line
+
+
+def _first_line_stream(path, limit: int) -> bytes:
     buf = bytearray()
     with open_stream(path) as fh:
         while len(buf) <= limit:
-            chunk = fh.read(64 * 1024)
+            chunk = fh.read(FIRST_CHUNK)
             if not chunk:
                 break
             nl = chunk.find(b"\n")
@@ -169,17 +292,26 @@ def meta_of(obj: Any) -> dict | None:
 def head_obj(path: Path) -> tuple[dict | None, dict | None, str | None]:
     """``(line 1 object, session_meta payload, error)`` reading line 1 only: the cheap test a flip
     dry run needs. Pre-envelope files give a payload with no envelope (``"payload" not in obj``)."""
-    from histmig.jsonl import parse_json
-    body = first_line(path).rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
+    body = _json_text(_first_line_view(path, 64 * 1024 * 1024))
     try:                     # orjson alone: fast; the strict duplicate-key check runs only on failure
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        obj, err = parse_json(body)
+        from histmig.jsonl import parse_json
+        obj, err = parse_json(bytes(body))
         return None, None, f"line 1 unreadable ({err or 'not valid JSON'})"
     meta = meta_of(obj)
     if meta is None:
         return obj, None, "line 1 is not a session_meta"
     return obj, meta, None
+
+
+def _json_text(line):
+    """``line.rstrip(b"\\r\\n").removeprefix(BOM)`` as a view: line 1 is ~20 KB, read thousands of times."""
+    end = len(line)
+    while end and line[end - 1] in (10, 13):
+        end -= 1
+    start = 3 if end >= 3 and line[:3] == b"\xef\xbb\xbf" else 0
+    return memoryview(line)[start:end]
 
 
 def head_meta(path: Path) -> tuple[dict | None, str | None]:
@@ -189,6 +321,7 @@ def head_meta(path: Path) -> tuple[dict | None, str | None]:
 
 
 def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
+    from histmig.model import SessionRef
     names = parse_name(path.name)
     ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
                      archived=archived, compressed=is_zst(path))
@@ -262,6 +395,7 @@ def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | No
 def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
              head_bytes: int = 128 * 1024) -> SessionRef:
     """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception."""
+    from histmig.model import SessionRef
     try:
         st = path.stat()
         lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
@@ -300,6 +434,7 @@ def _latest_turn_cwd(path: Path) -> str | None:
 
 def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
     """``(kind, role, parts)`` of one line."""
+    from histmig.model import Reasoning, Text, ToolResult
     item = payload(obj) if t == "response_item" else (obj if t and t.startswith("legacy:") else None)
     if t == "event_msg":
         return "event", None, []
@@ -327,6 +462,7 @@ def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
 
 
 def _tool_call(item: dict) -> ToolCall:
+    from histmig.model import ToolCall
     it = item.get("type")
     if it == "function_call":
         args: Any = item.get("arguments")
@@ -343,6 +479,7 @@ def _tool_call(item: dict) -> ToolCall:
 
 
 def _record(ln: Line) -> Record:
+    from histmig.model import Record
     if ln.raw is None or ln.opaque or ln.blank:
         reason = ln.error if not ln.blank else "blank line"
         return Record(raw=ln.raw, line=ln.number, opaque_reason=reason,
@@ -360,6 +497,7 @@ def _record(ln: Line) -> Record:
 
 def read(path_or_ref: Any) -> Session:
     """The whole session: one Record per line, every line kept (opaque ones too)."""
+    from histmig.model import Session, SessionRef
     path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
     names = parse_name(path.name)
     session = Session(id=names[1] if names else path.stem, format=NAME, path=path)

@@ -5,21 +5,23 @@ deciding what a flip affects never opens more than the head of each file.
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from histmig.diagnostics import HistmigError, Skip, Warning
 from histmig.formats import codex
-from histmig.jsonl import is_zst
-from histmig.plan import Fingerprint, Patch
 from histmig.stores import codex_config, codex_state
+
+if TYPE_CHECKING:
+    from histmig.plan import Fingerprint, Patch
 
 
 @dataclass
 class Target:
-    path: Path
+    where: str | Path                     # the rollout (the census passes a str: see ``path``)
     thread_id: str
     archived: bool
     compressed: bool
@@ -29,8 +31,13 @@ class Target:
     fingerprint: Fingerprint | None = None
     stripped: int = 0
 
+    @property
+    def path(self) -> Path:
+        """As a Path, made on use: a dry run over thousands of targets never needs one."""
+        return self.where if isinstance(self.where, Path) else Path(self.where)
+
     def sample(self) -> dict[str, Any]:
-        return {"id": self.thread_id, "path": str(self.path), "archived": self.archived,
+        return {"id": self.thread_id, "path": os.fspath(self.where), "archived": self.archived,
                 "compressed": self.compressed, "assumed_provider": self.assumed,
                 "edits": len(self.patches) or None, "delta": sum(p.delta for p in self.patches)}
 
@@ -45,17 +52,19 @@ class Census:
 
 
 def census(homes, old: str, default: str, *, archived: bool = True) -> Census:
-    """Line 1 of every rollout: which sessions are OLD's, who else is there, what is broken."""
+    """Line 1 of every rollout: which sessions are OLD's, who else is there, what is broken.
+    Str paths throughout (``codex.rollout_entries``): this loop runs once per session."""
     c = Census()
-    for path, is_archived, shadowed in codex.rollout_files(Path(homes.codex), archived=archived):
+    for path, is_archived, shadowed in codex.rollout_entries(homes.codex, archived=archived):
         try:
             first, meta, err = codex.head_obj(path)
         except (HistmigError, OSError) as e:
             first, meta, err = None, None, str(e)
         if meta is None:
-            c.skips.append(Skip(str(path), err or "unreadable", code="unreadable"))
+            c.skips.append(Skip(path, err or "unreadable", code="unreadable"))
             continue
-        _note_fork(c, meta, path)
+        if "history_base" in meta:
+            _note_fork(c, meta, path)
         recorded = meta.get("model_provider")
         assumed = not isinstance(recorded, str) or not recorded
         provider = default if assumed else recorded
@@ -63,22 +72,35 @@ def census(homes, old: str, default: str, *, archived: bool = True) -> Census:
             c.others[provider] += 1
             continue
         if "payload" not in first:
-            c.skips.append(Skip(str(path), "pre-envelope rollout (Codex cannot read it); left alone", code="pre-envelope"))
+            c.skips.append(Skip(path, "pre-envelope rollout (Codex cannot read it); left alone", code="pre-envelope"))
             continue
         if shadowed is not None:
-            c.warnings.append(Warning("zst-shadowed", f"{shadowed.name} is shadowed by the plain file "
-                                      "(Codex reads the plain one); left unchanged", path=str(shadowed)))
-        names = codex.parse_name(path.name)
-        thread_id = meta.get("id") if isinstance(meta.get("id"), str) else (names[1] if names else path.stem)
-        c.targets.append(Target(path, thread_id, is_archived, is_zst(path), assumed,
+            c.warnings.append(Warning("zst-shadowed", f"{os.path.basename(shadowed)} is shadowed by the plain file "
+                                      "(Codex reads the plain one); left unchanged", path=shadowed))
+        name = os.path.basename(path)
+        names = codex.parse_name(name)
+        thread_id = meta.get("id") if isinstance(meta.get("id"), str) else (names[1] if names else Path(name).stem)
+        c.targets.append(Target(path, thread_id, is_archived, path.endswith(".zst"), assumed,
                                 rollout_id=(names[2] if names and names[2] else thread_id)))
     return c
 
 
-def _note_fork(c: Census, meta: dict, path: Path) -> None:
+def _note_fork(c: Census, meta: dict, path: str) -> None:
     base = meta.get("history_base")
     if isinstance(base, dict) and isinstance(base.get("thread_id"), str) and isinstance(base.get("end_byte_offset"), int):
-        c.children.setdefault(base["thread_id"], []).append((path, base["end_byte_offset"]))
+        c.children.setdefault(base["thread_id"], []).append((Path(path), base["end_byte_offset"]))
+
+
+def count_provider_updates(targets: list[Target], providers: dict[Path, dict[str, Any]], new: str) -> int:
+    """How many ``UPDATE threads SET model_provider`` ops ``codex_state.provider_update_ops`` would
+    plan for ``targets`` (one per DB whose row exists, has the column and is not NEW yet), from
+    ``codex_state.thread_providers`` maps: counting them costs no operation objects."""
+    n = 0
+    for by_id in providers.values():
+        for t in targets:
+            value = by_id.get(t.thread_id, codex_state.NO_COLUMN)
+            n += value is not codex_state.NO_COLUMN and value != new
+    return n
 
 
 def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
@@ -87,7 +109,7 @@ def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
     default = codex_config.model_provider(cfg)
     files: Counter = Counter()
     assumed = 0
-    for path, _a, _s in codex.rollout_files(Path(homes.codex), archived=archived):
+    for path, _a, _s in codex.rollout_entries(homes.codex, archived=archived):
         try:
             meta, _ = codex.head_meta(path)
         except (HistmigError, OSError):

@@ -12,10 +12,13 @@ import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from histmig.diagnostics import HistmigInputError
-from histmig.plan import SqlUpdate
+
+# histmig.plan (SqlUpdate) is imported by the functions that build operations: a dry run only reads.
+if TYPE_CHECKING:
+    from histmig.plan import SqlUpdate
 
 STATE_DB = "state_5.sqlite"
 HISTORY_DB = "thread_history_1.sqlite"
@@ -105,6 +108,26 @@ def thread_rows(db: Path, ids: Iterable[str] | None = None, *, strict: bool = Fa
     return {r["id"]: r for r in rows}
 
 
+NO_COLUMN = object()   # thread_providers: the DB's threads table has no model_provider column
+
+
+def thread_providers(db: Path) -> dict[str, Any]:
+    """``{thread id: model_provider}`` of every threads row, in one query of two columns (a flip
+    dry run only counts rows; :func:`thread_rows` builds a dict per row). ``NO_COLUMN`` as the
+    value when the table has no model_provider column; {} without a threads table."""
+    try:
+        with closing(connect_ro(db)) as con:
+            have = _columns(con, "threads")
+            if "id" not in have:
+                return {}
+            con.row_factory = None
+            if "model_provider" not in have:
+                return {r[0]: NO_COLUMN for r in con.execute("SELECT id FROM threads")}
+            return dict(con.execute("SELECT id, model_provider FROM threads").fetchall())
+    except sqlite3.Error as e:
+        raise HistmigInputError(f"cannot read threads ({e})", path=db) from None
+
+
 def provider_counts(db: Path) -> dict[str, int]:
     try:
         with closing(connect_ro(db)) as con:
@@ -152,6 +175,7 @@ def cwd_update_ops(homes, thread_id: str, new_cwd: str, *, rows: dict[Path, dict
 
 
 def _thread_update_ops(homes, thread_id, column, value, *, rows, reason) -> list[SqlUpdate]:
+    from histmig.plan import SqlUpdate
     ops = []
     for db in state_dbs(homes) if rows is None else list(rows):
         row = (thread_rows(db, [thread_id]) if rows is None else rows[db]).get(thread_id)
@@ -194,6 +218,7 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
     edits = [(at, d) for at, d in edits if d]
     if not edits:
         return []
+    from histmig.plan import SqlUpdate
     ops: list[SqlUpdate] = []
     if index is not None:
         dbs = list(index.turns)
