@@ -20,10 +20,12 @@ import errno
 import os
 import signal
 import stat
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 TMP_SUFFIX = ".histmig-tmp"
+_COUNT_LOCK = threading.Lock()
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -72,17 +74,18 @@ class FS:
     # -- bookkeeping --------------------------------------------------------------------------
     def _op(self, name: str, label) -> None:
         label = os.fsdecode(label) if not isinstance(label, str) else label
-        self.count += 1
-        self.log.append((name, label))
-        if self.crash_at is not None and self.count == self.crash_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-        for f in self.faults:
-            if f.fired or not f.matches(name, label):
-                continue
-            f.seen += 1
-            if f.seen == f.at:
-                f.fired = True
-                raise OSError(f.err, os.strerror(f.err), label)
+        with _COUNT_LOCK:       # temps are filled two at a time: each k stays exactly one operation
+            self.count += 1
+            self.log.append((name, label))
+            if self.crash_at is not None and self.count == self.crash_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            for f in self.faults:
+                if f.fired or not f.matches(name, label):
+                    continue
+                f.seen += 1
+                if f.seen == f.at:
+                    f.fired = True
+                    raise OSError(f.err, os.strerror(f.err), label)
 
     def point(self, name: str, label: str = "") -> None:
         hook = self.hooks.get(name)

@@ -170,6 +170,58 @@ def tx_info(folder: Path) -> TxInfo:
                   argv=begin.get("argv", []), started_ns=begin.get("t", 0), changes=len(done), paths=paths)
 
 
+_STATE_KINDS = ("undone", "undo-start", "undo-stopped", "rolled-back", "commit")
+
+
+def tx_state(folder: Path) -> str:
+    """:func:`state_of` without parsing every record: a transaction of 30,000 records is decided by
+    the few state records in it, found by their first bytes (every record starts with its kind) and
+    parsed alone so a torn line still does not count."""
+    try:
+        data = (Path(folder) / JOURNAL).read_bytes()
+    except FileNotFoundError:
+        return "empty"
+    last = {k: _last_record(data, k) for k in _STATE_KINDS}
+    if last["undone"] >= 0:
+        return "undone"
+    if max(last["undo-start"], last["undo-stopped"]) >= 0:
+        return "undoing" if last["undo-start"] > last["undo-stopped"] else "partly-undone"
+    if last["rolled-back"] >= 0:
+        return "rolled-back"
+    if last["commit"] >= 0:
+        return "committed"
+    return state_of(read_records(folder))     # applying or empty: rare, parse it all
+
+
+def _last_record(data: bytes, kind: str) -> int:
+    """Offset of the last complete record of ``kind``, or -1."""
+    needle = b'{"kind":"' + kind.encode() + b'"'
+    end = len(data)
+    while (i := data.rfind(needle, 0, end)) >= 0:
+        if i == 0 or data[i - 1:i] == b"\n":
+            nl = data.find(b"\n", i)
+            if nl >= 0 and _complete(data[i:nl]):
+                return i
+        end = i
+    return -1
+
+
+def _complete(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict) if line.strip() else False
+    except orjson.JSONDecodeError:
+        return False
+
+
+def unfinished_transactions(state_dir: Path) -> list[str]:
+    """Txids of transactions left applying or undoing (what every command refuses to run past)."""
+    root = tx_root(state_dir)
+    if not root.is_dir():
+        return []
+    return [p.name for p in sorted(root.iterdir())
+            if p.is_dir() and (p / JOURNAL).exists() and tx_state(p) in UNFINISHED]
+
+
 def list_transactions(state_dir: Path) -> list[TxInfo]:
     """Every transaction, oldest first (txids sort by time)."""
     root = tx_root(state_dir)

@@ -45,6 +45,9 @@ class Fingerprint:
     size: int | None = None
     mtime_ns: int | None = None
     sha256: str | None = None
+    # ctime cannot be set from user space and moves on every write or utime: equal ctime means the
+    # hashed content is still there, so apply may hash while it writes instead of re-reading first
+    ctime_ns: int | None = None
 
     @classmethod
     def of(cls, path: str | os.PathLike, *, with_hash: bool = True) -> "Fingerprint":
@@ -62,12 +65,13 @@ class Fingerprint:
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
                     h.update(chunk)
             digest = h.hexdigest()
-        return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest)
+        return cls(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest,
+                   ctime_ns=st.st_ctime_ns if digest else None)
 
     def to_dict(self) -> dict[str, Any]:
         if self.absent:
             return {"absent": True}
-        return {k: v for k in ("dev", "ino", "size", "mtime_ns", "sha256") if (v := getattr(self, k)) is not None}
+        return {k: v for k in ("dev", "ino", "size", "mtime_ns", "sha256", "ctime_ns") if (v := getattr(self, k)) is not None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Fingerprint":

@@ -17,7 +17,7 @@ from typing import Any
 
 from histmig.apply.options import ApplyOptions, ApplyResult, RecoverResult
 from histmig.diagnostics import RefusedError
-from histmig.journal import TxInfo, list_transactions
+from histmig.journal import TxInfo, list_transactions, unfinished_transactions
 
 __all__ = ["ApplyOptions", "ApplyResult", "RecoverResult", "TxInfo", "ApplyFailedError", "apply_plan",
            "undo", "recover", "transactions", "check_no_unfinished"]
@@ -33,9 +33,8 @@ def transactions(homes) -> list[TxInfo]:
 
 def check_no_unfinished(homes) -> None:
     from histmig.diagnostics import UnfinishedTransactionError
-    for tx in transactions(homes):
-        if tx.unfinished:
-            raise UnfinishedTransactionError(f"unfinished transaction {tx.txid}; run histmig recover")
+    for txid in unfinished_transactions(homes.state):
+        raise UnfinishedTransactionError(f"unfinished transaction {txid}; run histmig recover")
 
 
 def apply_plan(plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:

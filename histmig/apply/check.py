@@ -142,14 +142,15 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
 WORKERS = min(4, os.cpu_count() or 1)
 
 
-def parallel_map(fn, items: list) -> list:
-    """``[fn(x) for x in items]`` on a few threads: the work is hashing and reading, which release
-    the GIL (hashlib does for buffers over 2 KiB). Nothing here goes through the facade's counted
-    operations, so fault and crash points stay deterministic."""
-    if WORKERS < 2 or len(items) < 2:
+def parallel_map(fn, items: list, *, workers: int = WORKERS) -> list:
+    """``[fn(x) for x in items]`` on a few threads: the work is hashing, reading and writing, which
+    release the GIL (hashlib does for buffers over 2 KiB). The first error is raised once every
+    started call has finished."""
+    workers = min(workers, WORKERS)
+    if workers < 2 or len(items) < 2:
         return [fn(x) for x in items]
     from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(WORKERS) as ex:
+    with ThreadPoolExecutor(workers) as ex:
         return list(ex.map(fn, items))
 
 
@@ -383,6 +384,8 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     elif op.new_bytes is not None:
         prep.content = op.new_bytes
     prep.patches = op.patches
+    if _streamable(prep, op):
+        return _check_spans(prep, src)
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, opts, stale=Stale)
     if op.expect.sha256 and prep.base_size == prep.st.st_size and prep.pre_sha != op.expect.sha256:
         raise Stale(f"{op.path}: content changed since plan (sha256)")
@@ -390,6 +393,32 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     if (op.in_place_ok and same_len and op.patches and prep.content is None
             and prep.base_size == prep.st.st_size):
         prep.method = "inplace"
+
+
+def _streamable(prep: Prepared, op: WriteFile) -> bool:
+    """A plain patched rewrite of a file untouched since the plan hashed it (same ctime): its hashes are taken while the temp is
+    written (one read of the file instead of three), see :func:`histmig.apply.content.stream_segments`.
+    In-place patches, recompressed and whole-content writes, and appended tails keep the full
+    precheck digest."""
+    same_len = all(len(p.old) == len(p.new) for p in op.patches)
+    fp = op.expect
+    if not fp.sha256 or fp.ctime_ns != prep.st.st_ctime_ns:
+        return False      # not provably untouched since the plan hashed it: digest it now
+    return (op.compression is None and prep.content is None and bool(op.patches)
+            and prep.base_size == prep.st.st_size and not (op.in_place_ok and same_len))
+
+
+def _check_spans(prep: Prepared, src: int) -> None:
+    """Each patch's old bytes are still there (a small read each); the whole-file hash is compared
+    with the plan's while the temp is written, before anything is replaced."""
+    op: WriteFile = prep.op
+    for p in op.patches:
+        if p.offset + len(p.old) > prep.base_size or os.pread(src, len(p.old), p.offset) != p.old:
+            raise Stale(f"{op.path}: content changed since plan (bytes at offset {p.offset})")
+    prep.streamed = True
+    prep.pre_sha = op.expect.sha256
+    prep.post_sha = None
+    prep.post_size = prep.base_size + sum(len(p.new) - len(p.old) for p in op.patches)
 
 
 # -- checks that turn into skips ------------------------------------------------------------------

@@ -152,6 +152,40 @@ def write_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: in
     return size
 
 
+def stream_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: int,
+                    opts: ApplyOptions, label: str) -> tuple[str, str, int]:
+    """Write the new content into ``tmp`` in one sequential read of the source, hashing both sides
+    on the way: ``(sha256 of the source, sha256 of what was written, its size)``. The rewrite's fast
+    path (precheck did not read the file): the caller compares the source hash with the plan's
+    before the temp may replace anything, and journals the written hash before the rename."""
+    win, buf, size = Window(src, file_size=cur_size), bytearray(), 0
+    pre, post = hashlib.sha256(), hashlib.sha256()
+    pos = 0
+    for start, end, new in segments(prep, win, cur_size, opts):
+        if new is None:
+            for chunk in win.chunks(start, end):
+                pre.update(chunk)
+                post.update(chunk)
+                if len(chunk) >= COPY_MIN:      # long unchanged run: written from the window itself
+                    buf = _flush(fs, tmp, buf, label)
+                    fs.write(tmp, chunk, label)
+                    continue
+                buf += chunk
+                if len(buf) >= WINDOW:
+                    buf = _flush(fs, tmp, buf, label)
+            size += end - start
+        else:
+            pre.update(win.view(start, end))
+            post.update(new)
+            buf += new
+            size += len(new)
+        pos = end
+    if pos != cur_size:
+        raise OSError(errno.EIO, "segments do not cover the source")
+    _flush(fs, tmp, buf, label)
+    return pre.hexdigest(), post.hexdigest(), size
+
+
 def _flush(fs: fsio.FS, tmp: int, buf: bytearray, label: str) -> bytearray:
     if buf:
         fs.write(tmp, buf, label)

@@ -79,6 +79,7 @@ class Prepared:
     content: bytes | None = None  # whole new content (new_bytes, recompressed zstd)
     post_sha: str | None = None
     post_size: int = 0
+    streamed: bool = False       # hashes computed while writing (content.stream_segments), not in precheck
     dirs: list[str] = field(default_factory=list)   # folders to create (create / rename)
     dst: str = ""                # rename target (real path)
     skip: Skip | None = None

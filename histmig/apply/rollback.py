@@ -46,11 +46,13 @@ def intents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         if r["kind"] == "intent":
             latest[r["n"]] = dict(r)
-        elif r["kind"] in ("done", "salvaged", "copied") and r["n"] in latest:
+        elif r["kind"] in ("ready", "done", "salvaged", "copied") and r["n"] in latest:
             rec = latest[r["n"]]
             rec[r["kind"]] = True
             if r.get("post"):
                 rec["post"] = r["post"]
+            if r.get("pre_sha256"):      # a streamed rewrite learns its source hash while writing
+                rec["pre"] = {**rec["pre"], "sha256": r["pre_sha256"]}
             if r["kind"] == "salvaged":
                 rec["salvaged_raw"] = r["raw"]
     return [latest[n] for n in sorted(latest, reverse=True)]

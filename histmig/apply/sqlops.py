@@ -50,13 +50,56 @@ def _mismatch(con: sqlite3.Connection, op) -> str | None:
     return None if n == op.expect_count else f"{n} rows match {op.where}, plan expected {op.expect_count}"
 
 
+IN_BATCH = 400   # keys per query (SQLite's old default limit is 999 variables)
+
+
+def _mismatches(con: sqlite3.Connection, ops: list) -> list[str]:
+    """:func:`_mismatch` for every op, with a few queries instead of one per row: updates are
+    grouped by (table, key columns, expected columns) and their rows fetched by ``IN`` batches. An
+    update whose row is not found that way (NULL keys, type affinity) is re-checked on its own."""
+    groups: dict[tuple, list[SqlUpdate]] = {}
+    out: list[str] = []
+    for op in ops:
+        if isinstance(op, SqlUpdate) and op.key and None not in op.key.values():
+            groups.setdefault((op.table, tuple(op.key), tuple(op.expect)), []).append(op)
+        elif (m := _mismatch(con, op)):
+            out.append(m)
+    for (table, keys, cols), group in groups.items():
+        for i in range(0, len(group), IN_BATCH):
+            out += _check_group(con, table, keys, cols, group[i:i + IN_BATCH])
+    return out
+
+
+def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[SqlUpdate]) -> list[str]:
+    names = ", ".join(f'"{c}"' for c in (*keys, *cols))
+    one = "(" + ", ".join("?" for _ in keys) + ")"
+    lhs = "(" + ", ".join(f'"{k}"' for k in keys) + ")"
+    sql = f'SELECT {names} FROM "{table}" WHERE {lhs} IN (VALUES {", ".join([one] * len(ops))})'
+    found: dict[tuple, list[tuple]] = {}
+    for row in con.execute(sql, [op.key[k] for op in ops for k in keys]):
+        found.setdefault(tuple(row[:len(keys)]), []).append(row[len(keys):])
+    out = []
+    for op in ops:
+        rows = found.get(tuple(op.key[k] for k in keys))
+        if rows is None:
+            m = _mismatch(con, op)             # the slow, exact check decides
+        elif len(rows) != 1:
+            m = f"{len(rows)} rows match {op.key}, expected 1"
+        else:
+            got = dict(zip(cols, rows[0]))
+            m = None if got == op.expect else f"row {op.key} holds {got}, plan expected {op.expect}"
+        if m:
+            out.append(m)
+    return out
+
+
 def check_expectations(db: str, ops: list) -> list[str]:
     try:
         con = connect(db, readonly=True)
     except sqlite3.Error as e:
         return [f"{db}: cannot open database ({e})"]
     try:
-        return [f"{db}: {m}" for op in ops if (m := _mismatch(con, op))]
+        return [f"{db}: {m}" for m in _mismatches(con, ops)]
     except sqlite3.Error as e:
         return [f"{db}: {e}"]
     finally:
@@ -82,14 +125,13 @@ def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
     dst.close()
     src.close()
     with _transaction(ctx.fs, db) as con:
-        bad = [m for p in preps if (m := _mismatch(con, p.op))]
+        bad = _mismatches(con, [p.op for p in preps])
         if bad:
             raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
         ctx.journal.append_stream("intent", {"n": n, "method": "sql", "path": db,
                                              "backup": {"name": bname, "kind": "sqlite"}, "ops": [p.n for p in preps]},
                                   "rows", (_journal_row(con, p.op) for p in preps))
-        for p in preps:
-            _execute(con, p.op)
+        _execute_all(con, [p.op for p in preps])
     ctx.journal.append("done", n=n)
 
 
@@ -122,6 +164,29 @@ def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
     cur = con.execute(f'SELECT * FROM "{op.table}" WHERE {w}', args)
     cols = [d[0] for d in cur.description]
     return {"kind": "delete", "table": op.table, "rows": [{c: _enc(v) for c, v in zip(cols, r)} for r in cur]}
+
+
+def _execute_all(con: sqlite3.Connection, ops: list) -> None:
+    """Every op in order; runs of updates with the same statement go through one ``executemany``."""
+    i = 0
+    while i < len(ops):
+        op = ops[i]
+        if not isinstance(op, SqlUpdate):
+            _execute(con, op)
+            i += 1
+            continue
+        sql = _update_sql(op)
+        j = i
+        while j < len(ops) and isinstance(ops[j], SqlUpdate) and _update_sql(ops[j]) == sql:
+            j += 1
+        con.executemany(sql, ([*o.set.values(), *o.key.values()] for o in ops[i:j]))
+        i = j
+
+
+def _update_sql(op: SqlUpdate) -> str:
+    w, _ = _where(op.key)
+    sets = ", ".join(f'"{c}" = ?' for c in op.set)
+    return f'UPDATE "{op.table}" SET {sets} WHERE {w}'
 
 
 def _execute(con: sqlite3.Connection, op) -> None:

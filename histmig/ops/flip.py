@@ -222,7 +222,8 @@ def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
             if edits:
                 t.patches += _checked_patches(obj, edits, line_off, body_off, body)
     digest = hasher.hexdigest() if hasher else Fingerprint.of(t.path).sha256
-    t.fingerprint = Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest)
+    t.fingerprint = Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest,
+                                ctime_ns=st.st_ctime_ns)
 
 
 # ---- the plan ----------------------------------------------------------------------------
@@ -236,9 +237,11 @@ def check_names(old: str, new: str) -> None:
 
 
 def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypted: bool = False,
-              set_config: bool = False, exact: bool = True) -> Plan:
+              set_config: bool = False, exact: bool = True, counts_only: bool = False) -> Plan:
     """The flip as a Plan. ``exact=False`` (dry run) decides from line 1 only and plans the
-    database rows but not the file patches."""
+    database rows but not the file patches. ``counts_only`` (with ``exact=False``; what the CLI
+    shows for a dry run) counts those rows instead of planning them: the same summary, warnings
+    and skips, but ``operations`` holds only the config edit; such a plan must never be applied."""
     check_names(old, new)
     cfg = codex_config.load_config(homes)
     default = codex_config.model_provider(cfg)
@@ -247,16 +250,27 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
                                  "set_config": set_config, "exact": exact},
                 roots=[str(r) for r in homes.roots()], warnings=c.warnings, skips=c.skips)
     plan.warnings += config_warnings(cfg, old, new, default, set_config=set_config, strip=strip_encrypted)
+    if counts_only and not exact:
+        from histmig.ops.flip_census import count_provider_updates
+        providers = {db: codex_state.thread_providers(db) for db in codex_state.state_dbs(homes, cfg)}
+        _row_warnings(plan, providers, c.targets, old, new)
+        if set_config and (op := codex_config.set_model_provider_op(homes, new)) is not None:
+            plan.operations.append(op)
+        plan.summary = _summary(c.targets, c, plan, default, old, exact,
+                                state_rows=count_provider_updates(c.targets, providers, new))
+        return plan
     rows = {db: codex_state.thread_rows(db) for db in codex_state.state_dbs(homes, cfg)}
     hdbs = codex_state.HistoryIndex(codex_state.history_dbs(homes, cfg)) if exact else None
+    scanned = scan_all(c.targets, old, new, strip=strip_encrypted) if exact else {}
     flipped: list[Target] = []
     for t in c.targets:
-        if exact and not _plan_file(plan, t, old, new, strip_encrypted, c, homes, hdbs):
+        if exact and not _plan_file(plan, t, c, homes, hdbs, scanned[id(t)]):
             continue
         plan.operations += codex_state.provider_update_ops(homes, t.thread_id, new, rows=rows,
                                                            reason=f"flip {old} -> {new}")
         flipped.append(t)
-    _row_warnings(plan, rows, flipped, old, new)
+    _row_warnings(plan, {db: {i: r.get("model_provider") for i, r in by_id.items()} for db, by_id in rows.items()},
+                  flipped, old, new)
     if set_config:
         op = codex_config.set_model_provider_op(homes, new)
         if op is not None:
@@ -265,12 +279,26 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
     return plan
 
 
-def _plan_file(plan: Plan, t: Target, old, new, strip, c: Census, homes, hdbs) -> bool:
-    """Add the file's WriteFile (+ offset shifts) to the plan; False when the file is skipped."""
-    try:
-        scan_patches(t, old, new, strip=strip)
-    except (HistmigError, EditError, OSError) as e:
-        plan.skips.append(Skip(str(t.path), f"cannot plan the edit ({e})", code="unplannable"))
+def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, Exception | None]:
+    """:func:`scan_patches` for every target, two files at a time: reading and hashing (most of the
+    work) release the GIL. Returns each target's error (None when it was scanned), by ``id``."""
+    def one(t: Target) -> Exception | None:
+        try:
+            scan_patches(t, old, new, strip=strip)
+        except (HistmigError, EditError, OSError) as e:
+            return e
+        return None
+    if len(targets) < 2:
+        return {id(t): one(t) for t in targets}
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as ex:
+        return dict(zip(map(id, targets), ex.map(one, targets)))
+
+
+def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: Exception | None) -> bool:
+    """Add the scanned file's WriteFile (+ offset shifts) to the plan; False when it is skipped."""
+    if error is not None:
+        plan.skips.append(Skip(str(t.path), f"cannot plan the edit ({error})", code="unplannable"))
         return False
     edits = [(p.offset, p.delta) for p in t.patches if p.delta]
     moved = [(child, off) for child, off in c.children.get(t.rollout_id, [])
@@ -288,7 +316,7 @@ def _plan_file(plan: Plan, t: Target, old, new, strip, c: Census, homes, hdbs) -
             path=str(t.path), expect=t.fingerprint, patches=tuple(t.patches),
             compression="zstd" if t.compressed else None, level=3,
             in_place_ok=not edits and not t.compressed, session={"tool": "codex", "id": t.thread_id},
-            reason=f"model_provider {old} -> {new}"))
+            reason=f"model_provider {plan.args['old']} -> {plan.args['new']}"))
         plan.operations += codex_state.offset_shift_ops(homes, t.thread_id, edits, index=hdbs)
     return True
 
@@ -313,9 +341,10 @@ def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: 
 
 
 def _row_warnings(plan: Plan, rows: dict, flipped: list[Target], old: str, new: str) -> None:
+    """``rows``: db -> {thread id: its model_provider}."""
     ids = {t.thread_id for t in flipped}
     for db, by_id in rows.items():
-        stale = [i for i, r in by_id.items() if r.get("model_provider") == old and i not in ids]
+        stale = [i for i, provider in by_id.items() if provider == old and i not in ids]
         if stale:
             plan.warnings.append(Warning("row-not-flipped", f"{len(stale)} thread row(s) say {old!r} but their "
                                          "rollout is not flipped (other provider in the file, missing, skipped or "
@@ -326,8 +355,12 @@ def _row_warnings(plan: Plan, rows: dict, flipped: list[Target], old: str, new: 
                                          path=str(t.path)))
 
 
-def _summary(flipped: list[Target], c: Census, plan: Plan, default: str, old: str, exact: bool) -> dict[str, Any]:
+def _summary(flipped: list[Target], c: Census, plan: Plan, default: str, old: str, exact: bool,
+             *, state_rows: int | None = None) -> dict[str, Any]:
+    """``state_rows``: counted by the caller when the row updates are not planned (counts_only)."""
     writes = [o for o in plan.operations if isinstance(o, WriteFile) and o.path.endswith((".jsonl", ".zst"))]
+    if state_rows is None:
+        state_rows = sum(1 for o in plan.operations if getattr(o, "table", None) == "threads")
     return {
         "sessions": len(flipped),
         "compressed": sum(t.compressed for t in flipped),
@@ -337,7 +370,7 @@ def _summary(flipped: list[Target], c: Census, plan: Plan, default: str, old: st
                          if default == old else None),
         "other_providers": dict(c.others.most_common()),
         "skipped": len(plan.skips),
-        "state_rows": sum(1 for o in plan.operations if getattr(o, "table", None) == "threads"),
+        "state_rows": state_rows,
         "offset_rows": sum(1 for o in plan.operations if getattr(o, "table", "").startswith("thread_")
                            and getattr(o, "table", None) != "threads"),
         "files_in_place": sum(o.in_place_ok for o in writes) if exact else None,

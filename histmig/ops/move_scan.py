@@ -99,7 +99,8 @@ def scan_file(path: str, pm, fields_fn: FieldsFn, *, rewrite_content: bool = Fal
         res.skip = "changed while being read (is a client writing to it?)"
     elif hasher is not None:
         res.fingerprint = Fingerprint(dev=st0.st_dev, ino=st0.st_ino, size=st0.st_size,
-                                      mtime_ns=st0.st_mtime_ns, sha256=hasher.hexdigest())
+                                      mtime_ns=st0.st_mtime_ns, sha256=hasher.hexdigest(),
+                                      ctime_ns=st0.st_ctime_ns if st1.st_ctime_ns == st0.st_ctime_ns else None)
     return res
 
 
