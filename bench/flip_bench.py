@@ -58,7 +58,10 @@ print(f"{verb} {hit} sessions")
 
 
 def run_child(cmd, env, *, shell=False):
-    """Run and reap with wait4 so each step gets its own peak RSS."""
+    """Run and reap with wait4 so each step gets its own peak RSS. Every step starts after a
+    ``sync`` (not timed): dirty pages left by the step before (the generator, a copy) would
+    otherwise be written back during, and charged to, whichever step comes next."""
+    os.sync()
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         p = subprocess.Popen(cmd, env=env, shell=shell, stdout=out, stderr=out, cwd=ROOT)

@@ -131,8 +131,8 @@ def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
         p = it.prep
         it.dfd = fsio.open_dir(p.root, p.parts)
         it.src = fsio.open_read(p.name, dir_fd=it.dfd)
-        it.tmp = fsio.temp_name(p.name, ctx.txid)
         it.st0 = os.fstat(it.src)
+        it.tmp = _temp_for(ctx, p, attempt, it.st0)
         if key(it.st0) != key(p.st):
             it.outcome = _changed(ctx, p, it.st0, it.src)
             continue
@@ -143,6 +143,16 @@ def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
     if live:
         ctx.fs.fsync_dir(str(ctx.journal.backups))
     return live
+
+
+def _temp_for(ctx: Ctx, p: Prepared, attempt: int, st: os.stat_result) -> str:
+    """The temp's path: in the journal's staging folder (absolute; ``dir_fd`` ignores it) when it
+    is on the file's device, else ``.<name>.<txid>.histmig-tmp`` beside the file. The intent
+    records it either way, so rollback finds it."""
+    staging = ctx.staging_dir(st.st_dev)
+    if staging:
+        return os.path.join(staging, f"{p.n}.{attempt}{fsio.TMP_SUFFIX}")
+    return fsio.temp_name(p.name, ctx.txid)
 
 
 def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
@@ -189,6 +199,7 @@ def _fill_temp(ctx: Ctx, it: Item) -> None:
         size = write_segments(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
     if size != p.post_size:
         raise VerifyError(errno.EIO, "new content differs from the planned result", it.label)
+    fsio.start_writeback(it.tfd)
     copy_meta(ctx, it.st0, it.src, it.tfd, it.label)
     fs.utime(it.tfd, (it.st0.st_atime_ns, it.st0.st_mtime_ns), label)
 

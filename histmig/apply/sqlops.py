@@ -71,12 +71,13 @@ def _mismatches(con: sqlite3.Connection, ops: list) -> list[str]:
 
 
 def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[SqlUpdate]) -> list[str]:
+    """One query by the first key column (``IN``, which its index serves; a row-value ``IN`` over
+    all key columns is not planned with the index), the full key matched here."""
     names = ", ".join(f'"{c}"' for c in (*keys, *cols))
-    one = "(" + ", ".join("?" for _ in keys) + ")"
-    lhs = "(" + ", ".join(f'"{k}"' for k in keys) + ")"
-    sql = f'SELECT {names} FROM "{table}" WHERE {lhs} IN (VALUES {", ".join([one] * len(ops))})'
+    firsts = list(dict.fromkeys(op.key[keys[0]] for op in ops))
+    sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" for _ in firsts)})'
     found: dict[tuple, list[tuple]] = {}
-    for row in con.execute(sql, [op.key[k] for op in ops for k in keys]):
+    for row in con.execute(sql, firsts):
         found.setdefault(tuple(row[:len(keys)]), []).append(row[len(keys):])
     out = []
     for op in ops:
