@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from histmig.diagnostics import HistmigError, HistmigInputError, Skip, UsageError, Warning
+from histmig.forkmap import fork_map
 from histmig.formats import codex
 from histmig.jsonedit import EditError, _end_of_value, _set_path, encode_value, find_span
 from histmig.jsonl import open_stream, parse_json
@@ -279,23 +280,36 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
     return plan
 
 
-def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, Exception | None]:
-    """:func:`scan_patches` for every target, two files at a time: reading and hashing (most of the
-    work) release the GIL. Returns each target's error (None when it was scanned), by ``id``."""
-    def one(t: Target) -> Exception | None:
+def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, str | None]:
+    """:func:`scan_patches` for every target, on every CPU (forked workers: the marker search
+    and the parsing hold the GIL). Fills each target as the sequential loop would and returns
+    each one's error message (None when it was scanned), by ``id``."""
+    weights = []
+    for t in targets:
         try:
-            scan_patches(t, old, new, strip=strip)
-        except (HistmigError, EditError, OSError) as e:
-            return e
-        return None
-    if len(targets) < 2:
-        return {id(t): one(t) for t in targets}
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(2) as ex:
-        return dict(zip(map(id, targets), ex.map(one, targets)))
+            weights.append(os.lstat(t.path).st_size)
+        except OSError:
+            weights.append(0)
+    results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], weights)
+    out: dict[int, str | None] = {}
+    for t, (patches, fingerprint, stripped, error) in zip(targets, results):
+        if error is None:
+            t.patches, t.fingerprint, t.stripped = list(patches), fingerprint, stripped
+        out[id(t)] = error
+    return out
 
 
-def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: Exception | None) -> bool:
+def _scan_one(task: tuple) -> tuple:
+    """One file's scan as plain data (it may run in a forked worker)."""
+    t, old, new, strip = task
+    try:
+        scan_patches(t, old, new, strip=strip)
+    except (HistmigError, EditError, OSError) as e:
+        return None, None, 0, str(e)
+    return t.patches, t.fingerprint, t.stripped, None
+
+
+def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: str | None) -> bool:
     """Add the scanned file's WriteFile (+ offset shifts) to the plan; False when it is skipped."""
     if error is not None:
         plan.skips.append(Skip(str(t.path), f"cannot plan the edit ({error})", code="unplannable"))

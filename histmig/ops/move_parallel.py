@@ -10,24 +10,19 @@ this process.
 from __future__ import annotations
 
 import os
-import pickle
-import sys
 from typing import Callable, Sequence
 
+from histmig.forkmap import cpus, fork_map
 from histmig.ops.move_scan import FileScan
 from histmig.plan import Patch
 
 Task = tuple[Callable[..., FileScan], tuple, dict]      # (scanner, args, kwargs)
 
 MIN_PARALLEL_BYTES = 32 << 20     # below this a fork costs more than it saves
-MAX_WORKERS = 4
 
 
 def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return cpus()
 
 
 def _size(path: str) -> int:
@@ -39,86 +34,13 @@ def _size(path: str) -> int:
 
 def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
     """Run every task; the same list a sequential loop would return, in the same order."""
-    sizes = [_size(t[1][0]) for t in tasks]
-    workers = min(_cpus(), MAX_WORKERS, len(tasks))
-    if workers < 2 or sum(sizes) < MIN_PARALLEL_BYTES or not hasattr(os, "fork") or sys.platform != "linux":
-        return [fn(*args, **kw) for fn, args, kw in tasks]
-    groups = _balance(sizes, workers)
-    results: list[FileScan | None] = [None] * len(tasks)
-    children = [_spawn(tasks, g) for g in groups[1:]]
-    finished = False
-    try:
-        for i in groups[0]:
-            fn, args, kw = tasks[i]
-            results[i] = fn(*args, **kw)
-        for (pid, fd), group in zip(children, groups[1:]):
-            for i, scan in zip(group, _collect(fd, len(group))):
-                results[i] = scan
-        finished = True
-    finally:
-        for pid, fd in children:
-            _reap(pid, fd, kill=not finished)
-    for i, r in enumerate(results):
-        if r is None:                       # that worker failed: do its share here
-            fn, args, kw = tasks[i]
-            results[i] = fn(*args, **kw)
-    return results   # type: ignore[return-value]
+    return fork_map(_run, tasks, [_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
+                    ncpu=_cpus(), encode=_pack, decode=_unpack)
 
 
-def _balance(sizes: list[int], n: int) -> list[list[int]]:
-    """Task indices per worker, largest first onto the least loaded one; each group in task order."""
-    loads, groups = [0] * n, [[] for _ in range(n)]
-    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        w = loads.index(min(loads))
-        loads[w] += sizes[i] + 4096
-        groups[w].append(i)
-    return [sorted(g) for g in groups]
-
-
-def _spawn(tasks: Sequence[Task], group: list[int]) -> tuple[int, int]:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                     # the worker: scan, send, exit without cleanup
-        code = 1
-        try:
-            os.close(r)
-            out = [_pack(fn(*args, **kw)) for fn, args, kw in (tasks[i] for i in group)]
-            with os.fdopen(w, "wb") as fh:
-                pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            code = 0
-        except BaseException:   # noqa: BLE001 - any failure: the parent redoes this share
-            pass
-        finally:
-            os._exit(code)
-    os.close(w)
-    return pid, r
-
-
-def _collect(fd: int, n: int) -> list[FileScan | None]:
-    """A worker's results, or Nones when it did not deliver all of them."""
-    try:
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            packed = pickle.load(fh)
-        if len(packed) != n:
-            return [None] * n
-        return [_unpack(p) for p in packed]
-    except Exception:  # noqa: BLE001 - a truncated or missing result: redo it here
-        return [None] * n
-
-
-def _reap(pid: int, fd: int, *, kill: bool) -> None:
-    """Close the pipe and wait for the worker; when this process is unwinding (an error, ^C) the
-    worker is stopped first rather than left scanning."""
-    try:
-        os.close(fd)
-    except OSError:
-        pass
-    try:
-        if kill:
-            os.kill(pid, 9)
-        os.waitpid(pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        pass
+def _run(task: Task) -> FileScan:
+    fn, args, kw = task
+    return fn(*args, **kw)
 
 
 # ---- compact transfer: one shared copy of each recurring value, plain ints for offsets ---------

@@ -1,0 +1,63 @@
+"""fork_map gives exactly the sequential result, in order, also when a worker dies; the flip's
+file scan run through it fills every target as the sequential scan does."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from histmig import forkmap
+from histmig.forkmap import fork_map
+
+PARENT = os.getpid()
+
+
+def _square(x: int) -> tuple[int, bool]:
+    return x * x, os.getpid() != PARENT
+
+
+def _dies_in_worker(x: int) -> int:
+    if os.getpid() != PARENT and x % 3 == 0:
+        os._exit(9)                         # a worker killed mid-share
+    return -x
+
+
+@pytest.fixture(autouse=True)
+def _two_workers(monkeypatch):
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+
+
+def test_fork_map_returns_the_sequential_results_in_order():
+    items = list(range(50))
+    out = fork_map(_square, items, [100 + i for i in items], min_weight=0)
+    assert [v for v, _ in out] == [x * x for x in items]
+    assert any(in_worker for _, in_worker in out) and not all(in_worker for _, in_worker in out)
+
+
+def test_a_worker_that_dies_costs_time_not_results():
+    items = list(range(30))
+    assert fork_map(_dies_in_worker, items, [1] * 30, min_weight=0) == [-x for x in items]
+    # the worker's share really was forked (and then redone here): its group holds multiples of 3
+    assert any(i % 3 == 0 for i in forkmap.balance([1] * 30, 2)[1])
+
+
+def test_small_inputs_run_in_this_process():
+    seen = []
+    assert fork_map(lambda x: seen.append(os.getpid()) or x, [1, 2, 3], [1, 1, 1]) == [1, 2, 3]
+    assert seen == [PARENT] * 3
+
+
+def test_flip_scan_through_forked_workers_equals_the_sequential_scan(tmp_path, monkeypatch):
+    from codex_fixtures import home_with, rollout, session_meta, settings, tid
+    from histmig.homes import resolve_homes
+    from histmig.ops import flip
+    sessions = {tid(i): rollout(tid(i), extra_lines=[session_meta(tid(i), "openai"), settings("openai")] * i)
+                for i in range(1, 9)}
+    home_with(tmp_path / ".codex", sessions)
+    h = resolve_homes(codex_home=tmp_path / ".codex", env={"HOME": str(tmp_path)})
+    sequential = flip.plan_flip(h, "openai", "my-provider").to_dict()
+    real = flip.fork_map
+    monkeypatch.setattr(flip, "fork_map", lambda fn, items, weights: real(fn, items, weights, min_weight=0))
+    forked = flip.plan_flip(h, "openai", "my-provider").to_dict()
+    assert forked == sequential
+    assert sum(len(o.get("patches", [])) for o in forked["operations"]) >= 8 * 2
