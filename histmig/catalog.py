@@ -10,6 +10,7 @@ from typing import Iterable, Iterator
 
 from histmig.diagnostics import AmbiguousError, NotFoundError, UsageError
 from histmig.model import SessionRef
+from histmig.idprefix import unique_prefixes  # noqa: F401 (re-exported)
 from histmig.paths import is_under
 from histmig.registry import adapter, adapters
 
@@ -96,19 +97,3 @@ def fmt_size(n: int) -> str:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
     return f"{n}"
-
-
-def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix (at least ``minimum`` characters) that tells each id apart, as git does.
-    UUIDv7 ids made in the same second share their first 9 characters."""
-    ordered = sorted(set(ids))
-    out = {}
-    for i, ident in enumerate(ordered):
-        need = minimum
-        for other in ordered[max(0, i - 1):i] + ordered[i + 1:i + 2]:
-            common = 0
-            while common < min(len(ident), len(other)) and ident[common] == other[common]:
-                common += 1
-            need = max(need, common + 1)
-        out[ident] = ident[:need]
-    return out

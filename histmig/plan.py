@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +59,7 @@ class Fingerprint:
         digest = None
         if with_hash and p.is_file() and not p.is_symlink():
             from histmig.fsio import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
+            import hashlib  # noqa: PLC0415 (lazy: a dry run never hashes)
             h = hashlib.sha256()
             with os.fdopen(open_read(p), "rb") as fh:
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -339,6 +339,7 @@ class Plan:
                 "roots": self.roots, "operations": [o.to_dict() for o in self.operations],
                 "warnings": [w.to_dict() for w in self.warnings],
                 "skips": [s.to_dict() for s in self.skips], "summary": self.summary}
+        import hashlib  # noqa: PLC0415
         return {**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()}
 
     def dumps(self) -> bytes:
@@ -353,6 +354,7 @@ class Plan:
             raise RefusedError(f"invalid plan: {e}") from None
         if d.get("schema") != PLAN_SCHEMA:
             raise RefusedError("invalid plan: unknown schema")
+        import hashlib  # noqa: PLC0415
         if hashlib.sha256(_canonical(d)).hexdigest() != sha:
             raise RefusedError("invalid plan: body hash mismatch (edited or corrupted)")
         return cls(op=d["op"], args=d["args"], roots=d["roots"],

@@ -94,7 +94,7 @@ def render(ctx, plan) -> None:
         info(ctx, f"line 1 of each file changes by {len(args['new']) - len(args['old']):+d} bytes "
                   "(exact edits are computed on --apply or --exact)")
     shown = s["sample"][: 5 if not ctx.verbose else 10]
-    from histmig.catalog import unique_prefixes
+    from histmig.idprefix import unique_prefixes
     short = unique_prefixes([item["id"] for item in shown])
     width = max((len(v) for v in short.values()), default=0)
     for item in shown:

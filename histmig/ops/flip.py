@@ -13,7 +13,6 @@ stops at the heads.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -211,6 +210,7 @@ def _splice(body: bytes, patches: list[Patch], base: int) -> bytes:
 def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
     """Fill ``t.patches`` and ``t.fingerprint`` from one streaming pass over the file."""
     markers = PROVIDER_MARKERS + ((ENCRYPTED_MARKER,) if strip else ())
+    import hashlib  # noqa: PLC0415 (lazy: the dry run never hashes)
     hasher = None if t.compressed else hashlib.sha256()
     st = os.lstat(t.path)
     with open_stream(t.path) as fh:
