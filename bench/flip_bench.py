@@ -8,6 +8,7 @@ Measured (wall time, peak RSS of the child process):
 - ``histmig flip openai my-provider`` (dry run, line 1 of each file only);
 - baseline ``cp -r`` of the Codex home (what an apply must not be slower than);
 - the naive rewrite-line-1 script from the tutorial (seed 003), run on that copy;
+- a floor: the least any durable, verified rewrite of the same files does (informative);
 - ``histmig flip openai my-provider --apply`` (plan with exact patches + journaled apply + DB rows).
 Everything runs under a temporary folder with HOME, CODEX_HOME and the state dir pointed into it.
 Page cache is warm for every step (the generator just wrote the files); numbers are comparable
@@ -54,6 +55,39 @@ for f in (codex_home / "sessions").rglob("rollout-*.jsonl"):
 
 verb = "rewrote" if apply else "matched"
 print(f"{verb} {hit} sessions")
+'''
+
+# The least any durable, verified rewrite of the same files does (informative): for each rollout,
+# stream it into a new file with line 1 changed, sha256 what was written, two files at a time;
+# then one syncfs. No plan, no checks, no journal, no backups, no rename, no database.
+FLOOR = '''import ctypes, hashlib, os, sys
+from concurrent.futures import ThreadPoolExecutor
+
+root, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+files = [os.path.join(d, n) for top in ("sessions", "archived_sessions")
+         for d, _, names in os.walk(os.path.join(root, top)) for n in names
+         if n.startswith("rollout-") and n.endswith(".jsonl")]
+
+
+def one(job):
+    i, path = job
+    h = hashlib.sha256()
+    with open(path, "rb") as src, open(os.path.join(out, str(i)), "xb") as dst:
+        first = src.readline().replace(b'"model_provider":"openai"', b'"model_provider":"my-provider"', 1)
+        h.update(first)
+        dst.write(first)
+        while chunk := src.read(1 << 20):
+            h.update(chunk)
+            dst.write(chunk)
+    return h.hexdigest()
+
+
+with ThreadPoolExecutor(2) as ex:
+    n = len(list(ex.map(one, enumerate(files))))
+fd = os.open(out, os.O_RDONLY)
+ctypes.CDLL(None).syncfs(fd)
+print(f"rewrote {n} files durably")
 '''
 
 
@@ -123,6 +157,11 @@ def bench(work: Path, sessions: int, mb: float) -> int:
     rows.append(("baseline: naive line-1 script --apply", *run_child([sys.executable, str(naive), "openai",
                                                                       "my-provider", "--apply"], nenv)[:2]))
     shutil.rmtree(work / "copy")
+    floor = work / "floor.py"
+    floor.write_text(FLOOR)
+    rows.append(("floor: durable rewrite of the same files (stream + sha256 + syncfs; informative)",
+                 *run_child([sys.executable, str(floor), str(codex), str(work / "floor-out")], env)[:2]))
+    shutil.rmtree(work / "floor-out")
     dt, rss, text = run_child(hm + ["flip", "openai", "my-provider", "--apply"], env)
     rows.append(("histmig flip --apply", dt, rss))
     report(rows, stats, text)
