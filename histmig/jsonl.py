@@ -236,6 +236,14 @@ def iter_lines(fp: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 def open_regular(path: str | os.PathLike) -> BinaryIO:
     """Open a file for reading without following a final symlink and without blocking on a FIFO;
     refuse anything that is not a regular file."""
+    fd = open_regular_fd(path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb", buffering=0)
+
+
+def open_regular_fd(path: str | os.PathLike) -> int:
+    """:func:`open_regular` as a bare fd (for a caller that reads once and closes: a dry run's
+    line 1 of every rollout). It stays O_NONBLOCK, which has no effect on a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -245,12 +253,13 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
         if e.errno in (errno.EACCES, errno.EPERM):
             raise HistmigInputError("permission denied", path=path) from None
         raise HistmigInputError(e.strerror or str(e), path=path) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HistmigInputError("not a regular file", path=path)
+    except BaseException:
         os.close(fd)
-        raise HistmigInputError("not a regular file", path=path)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb", buffering=0)
+        raise
+    return fd
 
 
 def is_zst(path: str | os.PathLike) -> bool:

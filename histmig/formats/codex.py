@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -19,7 +18,7 @@ import orjson
 
 from histmig.diagnostics import HistmigError, HistmigInputError
 from histmig.formats import FunctionAdapter
-from histmig.jsonl import Line, head_lines, is_zst, open_stream, read_lines, tail_lines
+from histmig.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines, tail_lines
 
 # histmig.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
 # here: a flip dry run walks and reads line 1 through this module and never builds one.
@@ -192,7 +191,6 @@ def is_conversation_message(obj: Any) -> bool:
 
 FIRST_CHUNK = 64 * 1024
 FIRST_READ = 32 * 1024          # one read covers the usual ~20 KB line 1 (base instructions)
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def first_line(path: str | os.PathLike, *, limit: int = 64 * 1024 * 1024) -> bytes:
@@ -205,32 +203,11 @@ def _first_line_view(path, limit: int) -> bytes | memoryview:
     """:func:`first_line` without copying the usual case (the line ends inside the first read)."""
     if is_zst(path):
         return _first_line_stream(path, limit)
-    fd = _open_plain(path)
+    fd = open_regular_fd(path)
     try:
         return _first_line_fd(fd, path, limit)
     finally:
         os.close(fd)
-
-
-def _open_plain(path: str | os.PathLike) -> int:
-    """``jsonl.open_regular`` as a bare fd (no file object: this runs once per rollout in a dry
-    run). Same refusals and messages: a final symlink is not followed, only regular files."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as e:
-        import errno
-        if e.errno == errno.ELOOP:
-            raise HistmigInputError("is a symlink; not followed", path=path) from None
-        if e.errno in (errno.EACCES, errno.EPERM):
-            raise HistmigInputError("permission denied", path=path) from None
-        raise HistmigInputError(e.strerror or str(e), path=path) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise HistmigInputError("not a regular file", path=path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd                    # O_NONBLOCK has no effect on a regular file: no need to clear it
 
 
 def _first_line_fd(fd: int, path, limit: int) -> bytes | memoryview:
