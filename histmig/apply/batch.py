@@ -172,7 +172,8 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
     fs, opened = ctx.fs, []
     for it in live:
         try:
-            if os.path.isabs(it.tmp) and not os.access(".", os.W_OK | os.X_OK, dir_fd=it.dfd):
+            if os.path.isabs(it.tmp) and not os.access(".", os.W_OK | os.X_OK, dir_fd=it.dfd,
+                                                       effective_ids=os.access in os.supports_effective_ids):
                 # a staged temp could be created, but not renamed into this folder
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), it.label)
             it.tfd = fs.open_write(it.tmp, dir_fd=it.dfd, label=it.label + " (temp)")
