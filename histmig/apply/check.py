@@ -384,28 +384,27 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     elif op.new_bytes is not None:
         prep.content = op.new_bytes
     prep.patches = op.patches
+    same_len = all(len(p.old) == len(p.new) for p in op.patches)
+    if (op.in_place_ok and same_len and op.patches and prep.content is None
+            and prep.base_size == prep.st.st_size):
+        prep.method = "inplace"
     if _streamable(prep, op):
         return _check_spans(prep, src)
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, opts, stale=Stale)
     if op.expect.sha256 and prep.base_size == prep.st.st_size and prep.pre_sha != op.expect.sha256:
         raise Stale(f"{op.path}: content changed since plan (sha256)")
-    same_len = all(len(p.old) == len(p.new) for p in op.patches)
-    if (op.in_place_ok and same_len and op.patches and prep.content is None
-            and prep.base_size == prep.st.st_size):
-        prep.method = "inplace"
 
 
 def _streamable(prep: Prepared, op: WriteFile) -> bool:
-    """A plain patched rewrite of a file untouched since the plan hashed it (same ctime): its hashes are taken while the temp is
-    written (one read of the file instead of three), see :func:`histmig.apply.content.stream_segments`.
-    In-place patches, recompressed and whole-content writes, and appended tails keep the full
-    precheck digest."""
-    same_len = all(len(p.old) == len(p.new) for p in op.patches)
+    """A plain patched rewrite of a file untouched since the plan hashed it (same ctime): its
+    hashes are taken while the temp is written (one read of the file instead of three), see
+    :func:`histmig.apply.content.stream_segments`. In-place patches, recompressed and
+    whole-content writes, and appended tails keep the full precheck digest."""
     fp = op.expect
     if not fp.sha256 or fp.ctime_ns != prep.st.st_ctime_ns:
         return False      # not provably untouched since the plan hashed it: digest it now
-    return (op.compression is None and prep.content is None and bool(op.patches)
-            and prep.base_size == prep.st.st_size and not (op.in_place_ok and same_len))
+    return (prep.method == "replace" and op.compression is None and prep.content is None
+            and bool(op.patches) and prep.base_size == prep.st.st_size)
 
 
 def _check_spans(prep: Prepared, src: int) -> None:

@@ -11,6 +11,7 @@ import base64
 import os
 import sqlite3
 from contextlib import contextmanager
+from itertools import groupby
 from typing import Any, Iterator
 
 from histmig.apply.files import Ctx
@@ -169,19 +170,12 @@ def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
 
 def _execute_all(con: sqlite3.Connection, ops: list) -> None:
     """Every op in order; runs of updates with the same statement go through one ``executemany``."""
-    i = 0
-    while i < len(ops):
-        op = ops[i]
-        if not isinstance(op, SqlUpdate):
-            _execute(con, op)
-            i += 1
-            continue
-        sql = _update_sql(op)
-        j = i
-        while j < len(ops) and isinstance(ops[j], SqlUpdate) and _update_sql(ops[j]) == sql:
-            j += 1
-        con.executemany(sql, ([*o.set.values(), *o.key.values()] for o in ops[i:j]))
-        i = j
+    for sql, run in groupby(ops, key=lambda o: _update_sql(o) if isinstance(o, SqlUpdate) else None):
+        if sql is None:
+            for op in run:
+                _execute(con, op)
+        else:
+            con.executemany(sql, ([*o.set.values(), *o.key.values()] for o in run))
 
 
 def _update_sql(op: SqlUpdate) -> str:
@@ -191,11 +185,8 @@ def _update_sql(op: SqlUpdate) -> str:
 
 
 def _execute(con: sqlite3.Connection, op) -> None:
-    if isinstance(op, SqlUpdate):
-        w, args = _where(op.key)
-        sets = ", ".join(f'"{c}" = ?' for c in op.set)
-        con.execute(f'UPDATE "{op.table}" SET {sets} WHERE {w}', [*op.set.values(), *args])
-    elif isinstance(op, SqlInsert):
+    """One insert or delete (updates run in :func:`_execute_all`)."""
+    if isinstance(op, SqlInsert):
         cols = ", ".join(f'"{c}"' for c in op.row)
         con.execute(f'INSERT INTO "{op.table}" ({cols}) VALUES ({", ".join("?" for _ in op.row)})',
                     list(op.row.values()))
