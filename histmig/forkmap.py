@@ -22,6 +22,15 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
+def file_size(path) -> int:
+    """A weight for :func:`fork_map`: the file's size, 0 when it cannot be read (the task itself
+    reports that)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
 def fork_map(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[int], *,
              min_weight: int = 32 << 20, ncpu: int | None = None,
              encode: Callable[[Any], Any] | None = None, decode: Callable[[Any], Any] | None = None) -> list[Any]:

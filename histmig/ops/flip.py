@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from histmig.diagnostics import HistmigError, HistmigInputError, Skip, UsageError, Warning
-from histmig.forkmap import fork_map
+from histmig.forkmap import file_size, fork_map
 from histmig.formats import codex
 from histmig.jsonedit import EditError, _end_of_value, _set_path, encode_value, find_span
 from histmig.jsonl import open_stream, parse_json
@@ -284,13 +284,7 @@ def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[
     """:func:`scan_patches` for every target, on every CPU (forked workers: the marker search
     and the parsing hold the GIL). Fills each target as the sequential loop would and returns
     each one's error message (None when it was scanned), by ``id``."""
-    weights = []
-    for t in targets:
-        try:
-            weights.append(os.lstat(t.path).st_size)
-        except OSError:
-            weights.append(0)
-    results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], weights)
+    results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], [file_size(t.path) for t in targets])
     out: dict[int, str | None] = {}
     for t, (patches, fingerprint, stripped, error) in zip(targets, results):
         if error is None:

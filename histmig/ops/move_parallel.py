@@ -9,10 +9,9 @@ this process.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, Sequence
 
-from histmig.forkmap import cpus, fork_map
+from histmig.forkmap import cpus, file_size, fork_map
 from histmig.ops.move_scan import FileScan
 from histmig.plan import Patch
 
@@ -25,16 +24,9 @@ def _cpus() -> int:
     return cpus()
 
 
-def _size(path: str) -> int:
-    try:
-        return os.lstat(path).st_size
-    except OSError:
-        return 0
-
-
 def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
     """Run every task; the same list a sequential loop would return, in the same order."""
-    return fork_map(_run, tasks, [_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
+    return fork_map(_run, tasks, [file_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
                     ncpu=_cpus(), encode=_pack, decode=_unpack)
 
 
