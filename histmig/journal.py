@@ -28,9 +28,36 @@ from histmig.locks import ensure_private_dir
 JOURNAL = "journal.jsonl"
 
 
-def new_txid() -> str:
-    """Sortable and unique: UTC time plus 6 random hex digits."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+def new_txid(state_dir: Path | None = None) -> str:
+    """Sortable by time exactly: UTC time to the microsecond, then 6 random hex digits. Two
+    transactions in the same microsecond (or a clock that stepped back) still sort in the order
+    they began: the id is made later than every id already in ``state_dir``."""
+    now = time.time_ns()
+    latest = _latest_txid(state_dir)
+    while True:
+        secs, ns = divmod(now, 1_000_000_000)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(secs)) + f".{ns // 1000:06d}Z"
+        txid = stamp + "-" + secrets.token_hex(3)
+        if latest is None or stamp > txid_sort_key(latest).split("-")[0]:
+            return txid
+        now += 1000
+
+
+def _latest_txid(state_dir: Path | None) -> str | None:
+    if state_dir is None:
+        return None
+    try:
+        names = [e.name for e in os.scandir(tx_root(state_dir)) if e.is_dir()]
+    except FileNotFoundError:
+        return None
+    return max(names, default=None, key=txid_sort_key)
+
+
+def txid_sort_key(txid: str) -> str:
+    """Older ids (``20261130T050933Z-…``, whole seconds) sort with the new ones
+    (``20261130T050933.123456Z-…``): a whole second is the start of that second."""
+    stamp = txid.split("-")[0]
+    return stamp.replace("Z", ".000000Z") if "." not in stamp else stamp
 
 
 def tx_root(state_dir: Path) -> Path:
@@ -218,7 +245,7 @@ def unfinished_transactions(state_dir: Path) -> list[str]:
     root = tx_root(state_dir)
     if not root.is_dir():
         return []
-    return [p.name for p in sorted(root.iterdir())
+    return [p.name for p in sorted(root.iterdir(), key=lambda p: txid_sort_key(p.name))
             if p.is_dir() and (p / JOURNAL).exists() and tx_state(p) in UNFINISHED]
 
 
@@ -227,4 +254,19 @@ def list_transactions(state_dir: Path) -> list[TxInfo]:
     root = tx_root(state_dir)
     if not root.is_dir():
         return []
-    return [tx_info(p) for p in sorted(root.iterdir()) if p.is_dir() and (p / JOURNAL).exists()]
+    return [tx_info(p) for p in sorted(root.iterdir(), key=lambda p: txid_sort_key(p.name))
+            if p.is_dir() and (p / JOURNAL).exists()]
+
+
+def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[str]) -> None:
+    """After an undo transaction committed: which operations it reverted, then ``undone`` (every
+    operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``)."""
+    journal = Journal.reopen(fs, folder)
+    try:
+        journal.append("undo-by", txid=by, ns=ns)
+        if kept:
+            journal.append("undo-stopped", skipped=kept)
+        else:
+            journal.append("undone")
+    finally:
+        journal.close()

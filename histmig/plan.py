@@ -134,7 +134,7 @@ class Op:
         return [getattr(self, "path", None) or getattr(self, "db")]
 
 
-_OMIT_WHEN_UNSET = {"new_bytes", "dir_mode"}
+_OMIT_WHEN_UNSET = {"new_bytes", "dir_mode", "mtime_ns"}
 
 
 def _encode(value: Any) -> Any:
@@ -166,6 +166,7 @@ class WriteFile(Op):
     in_place_ok: bool = False
     session: dict[str, str] | None = None
     reason: str = ""
+    mtime_ns: int | None = None     # set this mtime (undo puts the old one back); None: keep the file's
 
     def describe(self) -> str:
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
@@ -239,6 +240,23 @@ class RmDir(Op):
 
 
 @dataclass(frozen=True)
+class MkDir(Op):
+    """Create a folder with exactly ``mode``; its times are set once the whole plan ran (moving
+    entries into it would bump them). Undo's inverse of :class:`RmDir`. Refused if the path exists."""
+
+    kind: ClassVar[str] = "mkdir"
+    path: str
+    mode: int = 0o700
+    mtime_ns: int | None = None
+    atime_ns: int | None = None
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"create folder {self.path}"
+
+
+@dataclass(frozen=True)
 class SqlUpdate(Op):
     """``UPDATE table SET <set> WHERE <key>``, refused unless the row still holds ``expect``
     (old values of every column in ``set``)."""
@@ -294,7 +312,7 @@ class SqlDelete(Op):
 
 
 
-OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, RmDir, SqlUpdate, SqlInsert,
+OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, RmDir, MkDir, SqlUpdate, SqlInsert,
                                                       SqlDelete)}
 
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from histmig import fsio
-from histmig.apply import ApplyOptions, apply_plan, transactions, undo
+from histmig.apply import ApplyOptions, apply_plan, transactions
+from histmig.ops.undo_apply import undo
 from histmig.cli import cli
 from histmig.cli.common import Context
 from histmig.cli.tx import apply_options, run_plan
@@ -141,22 +142,19 @@ def test_row18_undo_restores_everything_and_refuses_twice():
         undo(h, res.txid)
 
 
-def test_row19_undo_after_append_refuses_then_keep_appended():
+def test_row19_undo_after_append_keeps_the_appended_lines():
+    """Issue 12: undo never loses what was written after the apply; the appended line is kept."""
     h = homes()
     f = make_tree(h, n_claude=0, db=False)["files"][0]
     pre = f.read_bytes()
     res = apply_plan(move_plan(h, [f]), h)
     with open(f, "ab") as fh:
         fh.write(b'{"type":"event","n":99}\n')
-    before = f.read_bytes()
-    out = undo(h, res.txid)
-    assert out.exit_code == 3 and out.skips[0].path == str(f) and "modified since apply" in out.skips[0].reason
-    assert f.read_bytes() == before
     mtime_before = f.stat().st_mtime_ns
-    out = undo(h, res.txid, keep_appended=True)
-    assert out.exit_code == 0
+    out = undo(h, res.txid)
+    assert out.exit_code == 0 and out.state == "undone"
     assert f.read_bytes() == pre + b'{"type":"event","n":99}\n'
-    assert f.stat().st_mtime_ns == mtime_before
+    assert f.stat().st_mtime_ns == mtime_before          # a client wrote since: its time stays
 
 
 def test_row20_undo_after_delete_skips_unless_restore_deleted():
@@ -166,7 +164,8 @@ def test_row20_undo_after_delete_skips_unless_restore_deleted():
     res = apply_plan(move_plan(h, [f]), h)
     f.unlink()
     out = undo(h, res.txid)
-    assert out.exit_code == 3 and "deleted since apply" in out.skips[0].reason and not f.exists()
+    assert out.exit_code == 3 and "deleted since the transaction" in out.skips[0].reason and not f.exists()
+    assert "--restore-deleted" in out.skips[0].reason
     out = undo(h, res.txid, restore_deleted=True)
     assert out.exit_code == 0 and sha(f) == pre_sha
 

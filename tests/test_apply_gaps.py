@@ -10,7 +10,8 @@ import time
 import orjson
 import pytest
 
-from histmig.apply import apply_plan, undo
+from histmig.apply import apply_plan
+from histmig.ops.undo_apply import undo
 from histmig.apply.options import ApplyOptions
 from histmig.diagnostics import LockedError, RefusedError
 from histmig.homes import resolve_homes

@@ -7,7 +7,8 @@ import hashlib
 import os
 
 from histmig import fsio
-from histmig.apply import apply_plan, undo
+from histmig.apply import apply_plan
+from histmig.ops.undo_apply import undo
 from histmig.journal import read_records, tx_root
 from histmig.plan import Fingerprint, Patch, Plan, WriteFile
 from test_apply_fixtures import NEW, OLD, homes, make_tree, no_temps

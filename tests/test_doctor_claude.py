@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from histmig.apply import apply_plan, undo
+from histmig.apply import apply_plan
+from histmig.ops.undo_apply import undo
 from histmig.homes import resolve_homes
 from histmig.ops.doctor import diagnose, plan_repair
 from histmig.paths import claude_slug

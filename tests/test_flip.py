@@ -363,7 +363,8 @@ def _rows(codex_home: Path) -> list:
 
 @pytest.mark.parametrize("new", ["my-provider", "ab"])
 def test_apply_flips_files_and_rows_and_undo_restores_bytes_mtimes_rows(tmp_path, new):
-    from histmig.apply import ApplyOptions, apply_plan, undo
+    from histmig.apply import ApplyOptions, apply_plan
+    from histmig.ops.undo_apply import undo
     codex_home = tmp_path / ".codex"
     sessions = {tid(1): rollout(tid(1), turns=3), tid(2): rollout(tid(2), "zz"), tid(3): rollout(tid(3))}
     paths = home_with(codex_home, sessions, provider_rows={tid(2): "zz"}, compressed={tid(3)}, archived={tid(3)})

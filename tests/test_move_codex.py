@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from histmig import zst
-from histmig.apply import apply_plan, undo
+from histmig.apply import apply_plan
+from histmig.ops.undo_apply import undo
 from histmig.diagnostics import RefusedError
 from histmig.ops.move import plan_move
 from histmig.plan import SqlUpdate, WriteFile

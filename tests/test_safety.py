@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from histmig import fsio
-from histmig.apply import ApplyFailedError, ApplyOptions, apply_plan, check_no_unfinished, undo
+from histmig.apply import ApplyFailedError, ApplyOptions, apply_plan, check_no_unfinished
+from histmig.ops.undo_apply import undo
 from histmig.diagnostics import LockedError, RefusedError, StalePlanError, UnfinishedTransactionError
 from histmig.journal import Journal, new_txid
 from histmig.locks import GlobalLock

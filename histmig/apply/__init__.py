@@ -1,7 +1,7 @@
-"""histmig's one write path: apply a :class:`~histmig.plan.Plan`, undo it, recover from a crash.
+"""histmig's one write path: apply a :class:`~histmig.plan.Plan`, recover from a crash (undo is an
+inverse plan made by :mod:`histmig.ops.undo` and applied here like any other).
 
     apply_plan(plan, homes, options=None) -> ApplyResult      (exit 0 all applied, 3 some skipped)
-    undo(homes, txid=None, keep_appended=, restore_deleted=, force=) -> ApplyResult
     recover(homes) -> RecoverResult
     transactions(homes) -> list[TxInfo]
     check_no_unfinished(homes)          # every mutating command calls this before planning
@@ -20,7 +20,7 @@ from histmig.diagnostics import RefusedError
 from histmig.journal import TxInfo, list_transactions, unfinished_transactions
 
 __all__ = ["ApplyOptions", "ApplyResult", "RecoverResult", "TxInfo", "ApplyFailedError", "apply_plan",
-           "undo", "recover", "transactions", "check_no_unfinished"]
+           "recover", "transactions", "check_no_unfinished"]
 
 
 class ApplyFailedError(RefusedError):
@@ -40,12 +40,6 @@ def check_no_unfinished(homes) -> None:
 def apply_plan(plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:
     from histmig.apply import engine  # noqa: PLC0415 (lazy: planning commands never load it)
     return engine.apply_plan(plan, homes, options=options)
-
-
-def undo(homes, txid: str | None = None, *, keep_appended: bool = False, restore_deleted: bool = False,
-         force: bool = False) -> ApplyResult:
-    from histmig.apply import engine  # noqa: PLC0415 (lazy: planning commands never load it)
-    return engine.undo(homes, txid, keep_appended=keep_appended, restore_deleted=restore_deleted, force=force)
 
 
 def recover(homes) -> RecoverResult:

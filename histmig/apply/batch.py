@@ -155,10 +155,16 @@ def _temp_for(ctx: Ctx, p: Prepared, attempt: int, st: os.stat_result) -> str:
     return fsio.temp_name(p.name, ctx.txid)
 
 
+def _mtime(it: Item) -> int:
+    """The plan's mtime when it names one (undo), else the file's own."""
+    return getattr(it.prep.op, "mtime_ns", None) or it.st0.st_mtime_ns
+
+
 def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
     recs = [("intent", {"n": it.prep.n, "method": "replace", "path": it.prep.path, "tmp": it.tmp,
                         "backup": it.backup_rec, "pre": pre_state(it.st0, it.prep.pre_sha, it.src),
-                        "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size}}) for it in live]
+                        "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size},
+                        "session": it.prep.session}) for it in live]
     ctx.journal.append_many(recs)
     for it in live:
         it.journaled = True
@@ -205,7 +211,7 @@ def _fill_temp(ctx: Ctx, it: Item) -> None:
         raise VerifyError(errno.EIO, "new content differs from the planned result", it.label)
     fsio.start_writeback(it.tfd)
     copy_meta(ctx, it.st0, it.src, it.tfd, it.label)
-    fs.utime(it.tfd, (it.st0.st_atime_ns, it.st0.st_mtime_ns), label)
+    fs.utime(it.tfd, (it.st0.st_atime_ns, _mtime(it)), label)
 
 
 def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:
@@ -289,11 +295,12 @@ def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         ctx.journal.append_many([("intent", {
             "n": it.prep.n, "method": "inplace", "path": it.prep.path,
             "spans": [{"offset": p.offset, "old": _b(p.old), "new": _b(p.new)} for p in it.prep.patches],
-            "pre": pre_state(it.st0, it.prep.pre_sha, None), "post": post[it.prep.n]}) for it in live])
+            "pre": pre_state(it.st0, it.prep.pre_sha, None), "post": post[it.prep.n],
+            "session": it.prep.session}) for it in live])
         for it in live:
             for p in it.prep.patches:
                 fs.pwrite(it.tfd, p.new, p.offset, it.label)
-            fs.utime(it.tfd, (it.st0.st_atime_ns, it.st0.st_mtime_ns), it.label)
+            fs.utime(it.tfd, (it.st0.st_atime_ns, _mtime(it)), it.label)
         fs.fsync_batch([(it.tfd, it.label) for it in live])
         ctx.journal.append_many([("done", {"n": it.prep.n, "post": post[it.prep.n]}) for it in live])
     finally:

@@ -23,7 +23,7 @@ from histmig.apply.options import ApplyOptions, Prepared
 from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
 from histmig.homes import Homes
 from histmig.livewriters import open_writers
-from histmig.plan import (CreateFile, Delete, Fingerprint, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
+from histmig.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
                           WriteFile)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -52,7 +52,8 @@ def _under(p: str, root: str) -> bool:
 
 def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
     """``{plan root: its real path}``; raises ``invalid plan`` for anything outside the homes."""
-    allowed = [os.path.realpath(r) for r in homes.roots()]
+    # the trash: where undo --force moves a session continued since the change it undoes
+    allowed = [os.path.realpath(r) for r in [*homes.roots(), Path(homes.state) / "trash"]]
     claude_json = os.path.realpath(homes.claude_json)
     roots: dict[str, str] = {}
     for r in plan.roots:
@@ -161,6 +162,12 @@ def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes) -> Prepared:
         path = real_target(op.path, roots)
         base, parts = root_of(op.path, roots)
         return Prepared(n, op, "create", path, base, dirs=_missing_root(base, homes) + _missing_dirs(op.path, base, parts))
+    if isinstance(op, MkDir):
+        path = real_target(op.path, roots)
+        base, parts = root_of(op.path, roots)
+        if os.path.lexists(op.path):
+            raise RefusedError(f"target exists: {op.path} (histmig never replaces; nothing written)")
+        return Prepared(n, op, "mkdir", path, base, dirs=_missing_dirs(op.path, base, parts))
     if isinstance(op, RmDir):
         prep = _prepare_existing(n, op, op.path, op.expect, roots, "rmdir")
         if not stat.S_ISDIR(prep.st.st_mode):

@@ -14,7 +14,7 @@ from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.sqlops import apply_db
-from histmig.apply.tree import create, delete, rename, rmdir
+from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.diagnostics import (HistmigError, NotFoundError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.homes import Homes
@@ -57,7 +57,7 @@ class _nothing:
 def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: ApplyResult) -> None:
     fs = fsio.current()
     try:
-        journal = Journal.create(fs, homes.state, new_txid())
+        journal = Journal.create(fs, homes.state, new_txid(homes.state))
     except OSError as e:
         raise ApplyFailedError(f"cannot create the journal: {e.strerror}; nothing changed",
                                path=homes.state) from None
@@ -66,7 +66,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
               claude_json_name=str(homes.claude_json))
     try:
         journal.append("begin", op=plan.op, args=plan.args, argv=opts.argv or [], version=__version__,
-                       roots=plan.roots)
+                       roots=plan.roots, summary=_summary_paths(plan))
         for prep, skip in _execute(ctx, todo):
             if skip is not None:
                 _skipped(ctx, prep, skip)
@@ -74,6 +74,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
                 result.done.append(prep.path)
                 if opts.on_commit is not None and prep.method != "sql":
                     opts.on_commit(prep.path)
+        set_dir_times(ctx)
         journal.append("commit", done=len(result.done), skipped=len(result.skips))
     except (OSError, HistmigError) as e:
         where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")
@@ -82,6 +83,11 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
     finally:
         journal.close()
     _write_report(homes, result)
+
+
+def _summary_paths(plan) -> dict:
+    """The planner's OLD/NEW (a move's path spellings): undo edits lines appended since backwards."""
+    return {k: plan.summary[k] for k in ("old", "new") if isinstance(plan.summary.get(k), (str, list))}
 
 
 def _execute(ctx: Ctx, todo: list[Prepared]):
@@ -134,7 +140,7 @@ def _guard(prep: Prepared, step):
 
 
 _STEP = {"replace": rewrite, "inplace": patch_in_place, "create": create, "rename": rename, "delete": delete,
-         "rmdir": rmdir}
+         "rmdir": rmdir, "mkdir": mkdir}
 _DEFAULT_STEP = dict(_STEP)
 _BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch}
 

@@ -90,6 +90,11 @@ class Prepared:
         return [] if rel == "." else rel.split(os.sep)
 
     @property
+    def session(self) -> dict[str, str] | None:
+        """The session the operation belongs to (journaled so undo treats a session as one unit)."""
+        return getattr(self.op, "session", None)
+
+    @property
     def name(self) -> str:
         return os.path.basename(self.path)
 

@@ -354,7 +354,11 @@ def _revert_sql(fs, folder, rec, how: Undo) -> None:
     how.restored.append(rec["path"])
 
 
-_REVERT = {"replace": _revert_replace, "inplace": _revert_inplace, "create": _revert_create,
+def _revert_mkdir(fs, folder, rec, how: Undo) -> None:
+    _remove_dirs(fs, [*rec.get("dirs", []), rec["path"]])
+
+
+_REVERT = {"mkdir": _revert_mkdir, "replace": _revert_replace, "inplace": _revert_inplace, "create": _revert_create,
            "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql, "rmdir": _revert_rmdir}
 
 

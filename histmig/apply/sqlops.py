@@ -156,6 +156,13 @@ def _transaction(fs, db: str) -> Iterator[sqlite3.Connection]:
 
 
 def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
+    row = _row_change(con, op)
+    if op.session:       # undo treats a session's rows and files as one unit
+        row["session"] = op.session
+    return row
+
+
+def _row_change(con: sqlite3.Connection, op) -> dict[str, Any]:
     if isinstance(op, SqlUpdate):
         return {"kind": "update", "table": op.table, "key": op.key, "old": op.expect,
                 "new": {k: _enc(v) for k, v in op.set.items()}}

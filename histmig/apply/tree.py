@@ -42,7 +42,7 @@ def create(ctx: Ctx, prep: Prepared) -> Skip | None:
     sha = hashlib.sha256(op.data).hexdigest()
     dirs = dirs_to_make(ctx, prep)
     ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=dirs, tmp=tmp,
-                       post={"sha256": sha, "size": len(op.data)})
+                       post={"sha256": sha, "size": len(op.data)}, session=prep.session)
     make_dirs(ctx, dirs, op.dir_mode)
     dfd = fsio.open_dir(prep.root, prep.parts)
     try:
@@ -89,7 +89,7 @@ def delete(ctx: Ctx, prep: Prepared) -> Skip | None:
             sha = sha_range(src, 0, st0.st_size)
             backup = make_backup(ctx, f"{prep.n}.0", dfd, prep.name, src, st0, sha)
             ctx.journal.append("intent", n=prep.n, method="delete", path=prep.path, backup=backup,
-                               pre=pre_state(st0, sha, src))
+                               pre=pre_state(st0, sha, src), session=prep.session)
         finally:
             os.close(src)
         ctx.fs.unlink(prep.name, dir_fd=dfd, label=prep.path)
@@ -125,16 +125,44 @@ def rmdir(ctx: Ctx, prep: Prepared) -> Skip | None:
     return None
 
 
+def mkdir(ctx: Ctx, prep: Prepared) -> Skip | None:
+    """Create the folder (and missing parents) with its exact mode; its times wait for
+    :func:`set_dir_times`, after every other operation."""
+    op = prep.op
+    dirs = dirs_to_make(ctx, prep)
+    ctx.journal.append("intent", n=prep.n, method="mkdir", path=prep.path, dirs=dirs, session=prep.session)
+    make_dirs(ctx, dirs)
+    make_dirs(ctx, [prep.path], op.mode)
+    if op.mtime_ns is not None:
+        ctx.dir_times.append((prep.path, op.atime_ns or op.mtime_ns, op.mtime_ns))
+    ctx.journal.append("done", n=prep.n)
+    return None
+
+
+def set_dir_times(ctx: Ctx) -> None:
+    for path, atime, mtime in ctx.dir_times:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            ctx.fs.utime(fd, (atime, mtime), path)
+            ctx.fs.fsync(fd, path)
+        finally:
+            os.close(fd)
+
+
 # -- rename ---------------------------------------------------------------------------------------
 def rename(ctx: Ctx, prep: Prepared) -> Skip | None:
     src, dst = prep.path, prep.dst
     st = os.lstat(src)
-    if (st.st_dev, st.st_ino) != (prep.st.st_dev, prep.st.st_ino):
+    # a file rewritten earlier in the same plan has a new inode: its plan expects the device only
+    same_ino = prep.op.expect.ino is None or st.st_ino == prep.st.st_ino
+    if st.st_dev != prep.st.st_dev or not same_ino:
         return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
     tmp = os.path.join(os.path.dirname(dst), fsio.temp_name(os.path.basename(dst), ctx.txid))
     dirs = dirs_to_make(ctx, prep)
+    # a folder's entries are journaled: undo moves back exactly these, never what a client adds later
+    entries = sorted(os.listdir(src)) if stat.S_ISDIR(st.st_mode) else None
     ctx.journal.append("intent", n=prep.n, method="rename", path=src, dst=dst, dirs=dirs, tmp=tmp,
-                       pre={"dev": st.st_dev, "ino": st.st_ino})
+                       pre={"dev": st.st_dev, "ino": st.st_ino}, entries=entries, session=prep.session)
     make_dirs(ctx, dirs)
     try:
         ctx.fs.rename_noreplace(src, dst, label=f"{src} -> {dst}")

@@ -10,7 +10,7 @@ from typing import Callable
 
 import click
 
-from histmig.apply import ApplyOptions, apply_plan, recover, transactions, undo
+from histmig.apply import ApplyOptions, apply_plan, recover, transactions
 from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
@@ -113,29 +113,58 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
 
 @click.command("undo")
 @click.argument("txid", required=False)
-@click.option("--keep-appended", is_flag=True, help="Restore the old bytes, then re-append lines added since.")
-@click.option("--restore-deleted", is_flag=True, help="Recreate files deleted since the apply.")
-@click.option("--force", is_flag=True, help="Restore files changed since the apply anyway (loses those changes).")
+@click.option("--dry-run", is_flag=True, help="Print the inverse plan and what would be kept; write nothing.")
+@click.option("--keep-appended", is_flag=True, hidden=True,
+              help="Accepted for old scripts: lines appended since the apply are always kept now.")
+@click.option("--restore-deleted", is_flag=True, help="Recreate files deleted since the apply (from the backup).")
+@click.option("--force", is_flag=True,
+              help="Also revert what changed since the apply: a continued conversion goes to the trash, "
+                   "a changed file gets its old bytes back (its bytes now stay in the undo's backup).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
-def undo_cmd(ctx: Context, txid, keep_appended, restore_deleted, force, as_json) -> int:
-    """Undo a transaction (default: the latest one).
+def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force, as_json) -> int:
+    """Undo a transaction (default: the latest one that is still applied).
+
+    Undo is an inverse plan computed against the disk as it is now, one session at a time: lines
+    a client appended since are kept (with the change reverted in them too); a session that
+    cannot be reverted safely is kept whole and named, with the command that would finish it.
 
     \b
     Examples:
+      histmig undo --dry-run
       histmig undo
-      histmig undo 20261130T050933Z-141272 --keep-appended
+      histmig undo 20261130T050933.123456Z-141272 --force
     """
-    res = undo(ctx.homes, txid, keep_appended=keep_appended, restore_deleted=restore_deleted, force=force)
+    from histmig.ops.undo_apply import undo
+    res = undo(ctx.homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run,
+               argv=sys.argv[1:])
     if as_json:
-        emit_json(res.to_dict())
+        emit_json({"dry_run": True, "plan": res.plan.to_dict()} if dry_run else res.to_dict())
+        return res.exit_code
+    if dry_run:
+        _undo_dry_run(ctx, res)
         return res.exit_code
     print_warnings([*res.warnings, *res.skips])
     for path in res.done if ctx.verbose else []:
-        info(ctx, f"restored {path}")
-    state = "partly undone (see skips)" if res.skips else "undone"
-    info(ctx, f"transaction {res.txid} {state}: {len(res.done)} file(s) or database(s) restored")
+        info(ctx, f"reverted {path}")
+    for path in res.trash:
+        info(ctx, f"moved to the trash: {path}")
+    via = f" (undo transaction {res.undo_txid})" if res.undo_txid else ""
+    if res.skips:
+        info(ctx, f"transaction {res.txid} partly undone: {len(res.done)} change(s) reverted{via}; "
+                  f"{len(res.skips)} session(s) or file(s) kept, named above")
+    else:
+        info(ctx, f"transaction {res.txid} undone: {len(res.done)} change(s) reverted{via}")
     return res.exit_code
+
+
+def _undo_dry_run(ctx: Context, res) -> None:
+    for op in res.plan.operations:
+        info(ctx, "would " + op.describe())
+    print_warnings([*res.warnings, *res.skips])
+    n, kept = len(res.plan.operations), len(res.skips)
+    info(ctx, f"dry run: undo of {res.txid} would make {n} change(s)"
+              + (f" and keep {kept} session(s) or file(s) as they are" if kept else "") + "; nothing written")
 
 
 @click.command("recover")
