@@ -15,7 +15,7 @@ from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
-from histmig.diagnostics import (HistmigError, NotFoundError, RefusedError, Skip,
+from histmig.diagnostics import (HistmigError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.homes import Homes
 from histmig.journal import Journal, new_txid, read_records, tx_root
@@ -176,41 +176,7 @@ def _write_report(homes: Homes, result: ApplyResult) -> None:
         result.warnings.append(Warning("report-not-written", "could not write the report", str(folder)))
 
 
-# -- undo and recover -----------------------------------------------------------------------------
-def _tx_folder(homes: Homes, txid: str | None) -> Path:
-    txs = transactions(homes)
-    if txid is None:
-        committed = [t for t in txs if t.state in ("committed", "partly-undone")]
-        if not committed:
-            raise NotFoundError("no transaction to undo")
-        return tx_root(homes.state) / committed[-1].txid
-    match = [t for t in txs if t.txid == txid or t.txid.startswith(txid)]
-    if len(match) != 1:
-        raise NotFoundError(f"no transaction {txid}" if not match else f"{txid} is ambiguous")
-    return tx_root(homes.state) / match[0].txid
-
-
-def undo(homes: Homes, txid: str | None = None, *, keep_appended: bool = False,
-         restore_deleted: bool = False, force: bool = False) -> ApplyResult:
-    with GlobalLock(homes.state):
-        check_no_unfinished(homes)
-        folder = _tx_folder(homes, txid)
-        state = rollback_state(folder)
-        if state == "undone":
-            raise RefusedError(f"transaction {folder.name} already undone")
-        if state == "rolled-back":
-            raise RefusedError(f"transaction {folder.name} was rolled back; nothing to undo")
-        how = rollback.Undo(strict=True, keep_appended=keep_appended, restore_deleted=restore_deleted,
-                            force=force)
-        _undo_tx(fsio.current(), folder, how)
-    return ApplyResult(txid=folder.name, done=how.restored, skips=how.skips, warnings=how.warnings)
-
-
-def rollback_state(folder: Path) -> str:
-    from histmig.journal import state_of
-    return state_of(read_records(folder))
-
-
+# -- recover ---------------------------------------------------------------------------------------
 def _undo_tx(fs: fsio.FS, folder: Path, how: rollback.Undo) -> None:
     recs = read_records(folder)
     already = {r["n"] for r in recs if r["kind"] == "undo-done"}

@@ -163,7 +163,7 @@ def _add(units: Units, rec: dict, m: uf.Member, history: History, *, session: di
     who = history.later.path_owner(m.path) or history.later.path_owner(rec["path"])
     if who is None and rec["method"] == "rename":
         who = history.later.below(m.path)
-    if who and not m.problem:
+    if who:        # the most useful reason: whatever else changed, that transaction changed it
         m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
     unit = units.get_unit(_key(session, m.path), session["id"] if session else m.path, session)
     unit.members.append(m)
@@ -174,7 +174,7 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> N
     for row in rec.get("rows", []):
         m = inverse_row(reader, rec["path"], row)
         who = history.later.rows.get(row_key(rec["path"], row))
-        if who and not m.problem:
+        if who:
             m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
         session = row.get("session")
         unit = units.get_unit(_key(session, m.path), session["id"] if session else m.path, session)
