@@ -175,6 +175,7 @@ class TxInfo:
     started_ns: int = 0
     changes: int = 0
     paths: list[str] = field(default_factory=list)
+    kept: list[dict[str, str]] = field(default_factory=list)   # partly-undone: what undo kept, and why
 
     @property
     def unfinished(self) -> bool:
@@ -182,7 +183,7 @@ class TxInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"txid": self.txid, "state": self.state, "op": self.op, "argv": self.argv,
-                "started_ns": self.started_ns, "changes": self.changes, "paths": self.paths}
+                "started_ns": self.started_ns, "changes": self.changes, "paths": self.paths, "kept": self.kept}
 
 
 def tx_info(folder: Path) -> TxInfo:
@@ -193,8 +194,12 @@ def tx_info(folder: Path) -> TxInfo:
     for r in recs:
         if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
             paths.append(r["path"])
-    return TxInfo(txid=Path(folder).name, state=state_of(recs), op=begin.get("op", ""),
-                  argv=begin.get("argv", []), started_ns=begin.get("t", 0), changes=len(done), paths=paths)
+    state = state_of(recs)
+    stopped = [r for r in recs if r["kind"] == "undo-stopped"]
+    kept = [k if isinstance(k, dict) else {"path": k, "reason": "", "code": ""}
+            for k in (stopped[-1].get("skipped", []) if stopped and state == "partly-undone" else [])]
+    return TxInfo(txid=Path(folder).name, state=state, op=begin.get("op", ""), argv=begin.get("argv", []),
+                  started_ns=begin.get("t", 0), changes=len(done), paths=paths, kept=kept)
 
 
 _STATE_KINDS = ("undone", "undo-start", "undo-stopped", "rolled-back", "commit")
@@ -258,7 +263,7 @@ def list_transactions(state_dir: Path) -> list[TxInfo]:
             if p.is_dir() and (p / JOURNAL).exists()]
 
 
-def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[str]) -> None:
+def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[dict[str, str]]) -> None:
     """After an undo transaction committed: which operations it reverted, then ``undone`` (every
     operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``)."""
     journal = Journal.reopen(fs, folder)

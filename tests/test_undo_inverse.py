@@ -144,6 +144,8 @@ def test_case3_a_session_that_cannot_be_reverted_keeps_its_rows_too(tmp_path):
                tid(1)) == [("my-provider",)]                                # row: agrees with the file
     assert paths[tid(2)].read_bytes() == sessions[tid(2)]
     assert [t.state for t in list_transactions(h.state)][0] == "partly-undone"
+    r = histmig("log")
+    assert "partly-undone" in r.stdout and f"kept: {paths[tid(1)]}: changed since the transaction" in r.stdout
 
 
 # -- case 1: data loss ------------------------------------------------------------------------------

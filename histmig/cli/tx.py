@@ -211,6 +211,8 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
     for t in txs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_ns / 1e9)) if t.started_ns else "?"
         info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)")
+        for k in t.kept:
+            info(ctx, f"    kept: {k['path']}: {k['reason']}" if k.get("reason") else f"    kept: {k['path']}")
     return EXIT_OK
 
 

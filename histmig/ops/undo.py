@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import orjson
 
+from histmig import locks
 from histmig.diagnostics import NotFoundError, RefusedError, Skip, Warning
 from histmig.journal import read_records, tx_root, tx_state, txid_sort_key
 from histmig.ops import undo_files as uf
@@ -147,7 +148,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
     finally:
         reader.close()
     _add_offsets(homes, units)
-    _collapse_renames(units, renames)
+    _collapse_renames(units, renames, live=set(locks.claude_live_sessions(homes.claude)))
     return units
 
 
@@ -198,11 +199,15 @@ def _add_offsets(homes, units: Units) -> None:
             unit.members.append(uf.Member("offsets", offset_shift_ops(homes, key[2], edits, reason="undo")))
 
 
-def _collapse_renames(units: Units, renames: list[uf.Renamed]) -> None:
-    """A folder whose every entry goes back, and holds nothing new, goes back in one rename."""
+def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]) -> None:
+    """A folder whose every entry goes back, and holds nothing new, goes back in one rename;
+    never one with a live Claude session in it (its entries go one by one, and apply skips the
+    live one with the rest of its session)."""
     kept = {id(m) for u in units.values() if u.problem for m in u.members}
     for r in renames:
         if r.whole is None or not r.members or any(id(m) in kept for m in r.members):
+            continue
+        if any(os.path.basename(m.path).split(".")[0] in live for m in r.members):
             continue
         for m in r.members:
             m.ops = []

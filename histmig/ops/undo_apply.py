@@ -62,6 +62,6 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
     res.trash = [p for p in trash if p not in skipped]
     with GlobalLock(homes.state):
         mark_undo(fsio.current(), folder, by=applied.txid, ns=result_covered(plan, skipped),
-                  kept=[s.path for s in res.skips])
+                  kept=[s.to_dict() for s in res.skips])
     res.state = "partly-undone" if res.skips else "undone"
     return res
