@@ -39,13 +39,22 @@ def span_patch(offset: int, cur: bytes, want: bytes) -> Patch | None:
     if cur == want:
         return None
     n = min(len(cur), len(want))
-    head = 0
-    while head < n and cur[head] == want[head]:
-        head += 1
-    tail = 0
-    while tail < n - head and cur[-1 - tail] == want[-1 - tail]:
-        tail += 1
+    head = _agree(n, lambda k: cur[:k] == want[:k])
+    tail = _agree(n - head, lambda k: cur[len(cur) - k:] == want[len(want) - k:])
     return Patch(offset + head, compact(cur[head:len(cur) - tail]), compact(want[head:len(want) - tail]))
+
+
+def _agree(n: int, same) -> int:
+    """The largest k <= n with same(k), for a prefix-closed ``same`` (binary search: each probe is
+    one memcmp, where a byte loop in Python cost 15 s of a 20 s undo of 430 files)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | None,
@@ -58,30 +67,23 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
         st = os.fstat(cur.fileno())
         if st.st_size < post_size:
             raise DiffError(f"shorter than the transaction left it ({st.st_size} < {post_size} bytes)")
-        whole, applied, restored = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
-        out = Diff(size=st.st_size)
-        pos = 0
+        applied, out, pos = hashlib.sha256(), Diff(size=st.st_size), 0
         while pos < post_size:
-            line = cur.readline(post_size - pos)
-            whole.update(line)
-            applied.update(line)
             want = old.readline(pre_size - old.tell()) if old.tell() < pre_size else b""
-            if not want:     # the backup has no more lines: the rest was salvaged or appended
+            if not want:     # the backup has no more lines: the rest was salvaged
                 break
-            restored.update(want)
+            line = cur.readline(post_size - pos)
+            applied.update(line)
             if (p := span_patch(pos, line, want)) is not None:
                 out.patches.append(p)
             pos += len(line)
         if old.tell() < pre_size or (pos < post_size and not salvaged):
             raise LinesDiffer()
-        if pos < post_size:
-            rest = _hash_to(cur, post_size - pos, whole, applied)
-            out.tail_start = pos
-            pos += rest
-        else:
-            out.tail_start = post_size
+        out.tail_start = pos
+        pos += _hash_to(cur, post_size - pos, applied)
         if post_sha is not None and applied.hexdigest() != post_sha:
             raise DiffError("changed since the transaction (not only appended to)")
+        whole = applied.copy()            # the file now: what the apply wrote, then what came since
         _hash_to(cur, st.st_size - pos, whole)
         out.sha256 = whole.hexdigest()
         return out
