@@ -356,3 +356,23 @@ def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path,
         shift += p.delta
     assert bytes(data) == old + b"".join(tail) and d.tail_start == len(new)
     assert d.sha256 == hashlib.sha256(new + b"".join(tail)).hexdigest()
+
+
+def test_case2_claude_json_saved_by_claude_since_the_move_gets_only_its_project_key_back(tmp_path):
+    """Claude Code rewrites ~/.claude.json at every start: undo re-keys NEW -> OLD in the file as
+    it is now instead of putting the old bytes back over the client's changes."""
+    import json
+    h = homes()
+    old, new = str(tmp_path / "A"), str(tmp_path / "B")
+    os.makedirs(new)
+    claude_session(h, old, 1)
+    h.claude_json.write_text(json.dumps({"numStartups": 3, "projects": {old: {"hasTrustDialogAccepted": True}}}, indent=2))
+    apply_plan(plan_move(h, old, new), h)
+    saved = json.loads(h.claude_json.read_text())
+    saved["numStartups"] = 4                                                  # Claude ran in B
+    saved["projects"][new]["lastSessionId"] = sid(1)
+    h.claude_json.write_text(json.dumps(saved, indent=2))
+    out = undo(h)
+    assert out.exit_code == 0 and not out.skips
+    after = json.loads(h.claude_json.read_text())
+    assert after == {"numStartups": 4, "projects": {old: {"hasTrustDialogAccepted": True, "lastSessionId": sid(1)}}}

@@ -22,6 +22,7 @@ from histmig import locks
 from histmig.diagnostics import NotFoundError, RefusedError, Skip, Warning
 from histmig.journal import read_records, tx_root, tx_state, txid_sort_key
 from histmig.ops import undo_files as uf
+from histmig.ops.undo_config import semantic_inverse
 from histmig.ops.undo_history import History, load, row_key
 from histmig.ops.undo_rows import RowReader, inverse_row
 from histmig.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate, WriteFile
@@ -99,7 +100,7 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
                  tail_edit=inverse_line_edit(begin), locate=Locator(homes, intents).find,
-                 trash=Path(homes.state) / TRASH / folder.name)
+                 trash=Path(homes.state) / TRASH / folder.name, begin=begin)
     units = _units(homes, env, intents, history)
     return _assemble(homes, begin, env, units)
 
@@ -147,6 +148,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
                 _add(units, rec, _FILES[method](env, rec), history, session=rec.get("session"))
     finally:
         reader.close()
+    _settings_files(homes, env, units)
     _add_offsets(homes, units)
     _collapse_renames(units, renames, live=set(locks.claude_live_sessions(homes.claude)))
     return units
@@ -181,6 +183,16 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> N
         unit = units.get_unit(_key(session, m.path), session["id"] if session else m.path, session)
         unit.members.append(m)
         unit.ns.add(rec["n"])
+
+
+def _settings_files(homes, env: uf.Env, units: Units) -> None:
+    """A shared settings file changed since the transaction gets its edit reverted in place."""
+    for key, unit in units.items():
+        if key[0] != "path" or not unit.problem or unit.problem[1] != "modified" or env.force:
+            continue
+        ops = semantic_inverse(homes, env.begin, key[1])
+        if ops is not None:
+            unit.members = [uf.Member(key[1], ops)]
 
 
 def _add_offsets(homes, units: Units) -> None:

@@ -50,6 +50,7 @@ class Env:
     tail_edit: LineEdit | None
     locate: Callable[[str], str | None]
     trash: Path
+    begin: dict = field(default_factory=dict)     # the undone transaction's begin record
 
     def backup(self, rec: dict) -> Path:
         return self.folder / "b" / rec["backup"]["name"]
