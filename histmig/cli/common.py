@@ -79,6 +79,12 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     except HistmigError as e:
         diag(f"error: {e.describe()}")
         return e.exit_code
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as e:   # the library names its errors; this is the net under a raw one
+        where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
+        diag(f"error: {where}{e.strerror or e}")
+        return 1
     except click.exceptions.Abort:
         diag("aborted")
         return 1
