@@ -186,7 +186,7 @@ def tx_info(folder: Path) -> TxInfo:
     for r in recs:
         if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
             paths.append(r["path"])
-    return TxInfo(txid=Path(folder).name, state=state_of(recs), op=begin.get("op", ""),
+    return TxInfo(txid=Path(folder).name, state=_lost_begin(folder, state_of(recs)), op=begin.get("op", ""),
                   argv=begin.get("argv", []), started_ns=begin.get("t", 0), changes=len(done), paths=paths)
 
 
@@ -211,7 +211,16 @@ def tx_state(folder: Path) -> str:
         return "partly-rolled-back" if rec.get("incomplete") else "rolled-back"
     if last["commit"] >= 0:
         return "committed"
-    return state_of(read_records(folder))     # applying or empty: rare, parse it all
+    return _lost_begin(folder, state_of(read_records(folder)))     # applying or empty: rare, parse it all
+
+
+def _lost_begin(folder: Path, state: str) -> str:
+    """An empty journal with backups beside it lost its records (truncated by an outside fault):
+    unfinished, so recover looks at it and every command waits for that."""
+    bdir = Path(folder) / "b"
+    if state == "empty" and bdir.is_dir() and any(bdir.iterdir()):
+        return "applying"
+    return state
 
 
 def _last_record(data: bytes, kind: str) -> int:

@@ -160,7 +160,7 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
                     break
                 passed.append(q)
                 j += 1
-            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group))))
+            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group)))
             yield from ((q, outcome.get(q.n)) for q in passed)
             i = j
             continue
@@ -176,12 +176,14 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
         yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
 
 
-def _guard(prep: Prepared, step):
+def _guard(prep: Prepared, step, group: list[Prepared] = ()):
+    """Name the file in an error: a call relative to a folder descriptor names only the entry."""
     try:
         return step()
     except OSError as e:
-        if not e.filename:
-            e.filename = prep.path
+        name = os.fsdecode(e.filename) if e.filename else ""
+        if not os.path.isabs(name):
+            e.filename = next((q.path for q in group if name and q.name == name), None) or name or prep.path
         raise
 
 

@@ -183,6 +183,7 @@ def _write_back(fs, folder: Path, path: str, data: bytes, pre: dict, mtime_ns: i
     dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         ctx = Ctx(fs, _NoJournal(folder), ApplyOptions(), ApplyResult())
+        _unlink_quiet(fs, tmp, dfd)    # ours (the name holds the txid), left by an interrupted restore
         write_new(ctx, dfd, tmp, data, pre["mode"], mtime_ns, path, atime_ns=pre["atime_ns"])
         tfd = os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         try:
