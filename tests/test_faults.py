@@ -537,3 +537,25 @@ def test_case4_enospc_in_the_home_during_undo_rolls_the_undo_back(tmpfs_for):
     before = tree_state(h)
     fs.shrink(pages=0)
     _assert_undo_rolled_itself_back(histmig("undo"), h, before, txid)
+
+
+def test_case4_enospc_in_a_fill_thread_rolls_back(tmp_path):
+    """Files of 256 KiB and more are filled two at a time on threads: an error there is the
+    apply's error like any other."""
+    from histmig.apply.batch import PARALLEL_MIN
+    from test_apply_fixtures import line
+    h = resolve_homes()
+    day = h.codex / "sessions" / "2026" / "01" / "03"
+    day.mkdir(parents=True)
+    files = []
+    for i in range(3):
+        p = day / f"rollout-2026-01-03T10-00-0{i}-0199bbbb-0000-7000-8000-00000000000{i}.jsonl"
+        p.write_bytes(b"".join(line(j) for j in range(PARALLEL_MIN // 40 + 100)))
+        files.append(p)
+    before = _user(h)
+    fault = fsio.Fault(1, errno.ENOSPC, op="write", path_contains=files[1].name + " (temp)")
+    with fsio.using(fsio.FS(faults=[fault])) as fs, pytest.raises(ApplyFailedError) as ei:
+        apply_plan(move_plan(h, files), h)
+    assert fs.fired and ei.value.path == str(files[1]) and "No space left on device" in str(ei.value)
+    assert _user(h) == before and no_temps(h.home)
+    check_no_unfinished(h)

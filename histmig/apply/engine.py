@@ -27,6 +27,14 @@ from histmig.apply import ApplyFailedError, check_no_unfinished, transactions
 
 
 def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> ApplyResult:
+    try:
+        return _apply_plan(plan, homes, options)
+    except OSError as e:      # raised before the journal existed (lock, checks): nothing was written
+        where = os.fsdecode(e.filename) if e.filename else None
+        raise RefusedError(f"{_cause(e)}; nothing changed", path=where) from None
+
+
+def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult:
     opts = options or ApplyOptions()
     if opts.tail_transform is None:   # appended lines get the command's own per-line edit
         from histmig.apply.tails import for_plan
@@ -228,7 +236,7 @@ def _cause(err: BaseException, *, named: bool = False) -> str:
     """The error in a few words: the OS's message (with the file when ``named``), "interrupted",
     or the type and text of anything unexpected."""
     if isinstance(err, OSError) and err.strerror:
-        where = os.fsdecode(err.filename) if named and err.filename else ""
+        where = os.fsdecode(err.filename).removesuffix(" (temp)") if named and err.filename else ""
         return f"{where}: {err.strerror}" if where else err.strerror
     if isinstance(err, HistmigError):
         return err.describe() if named else str(err)
