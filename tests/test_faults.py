@@ -122,6 +122,16 @@ def _move_tree(h) -> list[str]:
     return ["move", cwd, cwd + "2", "--apply"]
 
 
+def _move_shorter_tree(h) -> list[str]:
+    """A move to a shorter path: the new files are smaller than the old ones, so putting an old
+    one back needs more room than its new version frees."""
+    cwd = _cwd(h) + "/a-rather-long-project-folder-name"
+    home_with(h.codex, {tid(i): rollout(tid(i), turns=2, cwd=cwd) for i in range(1, 4)})
+    for i in range(1, 3):
+        claude_session(h, cwd, i)
+    return ["move", cwd, _cwd(h) + "/p", "--apply"]
+
+
 def _to_claude_tree(h) -> list[str]:
     cwd = _cwd(h)
     home_with(h.codex, {tid(i): rollout(tid(i), turns=2, cwd=cwd) for i in range(1, 4)})
@@ -135,7 +145,7 @@ def _to_codex_tree(h) -> list[str]:
     return ["convert", "--to", "codex", "--from", "claude-code", "--all", "--apply"]
 
 
-TREES = {"flip": _flip_tree, "move": _move_tree, "convert-to-claude": _to_claude_tree,
+TREES = {"flip": _flip_tree, "move": _move_tree, "move-shorter": _move_shorter_tree, "convert-to-claude": _to_claude_tree,
          "convert-to-codex": _to_codex_tree}
 
 
@@ -559,3 +569,32 @@ def test_case4_enospc_in_a_fill_thread_rolls_back(tmp_path):
     assert fs.fired and ei.value.path == str(files[1]) and "No space left on device" in str(ei.value)
     assert _user(h) == before and no_temps(h.home)
     check_no_unfinished(h)
+
+
+@pytest.mark.parametrize("err", [errno.EIO, errno.EPERM, errno.ENOSPC])
+def test_case4_eio_eperm_enospc_at_a_rename_roll_back_naming_the_file(tmp_path, err):
+    h = resolve_homes()
+    tree = make_tree(h)
+    files = tree["files"]
+    plan = _plan_file(h, tree, tmp_path)
+    before = _user(h)
+    with fsio.using(fsio.FS(faults=[fsio.Fault(3, err, op="replace")])):
+        line = _one_error(histmig("apply", plan))
+    assert line == f"error: {files[2]}: {os.strerror(err)}; rolled back, nothing changed"
+    assert _user(h) == before and no_temps(h.home)
+    check_no_unfinished(h)
+
+
+def test_case4_database_backup_is_hashed_and_checked(tmp_path):
+    from histmig.apply.backups import verify_backup
+    h = resolve_homes()
+    tree = make_tree(h)
+    txid = apply_plan(full_plan(h, tree), h).txid
+    folder = h.state / "tx" / txid
+    [rec] = [r for r in read_records(folder) if r["kind"] == "intent" and r["method"] == "sql"]
+    assert rec["backup"]["kind"] == "sqlite" and len(rec["backup"]["sha256"]) == 64
+    assert verify_backup(folder, rec) is None
+    _corrupt(folder / "b" / rec["backup"]["name"])
+    assert "does not match its journaled sha256" in verify_backup(folder, rec)
+    (folder / "b" / rec["backup"]["name"]).unlink()
+    assert "is missing" in verify_backup(folder, rec)
