@@ -79,15 +79,18 @@ class Tmpfs:
 
 @pytest.fixture
 def tmpfs_for(tmp_path, monkeypatch, isolated_homes):
-    """``tmpfs_for("home")`` or ``("state")``: the tmpfs holding that one; the other stays on disk."""
+    """``tmpfs_for("home")`` or ``("state")``: the tmpfs holding that one; the other stays on disk.
+    ``("both")``: one tmpfs for the homes and the state folder (backups are hard links, temps are
+    staged in the journal's folder)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (CI runs as root); ENOSPC is covered in-process below")
     mounted = []
 
     def make(which: str) -> Tmpfs:
-        if which == "home":
+        if which in ("home", "both"):
             fs = Tmpfs(isolated_homes["HOME"])
-            monkeypatch.setenv("HISTMIG_STATE_DIR", str(tmp_path / "state"))
+            if which == "home":
+                monkeypatch.setenv("HISTMIG_STATE_DIR", str(tmp_path / "state"))
         else:
             fs = Tmpfs(tmp_path / "state-fs")
             monkeypatch.setenv("HISTMIG_STATE_DIR", str(fs.path / "histmig"))
@@ -152,7 +155,7 @@ TREES = {"flip": _flip_tree, "move": _move_tree, "move-shorter": _move_shorter_t
 def _build(which_fs: Tmpfs, which: str, op: str):
     h = resolve_homes()
     which_fs.clear()
-    for d in [h.state] if which == "home" else [h.codex, h.claude, h.home / "w"]:
+    for d in {"home": [h.state], "state": [h.codex, h.claude, h.home / "w"]}.get(which, []):
         shutil.rmtree(d, ignore_errors=True)
     for d in (h.codex, h.claude):
         d.mkdir(parents=True, exist_ok=True)
@@ -210,6 +213,15 @@ def test_case4_enospc_in_the_home_at_every_phase_rolls_back(tmpfs_for, op):
     fs = tmpfs_for("home")
     errors = _sweep(fs, "home", op, unit="pages")
     errors += _sweep(fs, "home", op, unit="inodes")
+    assert errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", list(TREES))
+def test_case4_enospc_with_homes_and_state_on_one_full_disk_rolls_back(tmpfs_for, op):
+    fs = tmpfs_for("both")
+    errors = _sweep(fs, "both", op, unit="pages")
+    errors += _sweep(fs, "both", op, unit="inodes")
     assert errors
 
 
