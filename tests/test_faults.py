@@ -23,18 +23,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid
 from convert_fixtures import make_state_db, write_claude
 from histmig import fsio
-from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished, recover
+from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished
 from histmig.diagnostics import UnfinishedTransactionError
 from histmig.homes import resolve_homes
 from histmig.journal import list_transactions, read_records
-from test_apply_fixtures import db_rows, full_plan, make_tree, move_plan, no_temps, snapshot
+from test_apply_fixtures import full_plan, make_tree, move_plan, no_temps, snapshot
 from test_move_fixtures import claude_session
 
 PAGE = 4096
@@ -148,7 +147,8 @@ def _to_codex_tree(h) -> list[str]:
     return ["convert", "--to", "codex", "--from", "claude-code", "--all", "--apply"]
 
 
-TREES = {"flip": _flip_tree, "move": _move_tree, "move-shorter": _move_shorter_tree, "convert-to-claude": _to_claude_tree,
+TREES = {"flip": _flip_tree, "move": _move_tree, "move-shorter": _move_shorter_tree,
+         "convert-to-claude": _to_claude_tree,
          "convert-to-codex": _to_codex_tree}
 
 
@@ -508,8 +508,9 @@ def test_case4_crash_before_the_intents_drops_backups_of_untouched_files(tmp_pat
         apply_plan(plan, h)
     assert histmig("undo").exit_code == 0
     # the first intents' write: right after the fsync of b/ that made the batch's backups durable
-    k = 1 + next(i for i, (name, label) in enumerate(spy.log) if name == "write" and label.endswith("journal.jsonl")
-                 and spy.log[i - 1] == ("fsync", str(h.state / "tx" / spy.log[i][1].split("/tx/")[1].split("/")[0] / "b")))
+    bdir = str(h.state / "tx" / list_transactions(h.state)[-1].txid / "b")
+    k = 1 + next(i for i, (name, label) in enumerate(spy.log)
+                 if name == "write" and label.endswith("journal.jsonl") and spy.log[i - 1] == ("fsync", bdir))
     r = subprocess.run([sys.executable, "-m", "histmig", "apply", str(_plan_file(h, tree, tmp_path))],
                        env=dict(os.environ, HISTMIG_CRASH_AT=str(k)), capture_output=True, text=True, timeout=60)
     assert r.returncode == -9, r.stderr

@@ -3,7 +3,7 @@ journal record names (safety.md "Damaged backups and journals").
 
     verify_backup(folder, rec) -> reason | None     # before restoring from rec's backup
     unnamed_backups(folder, records) -> (drop, keep) # backups in b/ that no intent names
-    sql_probe(preps) -> dict | None                  # what begin records to tell a committed database
+    sql_probe(ops) -> dict | None                    # what begin records to tell a committed database
 
 A backup is used only when it holds exactly the bytes its intent journaled (size and sha256 of
 the original; a hard link may be longer: an agent kept appending to the old inode). A backup that
