@@ -465,6 +465,18 @@ def test_case4_corrupted_backup_is_refused_by_undo(tmp_path, kind):
     assert files[0].read_bytes() == new, "not restored from a damaged backup"
 
 
+def test_case4_recover_with_a_missing_backup_is_not_a_success(tmp_path):
+    h = resolve_homes()
+    tree = make_tree(h)
+    files = tree["files"]
+    txid = _fail_rollback(h, tree)
+    _backup_of(h, txid, files[0]).unlink()
+    r = histmig("recover")
+    assert r.exit_code == 1 and f"warning: not-restored: {files[0]}: backup missing" in r.stderr, r.stderr
+    assert "recovered transaction" not in r.stdout
+    assert [t.state for t in list_transactions(h.state)] == ["partly-rolled-back"]
+
+
 # -- a truncated journal ------------------------------------------------------------------------
 def _truncate_after(folder: Path, keep: int) -> None:
     """Cut the journal after its first ``keep`` records (an outside fault lost the rest)."""

@@ -338,8 +338,8 @@ def recover(homes: Homes) -> RecoverResult:
             res.warnings.extend(how.warnings)
             res.warnings.extend(Warning(s.code if s.code in _NAMED else "not-restored", s.reason, s.path)
                                 for s in how.skips)
-            if any(s.code in _NAMED for s in how.skips):
-                res.incomplete.append(tx.txid)
+            if any(s.code in _NAMED for s in how.skips) or (how.skips and tx.state != "undoing"):
+                res.incomplete.append(tx.txid)     # a rollback that left a file changed is not a success
     return res
 
 
