@@ -235,6 +235,29 @@ def test_case4_enospc_in_the_state_dir_at_every_phase_rolls_back(tmpfs_for, op):
 
 
 # -- the same phases in-process, without root (the facade's fault injection) -------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["flip", "convert-to-codex"])
+def test_case4_enospc_at_every_operation_of_the_cli_rolls_back(op):
+    """The facade fails counted operation k with ENOSPC, for every k of a real command: one
+    message naming a file, exit 1, the tree as before, nothing left for recover."""
+    def build():
+        h = resolve_homes()
+        for d in (h.codex, h.claude, h.state, h.home / "w"):
+            shutil.rmtree(d, ignore_errors=True)
+        for d in (h.codex, h.claude):
+            d.mkdir(parents=True)
+        return h, TREES[op](h)
+    h, argv = build()
+    with fsio.using(fsio.FS(skip_fsync=True)) as spy:
+        assert histmig(*argv).exit_code == 0
+    assert spy.count > 20
+    for k in range(1, spy.count + 1):
+        h, argv = build()
+        before = tree_state(h)
+        with fsio.using(fsio.FS(faults=[fsio.Fault(k, errno.ENOSPC)], skip_fsync=True)) as fs:
+            r = histmig(*argv)
+        assert fs.fired, k
+        _assert_failed_cleanly(r, h, before, f"{op}, ENOSPC at operation {k} {spy.log[k - 1]}")
 _user = tree_state      # the tool homes as the user sees them (histmig's own state folder left out)
 
 
