@@ -93,8 +93,6 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
         return EXIT_USAGE if e.exit_code == 2 else e.exit_code
     except click.exceptions.Exit as e:
         return e.exit_code
-    except BrokenPipeError:
-        return EXIT_OK
 
 
 class Progress:

@@ -158,7 +158,7 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
     for txid in res.txids:
         if txid in res.incomplete:
             diag(f"error: transaction {txid} rolled back except the files named above (left as they are); "
-                 "see docs/safety.md, Damaged backups and journals")
+                 "see \"Damaged backups and journals\" in the README")
         else:
             info(ctx, f"recovered transaction {txid}")
     for path in res.restored if ctx.verbose else []:
