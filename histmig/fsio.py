@@ -96,39 +96,45 @@ class FS:
     def open_write(self, name, *, dir_fd: int | None = None, flags: int = WRITE_FLAGS,
                    mode: int = 0o600, label=None) -> int:
         self._op("open", label or name)
-        return os.open(name, flags, mode, dir_fd=dir_fd)
+        with _naming(label, dir_fd):
+            return os.open(name, flags, mode, dir_fd=dir_fd)
 
     def write(self, fd: int, data: bytes, label: str) -> None:
         self._op("write", label)
         view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-
-    def write_parts(self, fd: int, parts: list[bytes], label: str) -> None:
-        """Several buffers written back to back as one counted write (no joined copy in memory)."""
-        self._op("write", label)
-        for data in parts:
-            view = memoryview(data)
+        with _naming(label):
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
 
+    def write_parts(self, fd: int, parts: list[bytes], label: str) -> None:
+        """Several buffers written back to back as one counted write (no joined copy in memory)."""
+        self._op("write", label)
+        with _naming(label):
+            for data in parts:
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+
     def pwrite(self, fd: int, data: bytes, offset: int, label: str) -> None:
         self._op("write", label)
         done = 0
-        while done < len(data):
-            done += os.pwrite(fd, data[done:], offset + done)
+        with _naming(label):
+            while done < len(data):
+                done += os.pwrite(fd, data[done:], offset + done)
 
     def copy_range(self, src: int, dst: int, count: int, offset_src: int, label: str) -> int:
         """``os.copy_file_range`` (in-kernel copy); the caller falls back on EXDEV/ENOSYS/EINVAL."""
         self._op("copy", label)
-        return os.copy_file_range(src, dst, count, offset_src)
+        with _naming(label):
+            return os.copy_file_range(src, dst, count, offset_src)
 
     def fsync(self, fd: int, label: str) -> None:
         self._op("fsync", label)
         if not self.skip_fsync:
-            os.fsync(fd)
+            with _naming(label):
+                os.fsync(fd)
 
     def fchown(self, fd: int, uid: int, gid: int, label: str) -> None:
         self._op("fchown", label)
@@ -136,23 +142,28 @@ class FS:
 
     def fchmod(self, fd: int, mode: int, label: str) -> None:
         self._op("fchmod", label)
-        os.fchmod(fd, mode)
+        with _naming(label):
+            os.fchmod(fd, mode)
 
     def setxattr(self, fd: int, key: str, value: bytes, label: str) -> None:
         self._op("setxattr", label)
-        os.setxattr(fd, key, value)
+        with _naming(label):
+            os.setxattr(fd, key, value)
 
     def utime(self, fd: int, ns: tuple[int, int], label: str) -> None:
         self._op("utime", label)
-        os.utime(fd, ns=ns)
+        with _naming(label):
+            os.utime(fd, ns=ns)
 
     def truncate(self, fd: int, size: int, label: str) -> None:
         self._op("truncate", label)
-        os.ftruncate(fd, size)
+        with _naming(label):
+            os.ftruncate(fd, size)
 
     def replace(self, src: str, dst: str, *, dir_fd: int | None = None, label=None) -> None:
         self._op("replace", label or dst)
-        os.replace(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        with _naming(label, dir_fd):
+            os.replace(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
     def rename_noreplace(self, src: str, dst: str, *, src_dir_fd: int | None = None,
                          dst_dir_fd: int | None = None, label=None) -> None:
@@ -161,7 +172,8 @@ class FS:
 
     def link(self, src: str, dst: str, *, src_dir_fd=None, dst_dir_fd=None, label=None) -> None:
         self._op("link", label or dst)
-        os.link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=False)
+        with _naming(label, src_dir_fd):
+            os.link(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=False)
 
     def unlink(self, name: str, *, dir_fd: int | None = None, label=None) -> None:
         self._op("unlink", label or name)
@@ -193,10 +205,11 @@ class FS:
         by_dev: dict[int, list[int]] = {}
         for fd, _label in items:
             by_dev.setdefault(os.fstat(fd).st_dev, []).append(fd)
-        for fds in by_dev.values():
-            if not syncfs(fds[0]):
-                for fd in fds:
-                    os.fsync(fd)
+        with _naming(items[0][1] if len(by_dev) == 1 and len(items) == 1 else None):
+            for fds in by_dev.values():
+                if not syncfs(fds[0]):
+                    for fd in fds:
+                        os.fsync(fd)
 
     def fsync_dir(self, path: str) -> None:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -204,6 +217,19 @@ class FS:
             self.fsync(fd, path)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def _naming(label, dir_fd: int | None = None) -> Iterator[None]:
+    """An ``OSError`` of a call on a descriptor names no file, and one relative to a folder
+    descriptor names only the entry (a temp's bare name): name the file the operation is for, so
+    the user's one error line says which file (safety.md "Faults mid-apply")."""
+    try:
+        yield
+    except OSError as e:
+        if label and (e.filename is None or dir_fd is not None):
+            e.filename, e.filename2 = os.fsdecode(label), None
+        raise
 
 
 # -- the current facade ------------------------------------------------------------------------

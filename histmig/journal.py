@@ -5,7 +5,9 @@ the journal is durable before the data it protects is touched). Record kinds:
 
 ``begin`` (op, argv, version, roots) · ``intent`` (n, method, path, pre-state, backup, post) ·
 ``done`` (n, post) · ``salvaged`` · ``skip`` · ``commit`` · ``rolled-back`` (apply failed or
-``recover``) · ``undo-start`` · ``undo-done`` (n) · ``undone``.
+``recover``; with ``incomplete``, what could not be put back: state ``partly-rolled-back``) ·
+``undo-start`` · ``undo-done`` (n) · ``undone``. ``begin`` lists every planned operation
+(``ops``: n, method, path) so that backups whose intent was lost can be told apart.
 
 A transaction is *unfinished* when it has ``begin`` but neither ``commit`` nor ``rolled-back``, or
 ``undo-start`` without ``undone``; every mutating command refuses until ``histmig recover`` ran.
@@ -68,6 +70,7 @@ class Journal:
     def __init__(self, fs: fsio.FS, folder: Path, fd: int):
         self.fs, self.folder, self.fd = fs, Path(folder), fd
         self.txid = self.folder.name
+        self.torn = False     # the file may end in half a record (a failed write, a crash)
 
     @classmethod
     def create(cls, fs: fsio.FS, state_dir: Path, txid: str) -> "Journal":
@@ -85,7 +88,11 @@ class Journal:
     @classmethod
     def reopen(cls, fs: fsio.FS, folder: Path) -> "Journal":
         fd = os.open(Path(folder) / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
-        return cls(fs, folder, fd)
+        j = cls(fs, folder, fd)
+        size = os.fstat(fd).st_size
+        with open(Path(folder) / JOURNAL, "rb") as fh:
+            j.torn = size > 0 and os.pread(fh.fileno(), 1, size - 1) != b"\n"
+        return j
 
     @property
     def backups(self) -> Path:
@@ -93,8 +100,7 @@ class Journal:
 
     def append(self, kind: str, **data: Any) -> None:
         rec = {"kind": kind, "t": time.time_ns(), **data}
-        self.fs.write(self.fd, orjson.dumps(rec) + b"\n", str(self.folder / JOURNAL))
-        self.fs.fsync(self.fd, str(self.folder / JOURNAL))
+        self._write([orjson.dumps(rec) + b"\n"])
 
     def append_many(self, records: list[tuple[str, dict[str, Any]]]) -> None:
         """Several records made durable by one write and one fsync (a batch's intents or dones):
@@ -103,8 +109,7 @@ class Journal:
             return
         t = time.time_ns()
         data = b"".join(orjson.dumps({"kind": kind, "t": t, **rec}) + b"\n" for kind, rec in records)
-        self.fs.write(self.fd, data, str(self.folder / JOURNAL))
-        self.fs.fsync(self.fd, str(self.folder / JOURNAL))
+        self._write([data])
 
     def append_stream(self, kind: str, head: dict[str, Any], key: str, items) -> None:
         """One record whose ``key`` is a long list, encoded item by item (the items are generated
@@ -122,8 +127,22 @@ class Journal:
         for i, part in enumerate(parts):
             out += [b",", part] if i else [part]
         out.append(b"]}\n")
-        self.fs.write_parts(self.fd, out, str(self.folder / JOURNAL))
-        self.fs.fsync(self.fd, str(self.folder / JOURNAL))
+        self._write(out)
+
+    def _write(self, parts: list[bytes]) -> None:
+        """One counted write and its fsync. A write that failed part-way (disk full) or a crash
+        mid-append leaves half a record: the next one starts on a new line, so it is not glued to
+        that torn line (which :func:`read_records` skips) and lost with it."""
+        label = str(self.folder / JOURNAL)
+        if self.torn:
+            parts = [b"\n", *parts]
+        try:
+            self.fs.write_parts(self.fd, parts, label)
+        except BaseException:
+            self.torn = True
+            raise
+        self.torn = False
+        self.fs.fsync(self.fd, label)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -157,7 +176,8 @@ def state_of(records: list[dict[str, Any]]) -> str:
     if undo_marks:
         return "undoing" if undo_marks[-1] == "undo-start" else "partly-undone"
     if "rolled-back" in kinds:
-        return "rolled-back"
+        last = [r for r in records if r["kind"] == "rolled-back"][-1]
+        return "partly-rolled-back" if last.get("incomplete") else "rolled-back"
     if "commit" in kinds:
         return "committed"
     return "applying" if kinds else "empty"
@@ -194,7 +214,7 @@ def tx_info(folder: Path) -> TxInfo:
     for r in recs:
         if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
             paths.append(r["path"])
-    state = state_of(recs)
+    state = _lost_begin(folder, state_of(recs))
     stopped = [r for r in recs if r["kind"] == "undo-stopped"]
     kept = [k if isinstance(k, dict) else {"path": k, "reason": "", "code": ""}
             for k in (stopped[-1].get("skipped", []) if stopped and state == "partly-undone" else [])]
@@ -219,10 +239,20 @@ def tx_state(folder: Path) -> str:
     if max(last["undo-start"], last["undo-stopped"]) >= 0:
         return "undoing" if last["undo-start"] > last["undo-stopped"] else "partly-undone"
     if last["rolled-back"] >= 0:
-        return "rolled-back"
+        rec = orjson.loads(data[last["rolled-back"]:data.find(b"\n", last["rolled-back"])])
+        return "partly-rolled-back" if rec.get("incomplete") else "rolled-back"
     if last["commit"] >= 0:
         return "committed"
-    return state_of(read_records(folder))     # applying or empty: rare, parse it all
+    return _lost_begin(folder, state_of(read_records(folder)))     # applying or empty: rare, parse it all
+
+
+def _lost_begin(folder: Path, state: str) -> str:
+    """An empty journal with backups beside it lost its records (truncated by an outside fault):
+    unfinished, so recover looks at it and every command waits for that."""
+    bdir = Path(folder) / "b"
+    if state == "empty" and bdir.is_dir() and any(bdir.iterdir()):
+        return "applying"
+    return state
 
 
 def _last_record(data: bytes, kind: str) -> int:

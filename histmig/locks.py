@@ -50,8 +50,11 @@ class GlobalLock:
                 who = f" (pid {holder})" if holder else ""
                 raise LockedError(f"another histmig is running{who}", path=str(self.path)) from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass    # the pid is only for "another histmig is running (pid N)"; a full disk must not keep the lock open
         self.fd = fd
         return self
 

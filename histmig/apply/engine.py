@@ -3,19 +3,21 @@ or list do not pay for it)."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import shutil
 from pathlib import Path
 
 import orjson
 
 from histmig import __version__, fsio
-from histmig.apply import batch, rollback
+from histmig.apply import backups, batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
-from histmig.diagnostics import (HistmigError, Skip,
+from histmig.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.homes import Homes
 from histmig.journal import Journal, new_txid, read_records, tx_root
@@ -25,6 +27,14 @@ from histmig.apply import ApplyFailedError, check_no_unfinished, transactions
 
 
 def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> ApplyResult:
+    try:
+        return _apply_plan(plan, homes, options)
+    except OSError as e:      # raised before the journal existed (lock, checks): nothing was written
+        where = os.fsdecode(e.filename) if e.filename else None
+        raise RefusedError(f"{_cause(e)}; nothing changed", path=where) from None
+
+
+def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult:
     opts = options or ApplyOptions()
     if opts.tail_transform is None:   # appended lines get the command's own per-line edit
         from histmig.apply.tails import for_plan
@@ -55,18 +65,17 @@ class _nothing:
 
 
 def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: ApplyResult) -> None:
+    """Every error after the journal exists — any exception, not only I/O — rolls the transaction
+    back before it propagates; only a kill or power loss leaves it for ``recover``."""
     fs = fsio.current()
-    try:
-        journal = Journal.create(fs, homes.state, new_txid(homes.state))
-    except OSError as e:
-        raise ApplyFailedError(f"cannot create the journal: {e.strerror}; nothing changed",
-                               path=homes.state) from None
+    journal = _create_journal(fs, homes)
     result.txid = journal.txid
     ctx = Ctx(fs, journal, opts, result, claude_json=os.path.realpath(homes.claude_json),
               claude_json_name=str(homes.claude_json))
     try:
-        journal.append("begin", op=plan.op, args=plan.args, argv=opts.argv or [], version=__version__,
-                       roots=plan.roots, summary=_summary_paths(plan))
+        journal.append_stream("begin", {"op": plan.op, "args": plan.args, "argv": opts.argv or [],
+                                        "version": __version__, "roots": plan.roots,
+                                        "summary": _summary_paths(plan)}, "ops", _op_list(todo))
         for prep, skip in _execute(ctx, todo):
             if skip is not None:
                 _skipped(ctx, prep, skip)
@@ -76,18 +85,70 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
                     opts.on_commit(prep.path)
         set_dir_times(ctx)
         journal.append("commit", done=len(result.done), skipped=len(result.skips))
-    except (OSError, HistmigError) as e:
+    except BaseException as e:
         where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")
-        where = where.removesuffix(" (temp)")
-        _abort(fs, journal, e, where)
+        _abort(fs, journal, e, where.removesuffix(" (temp)"))
     finally:
         journal.close()
+    _release_reserve(journal.folder)
     _write_report(homes, result)
 
 
 def _summary_paths(plan) -> dict:
     """The planner's OLD/NEW (a move's path spellings): undo edits lines appended since backwards."""
     return {k: plan.summary[k] for k in ("old", "new") if isinstance(plan.summary.get(k), (str, list))}
+
+
+RESERVE, RESERVE_BYTES = "reserve", 16 << 10
+
+
+def _create_journal(fs: fsio.FS, homes: Homes) -> Journal:
+    """The journal plus a small ``reserve`` file beside it: freed before the rollback, so the
+    ``rolled-back`` record still fits when the apply failed because the state folder is full.
+    Failing here changed nothing: what was created is removed again."""
+    txid = new_txid(homes.state)
+    try:
+        journal = Journal.create(fs, homes.state, txid)
+    except OSError as e:
+        if e.errno != errno.EEXIST:
+            shutil.rmtree(tx_root(homes.state) / txid, ignore_errors=True)
+        raise ApplyFailedError(f"cannot create the journal: {e.strerror}; nothing changed",
+                               path=e.filename or homes.state) from None
+    try:
+        fd = os.open(journal.folder / RESERVE, fsio.WRITE_FLAGS, 0o600)
+        try:
+            fsio.FS().write(fd, bytes(RESERVE_BYTES), RESERVE)   # not counted: not a step of the apply
+        finally:
+            os.close(fd)
+    except OSError as e:
+        journal.close()
+        shutil.rmtree(journal.folder, ignore_errors=True)
+        raise ApplyFailedError(f"cannot create the journal: {e.strerror}; nothing changed",
+                               path=journal.folder) from None
+    return journal
+
+
+def _release_reserve(folder: Path) -> None:
+    try:
+        os.unlink(folder / RESERVE)
+    except OSError:
+        pass
+
+
+def _op_list(todo: list[Prepared]):
+    """``begin``'s ``ops``: ``[n, method, path]`` per operation; a database's first operation also
+    carries a probe (one row the transaction changes), so recover can tell from the database
+    alone whether a change whose records were lost was committed (:mod:`histmig.apply.backups`)."""
+    first: dict[str, int] = {}
+    for p in todo:
+        if p.method == "sql":
+            first.setdefault(p.path, p.n)
+    for p in todo:
+        if p.method == "sql" and first[p.path] == p.n:
+            yield [p.n, p.method, p.path, backups.sql_probe([q.op for q in todo if q.method == "sql"
+                                                             and q.path == p.path])]
+        else:
+            yield [p.n, p.method, p.path]
 
 
 def _execute(ctx: Ctx, todo: list[Prepared]):
@@ -114,7 +175,7 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
                     break
                 passed.append(q)
                 j += 1
-            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group))))
+            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group)))
             yield from ((q, outcome.get(q.n)) for q in passed)
             i = j
             continue
@@ -130,12 +191,14 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
         yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
 
 
-def _guard(prep: Prepared, step):
+def _guard(prep: Prepared, step, group: list[Prepared] = ()):
+    """Name the file in an error: a call relative to a folder descriptor names only the entry."""
     try:
         return step()
     except OSError as e:
-        if not e.filename:
-            e.filename = prep.path
+        name = os.fsdecode(e.filename) if e.filename else ""
+        if not os.path.isabs(name):
+            e.filename = next((q.path for q in group if name and q.name == name), None) or name or prep.path
         raise
 
 
@@ -150,18 +213,45 @@ def _skipped(ctx: Ctx, prep: Prepared, skip: Skip) -> None:
     ctx.result.skips.append(skip)
 
 
-def _abort(fs: fsio.FS, journal: Journal, err: Exception, where: str) -> None:
-    what = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+def _abort(fs: fsio.FS, journal: Journal, err: BaseException, where: str) -> None:
+    what = _cause(err)
     how = rollback.Undo(strict=False)
+    _release_reserve(journal.folder)
     try:
         rollback.revert_all(fs, journal.folder, how)
-        journal.append("rolled-back", reason=f"{where}: {what}")
+        _close_rolled_back(journal, how, f"{where}: {what}")
     except Exception as e2:
-        raise UnfinishedTransactionError(
-            f"{where}: {what}; rolling back also failed ({e2}); run histmig recover", path=where) from err
+        raise UnfinishedTransactionError(f"{what}; rolling back also failed ({_cause(e2, named=True)}); "
+                                         f"run histmig recover", path=where or None) from err
+    if how.skips:     # a damaged backup, records lost: named, never reported as "nothing changed"
+        kept = "; ".join(f"{s.path}: {s.reason}" for s in how.skips)
+        raise ApplyFailedError(f"{what}; rolled back except {len(how.skips)} change(s): {kept}",
+                               path=where or None) from None
     if isinstance(err, HistmigError) and not isinstance(err, ApplyFailedError):
-        raise type(err)(f"{err}; rolled back, nothing changed", path=err.path) from None
-    raise ApplyFailedError(f"{what}; rolled back, nothing changed", path=where) from None
+        raise type(err)(f"{err}; rolled back, nothing changed", path=err.path, line=err.line) from None
+    raise ApplyFailedError(f"{what}; rolled back, nothing changed", path=where or None) from None
+
+
+def _close_rolled_back(journal: Journal, how: rollback.Undo, reason: str) -> None:
+    """The ``rolled-back`` record; what could not be put back is listed as ``incomplete`` (the
+    transaction then shows as ``partly-rolled-back``)."""
+    incomplete = [{"path": s.path, "code": s.code, "reason": s.reason} for s in how.skips]
+    journal.append("rolled-back", reason=reason, **({"incomplete": incomplete} if incomplete else {}))
+
+
+def _cause(err: BaseException, *, named: bool = False) -> str:
+    """The error in a few words: the OS's message (with the file when ``named``), "interrupted",
+    or the type and text of anything unexpected."""
+    if isinstance(err, OSError) and err.strerror:
+        where = os.fsdecode(err.filename).removesuffix(" (temp)") if named and err.filename else ""
+        return f"{where}: {err.strerror}" if where else err.strerror
+    if isinstance(err, HistmigError):
+        return err.describe() if named else str(err)
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(err, fsio.PathChanged):
+        return err.why
+    return f"{type(err).__name__}: {err}"
 
 
 def _write_report(homes: Homes, result: ApplyResult) -> None:
@@ -172,7 +262,7 @@ def _write_report(homes: Homes, result: ApplyResult) -> None:
         fd = os.open(folder / f"{result.txid}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2))
-    except OSError:
+    except Exception:     # committed: nothing here may turn that into an error exit
         result.warnings.append(Warning("report-not-written", "could not write the report", str(folder)))
 
 
@@ -194,7 +284,12 @@ def _undo_tx(fs: fsio.FS, folder: Path, how: rollback.Undo) -> None:
 
 
 def recover(homes: Homes) -> RecoverResult:
-    """Roll back every unfinished apply; finish every interrupted undo. Idempotent."""
+    """Roll back every unfinished apply; finish every interrupted undo. Idempotent.
+
+    A backup that does not match its journaled hash is not used and a backup whose records were
+    lost is kept: the file stays as it is, is named (``bad-backup``, ``journal-truncated``), the
+    transaction is closed as ``partly-rolled-back`` and the result's exit code is 1. An I/O error
+    leaves the transaction unfinished and says so (fix the cause, run recover again)."""
     res = RecoverResult()
     with GlobalLock(homes.state):
         fs = fsio.current()
@@ -202,20 +297,37 @@ def recover(homes: Homes) -> RecoverResult:
             if not tx.unfinished:
                 continue
             folder = tx_root(homes.state) / tx.txid
+            _release_reserve(folder)
             how = rollback.Undo(strict=tx.state == "undoing")
-            if tx.state == "undoing":
-                _undo_tx(fs, folder, how)
-            else:
-                rollback.revert_all(fs, folder, how)
-                journal = Journal.reopen(fs, folder)
-                try:
-                    journal.append("rolled-back", reason="recover")
-                finally:
-                    journal.close()
+            try:
+                _recover_tx(fs, folder, tx.state, how)
+            except (OSError, HistmigError) as e:
+                where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")
+                raise UnfinishedTransactionError(
+                    f"{_cause(e)}; transaction {tx.txid} is not recovered yet: fix the cause and run "
+                    f"histmig recover again", path=where.removesuffix(" (temp)") or None) from None
             res.txids.append(tx.txid)
             res.restored.extend(how.restored)
             res.warnings.extend(how.warnings)
-            res.warnings.extend(Warning("not-restored", s.reason, s.path) for s in how.skips)
+            res.warnings.extend(Warning(s.code if s.code in _NAMED else "not-restored", s.reason, s.path)
+                                for s in how.skips)
+            if any(s.code in _NAMED for s in how.skips) or (how.skips and tx.state != "undoing"):
+                res.incomplete.append(tx.txid)     # a rollback that left a file changed is not a success
     return res
+
+
+_NAMED = ("bad-backup", "journal-truncated")   # recover cannot do better: exit 1, named
+
+
+def _recover_tx(fs: fsio.FS, folder: Path, state: str, how: rollback.Undo) -> None:
+    if state == "undoing":
+        _undo_tx(fs, folder, how)
+        return
+    rollback.revert_all(fs, folder, how)
+    journal = Journal.reopen(fs, folder)
+    try:
+        _close_rolled_back(journal, how, "recover")
+    finally:
+        journal.close()
 
 

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, Skip, Warning
+from histmig.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, Skip, Warning
 from histmig.plan import Op, Patch
 
 
@@ -53,14 +53,19 @@ class RecoverResult:
     txids: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)   # closed, but a file could not be put back
 
     @property
     def nothing(self) -> bool:
         return not self.txids
 
+    @property
+    def exit_code(self) -> int:
+        return EXIT_REFUSED if self.incomplete else EXIT_OK
+
     def to_dict(self) -> dict[str, Any]:
-        return {"txids": self.txids, "restored": self.restored,
-                "warnings": [w.to_dict() for w in self.warnings]}
+        return {"txids": self.txids, "restored": self.restored, "incomplete": self.incomplete,
+                "warnings": [w.to_dict() for w in self.warnings], "exit_code": self.exit_code}
 
 
 @dataclass(slots=True)

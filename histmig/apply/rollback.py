@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from histmig import fsio
+from histmig.apply.backups import unnamed_backups, verify_backup
 from histmig.apply.check import sha_range
 from histmig.apply.files import _unlink_quiet
 from histmig.apply.sqlops import revert_db
@@ -63,7 +64,7 @@ def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_
     is back to its old state."""
     records = read_records(folder)
     if not how.strict:
-        _drop_orphan_backups(fs, folder, records)
+        _drop_orphan_backups(fs, folder, records, how)
     for rec in intents(records):
         if rec["n"] in skip_ns:
             continue
@@ -75,14 +76,15 @@ def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_
         fix()
 
 
-def _drop_orphan_backups(fs, folder: Path, records: list[dict]) -> None:
+def _drop_orphan_backups(fs, folder: Path, records: list[dict], how: Undo) -> None:
     """A crash between making a backup and journaling its intent leaves a backup nobody refers to;
-    its file was not touched yet (the intent comes first), so the backup only adds a hard link."""
-    named = {r["backup"]["name"] for r in records if r["kind"] == "intent" and r.get("backup")}
-    bdir = folder / "b"
-    for p in bdir.iterdir() if bdir.is_dir() else []:
-        if p.name not in named:
-            _unlink_quiet(fs, str(p), None)
+    its file was not touched yet (the intent comes first), so the backup only adds a hard link.
+    One whose file did change means the journal lost records: kept, and named."""
+    drop, keep = unnamed_backups(folder, records)
+    for p in drop:
+        _unlink_quiet(fs, str(p), None)
+    for p, why in keep:
+        how.skip(str(p), f"{why}; the backup is kept here (the journal lost records)", "journal-truncated")
 
 
 # -- replaced files -------------------------------------------------------------------------------
@@ -152,6 +154,8 @@ def _tail_after_post(path: str, rec: dict) -> bytes | None:
 def _restore(fs, folder, rec, backup: Path, keep: int | None, tail: bytes, how: Undo, st=None) -> None:
     """Put the backup's bytes (the first ``keep`` of them; ``None`` = all) back at the path."""
     path, pre = rec["path"], rec["pre"]
+    if (bad := verify_backup(folder, rec)) is not None:
+        return how.skip(path, bad, "bad-backup")
     bsize = backup.stat().st_size
     exact = rec["backup"]["kind"] == "link" and not tail and (keep is None or keep == bsize)
     if exact:  # the old inode itself: rename it back (mode, owner, xattrs, times are its own)
@@ -179,6 +183,7 @@ def _write_back(fs, folder: Path, path: str, data: bytes, pre: dict, mtime_ns: i
     dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         ctx = Ctx(fs, _NoJournal(folder), ApplyOptions(), ApplyResult())
+        _unlink_quiet(fs, tmp, dfd)    # ours (the name holds the txid), left by an interrupted restore
         write_new(ctx, dfd, tmp, data, pre["mode"], mtime_ns, path, atime_ns=pre["atime_ns"])
         tfd = os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         try:
@@ -258,6 +263,8 @@ def _revert_delete(fs, folder, rec, how: Undo) -> None:
     if os.path.lexists(path):
         return
     backup = folder / "b" / rec["backup"]["name"]
+    if (bad := verify_backup(folder, rec)) is not None:
+        return how.skip(path, bad, "bad-backup")
     if rec["backup"]["kind"] == "link":
         fs.rename_noreplace(str(backup), path, label=path)
     else:

@@ -8,6 +8,8 @@ where the row still holds what we wrote. Never touches the schema.
 from __future__ import annotations
 
 import base64
+import errno
+import hashlib
 import os
 import sqlite3
 from contextlib import contextmanager
@@ -116,25 +118,85 @@ def _dec(v: Any) -> Any:
     return base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v
 
 
+# SQLite result codes -> the errno the rest of the apply path speaks (the CLI then prints one
+# "error: <file>: <cause>" line, and the engine rolls back as for any OSError)
+_ERRNO = {sqlite3.SQLITE_FULL: errno.ENOSPC, sqlite3.SQLITE_IOERR: errno.EIO, sqlite3.SQLITE_PERM: errno.EPERM,
+          sqlite3.SQLITE_NOMEM: errno.ENOMEM, sqlite3.SQLITE_BUSY: errno.EBUSY, sqlite3.SQLITE_LOCKED: errno.EBUSY,
+          sqlite3.SQLITE_READONLY: errno.EACCES, sqlite3.SQLITE_CANTOPEN: errno.ENOENT}
+_OWN_WORDS = (errno.ENOSPC, errno.EIO, errno.EPERM, errno.ENOMEM)   # else SQLite's message says more
+
+
+def as_os_error(e: sqlite3.Error, path: str) -> OSError:
+    """A sqlite3 error as an ``OSError`` naming ``path`` ("database or disk is full" becomes
+    ENOSPC, "No space left on device")."""
+    code = getattr(e, "sqlite_errorcode", None)
+    code = code & 0xFF if isinstance(code, int) else -1
+    err = _ERRNO.get(code, errno.EIO)
+    if code in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR) and _disk_full(path):
+        err = errno.ENOSPC     # SQLite could not create its journal file: no inode or block left
+    return OSError(err, os.strerror(err) if err in _OWN_WORDS else str(e), path)
+
+
+def _disk_full(path: str) -> bool:
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return st.f_bavail == 0 or (st.f_files > 0 and st.f_favail == 0)
+
+
 def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
     n = preps[0].n
     bname = f"{n}.sqlite"
     bpath = str(ctx.journal.backups / bname)
     ctx.fs.sql("sql-backup", db)
-    os.close(ctx.fs.open_write(bpath))       # created 0600 before SQLite writes into it
-    with connect(db, readonly=True) as src, sqlite3.connect(bpath) as dst:
-        src.backup(dst)
-    dst.close()
-    src.close()
-    with _transaction(ctx.fs, db) as con:
-        bad = _mismatches(con, [p.op for p in preps])
-        if bad:
-            raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
-        ctx.journal.append_stream("intent", {"n": n, "method": "sql", "path": db,
-                                             "backup": {"name": bname, "kind": "sqlite"}, "ops": [p.n for p in preps]},
-                                  "rows", (_journal_row(con, p.op) for p in preps))
-        _execute_all(con, [p.op for p in preps])
+    try:
+        backup = _backup(ctx, db, bpath, bname)
+    except BaseException:
+        try:
+            os.unlink(bpath)        # not journaled yet: nobody else would ever remove it
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        with _transaction(ctx.fs, db) as con:
+            bad = _mismatches(con, [p.op for p in preps])
+            if bad:
+                raise StalePlanError("database changed during apply:\n  " + "\n  ".join(f"{db}: {m}" for m in bad))
+            ctx.journal.append_stream("intent", {"n": n, "method": "sql", "path": db, "backup": backup,
+                                                 "ops": [p.n for p in preps]},
+                                      "rows", (_journal_row(con, p.op) for p in preps))
+            _execute_all(con, [p.op for p in preps])
+    except sqlite3.Error as e:
+        raise as_os_error(e, db) from None
     ctx.journal.append("done", n=n)
+
+
+def _backup(ctx: Ctx, db: str, bpath: str, bname: str) -> dict:
+    """SQLite's online backup into ``bpath`` (created 0600 first), with its size and sha256 so
+    recover and undo can tell a damaged copy (:mod:`histmig.apply.backups`). A failure names the
+    file it could not write (a full state folder) or read."""
+    os.close(ctx.fs.open_write(bpath))       # created 0600 before SQLite writes into it
+    try:
+        src = connect(db, readonly=True)
+    except sqlite3.Error as e:
+        raise as_os_error(e, db) from None
+    try:
+        dst = sqlite3.connect(bpath)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as e:
+        raise as_os_error(e, bpath) from None
+    finally:
+        src.close()
+    h, size = hashlib.sha256(), 0
+    with open(bpath, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return {"name": bname, "kind": "sqlite", "sha256": h.hexdigest(), "size": size}
 
 
 @contextmanager
@@ -206,11 +268,14 @@ def revert_db(fs, rec: dict[str, Any], *, strict: bool) -> list[Warning]:
     """Put journaled old values back where the row still holds what we wrote (idempotent).
     ``strict`` (undo): a row changed since apply is reported and left alone."""
     db, warnings = rec["path"], []
-    with _transaction(fs, db) as con:
-        for row in reversed(rec["rows"]):
-            msg = _revert_row(con, row)
-            if msg:
-                warnings.append(Warning("row-changed", msg, db))
+    try:
+        with _transaction(fs, db) as con:
+            for row in reversed(rec["rows"]):
+                msg = _revert_row(con, row)
+                if msg:
+                    warnings.append(Warning("row-changed", msg, db))
+    except sqlite3.Error as e:
+        raise as_os_error(e, db) from None
     return warnings
 
 

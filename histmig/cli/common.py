@@ -79,6 +79,12 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     except HistmigError as e:
         diag(f"error: {e.describe()}")
         return e.exit_code
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as e:   # the library names its errors; this is the net under a raw one
+        where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
+        diag(f"error: {where}{e.strerror or e}")
+        return 1
     except click.exceptions.Abort:
         diag("aborted")
         return 1
@@ -87,8 +93,6 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
         return EXIT_USAGE if e.exit_code == 2 else e.exit_code
     except click.exceptions.Exit as e:
         return e.exit_code
-    except BrokenPipeError:
-        return EXIT_OK
 
 
 class Progress:

@@ -180,15 +180,19 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
     res = recover(ctx.homes)
     if as_json:
         emit_json(res.to_dict())
-        return EXIT_OK
+        return res.exit_code
     print_warnings(res.warnings)
     if res.nothing:
         info(ctx, "nothing to recover")
     for txid in res.txids:
-        info(ctx, f"recovered transaction {txid}")
+        if txid in res.incomplete:
+            diag(f"error: transaction {txid} rolled back except the files named above (left as they are); "
+                 "see \"Damaged backups and journals\" in the README")
+        else:
+            info(ctx, f"recovered transaction {txid}")
     for path in res.restored if ctx.verbose else []:
         info(ctx, f"restored {path}")
-    return EXIT_OK
+    return res.exit_code
 
 
 @click.command("log")

@@ -82,7 +82,7 @@ def check_undoable(folder: Path, records: list[dict]) -> dict:
     begin = next((r for r in records if r["kind"] == "begin"), {})
     if state == "undone":
         raise RefusedError(f"transaction {folder.name} already undone")
-    if state == "rolled-back":
+    if state in ("rolled-back", "partly-rolled-back"):
         raise RefusedError(f"transaction {folder.name} was rolled back; nothing to undo")
     if begin.get("op") == "undo":
         raise RefusedError(f"transaction {folder.name} is an undo of {begin['args'].get('of')}; "
