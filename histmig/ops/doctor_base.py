@@ -33,6 +33,12 @@ _TABLE = [
           "The state database row names another provider than the rollout's session_meta (what a line-1-only "
           "flip leaves behind): resume fails with \"Cannot change this thread's model provider\".",
           "`histmig doctor --repair --apply` re-syncs the row from the rollout."),
+    Check("codex.rollout-provider-split",
+          "A rollout's later lines (thread_settings_applied, a later session_meta) name another provider than "
+          "its first session_meta (what a line-1-only flip leaves): when Codex rebuilds its database the row "
+          "takes the later value and resume fails again with \"Cannot change this thread's model provider\".",
+          "`histmig doctor --repair --apply` flips the later values to the first session_meta's provider "
+          "(flip's byte-level edit, offsets kept in step)."),
     Check("codex.db-cwd-mismatch",
           "The state database row names another working folder than the rollout, so `resume --last` looks "
           "for the session in the wrong folder.",

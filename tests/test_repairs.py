@@ -1,0 +1,168 @@
+"""Issue 12, case 8 "Repairs that don't last": doctor's repairs survive a Codex database rebuild,
+moves are complete (a moved tool home), symlinked project paths resolve to what the clients record,
+and doctor sees a Claude session filed under the wrong folder or a project split in two."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+from codex_fixtures import home_with, naive_flip, rollout, rollout_path, tid, turn_offsets
+from histmig.apply import apply_plan, undo
+from histmig.cli import cli
+from histmig.cli.common import run_guarded
+from histmig.formats.codex import scan_thread
+from histmig.homes import resolve_homes
+from histmig.ops.doctor import diagnose, plan_repair
+from histmig.plan import WriteFile
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def codes(homes, tools=("codex",)) -> list[str]:
+    return sorted(f.code for f in diagnose(homes, tools=tools).findings)
+
+
+def recorded_providers(data: bytes, thread: str) -> list[str]:
+    """Every provider value a Codex re-extraction reads: same-id session_meta, thread_settings_applied."""
+    out = []
+    for raw in data.splitlines():
+        obj = orjson.loads(raw)
+        p = obj.get("payload", {})
+        if obj.get("type") == "session_meta" and p.get("id") == thread:
+            out.append(p.get("model_provider"))
+        if p.get("type") == "thread_settings_applied":
+            out.append(p["thread_settings"]["model_provider_id"])
+    return out
+
+
+# ---- 1. doctor --repair fixes every provider value a rebuild reads ----------------------------
+
+@pytest.fixture
+def codex_world(isolated_homes):
+    homes = resolve_homes()
+    proj = Path(isolated_homes["HOME"]) / "code" / "app"
+    proj.mkdir(parents=True)
+    homes.codex.mkdir(parents=True, exist_ok=True)
+    return homes, homes.codex, str(proj)
+
+
+def config(codex: Path, provider: str) -> None:
+    (codex / "config.toml").write_text(f'model_provider = "{provider}"\n[model_providers.{provider}]\n'
+                                       'name = "x"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n')
+
+
+def _cwd_rows(codex: Path, proj: str) -> None:
+    con = sqlite3.connect(codex / "state_5.sqlite")
+    con.execute("UPDATE threads SET cwd=?", (proj,))
+    con.commit()
+    con.close()
+
+
+def test_case8_doctor_repair_of_naive_flip_survives_a_database_rebuild(codex_world):
+    homes, codex, proj = codex_world
+    (codex / "config.toml").write_text('model_provider = "openai"\n')
+    home_with(codex, {tid(1): rollout(tid(1), "openai", cwd=proj)})
+    _cwd_rows(codex, proj)
+    config(codex, "my-provider")
+    assert naive_flip(codex, "openai", "my-provider") == 1
+    path = rollout_path(codex, tid(1))
+    assert recorded_providers(path.read_bytes(), tid(1)) == ["my-provider", "openai"]   # the bug
+
+    report = diagnose(homes, tools=["codex"])
+    assert "codex.rollout-provider-split" in report.counts()
+    apply_plan(plan_repair(homes, report), homes)
+    assert codes(homes) == []
+    data = path.read_bytes()
+    # offsets agree with the edited file
+    want = [(t, sb, eb) for t, _, sb, _, eb in turn_offsets(data)]
+    assert rows(codex / "thread_history_1.sqlite", "SELECT turn_id, rollout_byte_offset, rollout_end_byte_offset "
+                "FROM thread_turns ORDER BY turn_id") == want
+
+    # Codex rebuilds its database from the files: every value it reads is the new provider
+    (codex / "state_5.sqlite").unlink()
+    (codex / "thread_history_1.sqlite").unlink()
+    assert set(recorded_providers(data, tid(1))) == {"my-provider"}
+    facts, _ = scan_thread(path)
+    assert facts.row_provider == "my-provider" and facts.providers == {"my-provider"}
+    assert codes(homes) == []
+
+
+def test_case8_split_alone_repair_carries_the_offset_rows_it_moves(codex_world):
+    """Line 1 and the database already say my-provider (a hand-made line-1 edit of equal length);
+    only thread_settings_applied is stale. The repair edits it and shifts the offsets with it."""
+    homes, codex, proj = codex_world
+    config(codex, "my-provider")
+    data = rollout(tid(1), "my-provider", cwd=proj, settings_provider="openai")
+    home_with(codex, {tid(1): data}, provider_rows={tid(1): "my-provider"})
+    _cwd_rows(codex, proj)
+    [f] = diagnose(homes, tools=["codex"]).findings
+    assert f.code == "codex.rollout-provider-split" and f.data["stale"] == ["openai"]
+    assert isinstance(f.repair[0], WriteFile) and len(f.repair) > 1     # the file + its offset rows
+    apply_plan(plan_repair(homes, diagnose(homes, tools=["codex"])), homes)
+    path = rollout_path(codex, tid(1))
+    after = path.read_bytes()
+    assert set(recorded_providers(after, tid(1))) == {"my-provider"}
+    assert len(after) == len(data) + len("my-provider") - len("openai")
+    want = [(t, sb, eb) for t, _, sb, _, eb in turn_offsets(after)]
+    assert rows(codex / "thread_history_1.sqlite", "SELECT turn_id, rollout_byte_offset, rollout_end_byte_offset "
+                "FROM thread_turns ORDER BY turn_id") == want
+    assert codes(homes) == []
+    undo(homes)
+    assert path.read_bytes() == data
+
+
+def test_case8_shorter_provider_is_padded_in_place(codex_world):
+    homes, codex, proj = codex_world
+    config(codex, "oa")
+    data = rollout(tid(1), "oa", cwd=proj, settings_provider="openai")
+    home_with(codex, {tid(1): data}, provider_rows={tid(1): "oa"})
+    _cwd_rows(codex, proj)
+    [f] = diagnose(homes, tools=["codex"]).findings
+    assert [type(o) for o in f.repair] == [WriteFile] and f.repair[0].in_place_ok
+    apply_plan(plan_repair(homes, diagnose(homes, tools=["codex"])), homes)
+    after = rollout_path(codex, tid(1)).read_bytes()
+    assert len(after) == len(data) and set(recorded_providers(after, tid(1))) == {"oa"}
+    assert codes(homes) == []
+
+
+def test_case8_stale_first_line_points_at_flip_instead(codex_world):
+    homes, codex, proj = codex_world
+    config(codex, "my-provider")
+    data = rollout(tid(1), "openai", cwd=proj, settings_provider="my-provider")
+    home_with(codex, {tid(1): data}, provider_rows={tid(1): "my-provider"})
+    _cwd_rows(codex, proj)
+    [f] = [f for f in diagnose(homes, tools=["codex"]).findings if f.code == "codex.rollout-provider-split"]
+    assert not f.repair and f.fix == "histmig flip openai my-provider --apply"
+
+
+def test_case8_ignoring_the_split_plans_no_offsets_against_it(codex_world):
+    homes, codex, proj = codex_world
+    config(codex, "my-provider")
+    home_with(codex, {tid(1): rollout(tid(1), "my-provider", cwd=proj, settings_provider="openai")},
+              provider_rows={tid(1): "my-provider"})
+    _cwd_rows(codex, proj)
+    assert diagnose(homes, tools=["codex"], ignore=["codex.rollout-provider-split"]).findings == []
+
+
+def test_case8_cli_repair_then_rebuild(codex_world, capsys):
+    homes, codex, proj = codex_world
+    (codex / "config.toml").write_text('model_provider = "openai"\n')
+    home_with(codex, {tid(1): rollout(tid(1), "openai", cwd=proj)})
+    _cwd_rows(codex, proj)
+    config(codex, "my-provider")
+    naive_flip(codex, "openai", "my-provider")
+    assert run_guarded(cli, ["doctor", "--tool", "codex"]) == 1
+    assert "codex.rollout-provider-split" in capsys.readouterr().out
+    assert run_guarded(cli, ["doctor", "--tool", "codex", "--repair", "--apply"]) == 0
+    assert "after repair: healthy" in capsys.readouterr().out
+    (codex / "state_5.sqlite").unlink()
+    assert set(recorded_providers(rollout_path(codex, tid(1)).read_bytes(), tid(1))) == {"my-provider"}
