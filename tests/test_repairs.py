@@ -28,7 +28,8 @@ def rows(db: Path, sql: str) -> list[tuple]:
 
 
 def codes(homes, tools=("codex",)) -> list[str]:
-    return sorted(f.code for f in diagnose(homes, tools=tools).findings)
+    """Doctor's codes, minus the clock's (the fixtures' transcripts are old)."""
+    return sorted(f.code for f in diagnose(homes, tools=tools, ignore=["claude.cleanup-soon"]).findings)
 
 
 def recorded_providers(data: bytes, thread: str) -> list[str]:
@@ -166,3 +167,48 @@ def test_case8_cli_repair_then_rebuild(codex_world, capsys):
     assert "after repair: healthy" in capsys.readouterr().out
     (codex / "state_5.sqlite").unlink()
     assert set(recorded_providers(rollout_path(codex, tid(1)).read_bytes(), tid(1))) == {"my-provider"}
+
+
+# ---- 2. a move of a folder holding a tool home re-points the stored rollout paths -------------
+
+def test_case8_move_of_a_copied_home_repoints_rollout_path(isolated_homes, monkeypatch, capsys):
+    import shutil
+
+    from codex_fixtures import state_db, write_rollout
+    from test_move_fixtures import claude_session, structured_leftovers
+    from histmig.paths import claude_slug
+    base = Path(isolated_homes["HOME"])
+    alice, bob = base / "alice", base / "bob"
+    app = alice / "code" / "app"
+    app.mkdir(parents=True)
+    monkeypatch.setenv("CODEX_HOME", str(alice / ".codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(alice / ".claude"))
+    h = resolve_homes()
+    path = write_rollout(h.codex, tid(1), rollout(tid(1), "openai", cwd=str(app)))
+    state_db(h.codex / "state_5.sqlite", [{"id": tid(1), "rollout_path": str(path), "cwd": str(app),
+                                           "model_provider": "openai"}])
+    con = sqlite3.connect(h.codex / "state_5.sqlite")
+    con.executescript("CREATE TABLE project_roots (project_id TEXT NOT NULL, position INTEGER NOT NULL, "
+                      "path TEXT NOT NULL, PRIMARY KEY (project_id, position));")
+    con.execute("INSERT INTO project_roots VALUES ('p1', 0, ?)", (str(app),))
+    con.commit()
+    con.close()
+    claude_session(h, str(app), 1)
+    shutil.copytree(alice, bob, symlinks=True)          # the copied home
+    monkeypatch.setenv("CODEX_HOME", str(bob / ".codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(bob / ".claude"))
+    alice_db = (alice / ".codex" / "state_5.sqlite").read_bytes()
+
+    assert run_guarded(cli, ["move", str(alice), str(bob), "--apply"]) == 0
+    db = bob / ".codex" / "state_5.sqlite"
+    new_path = str(bob / ".codex" / path.relative_to(alice / ".codex"))
+    assert rows(db, "SELECT rollout_path, cwd FROM threads") == [(new_path, str(bob / "code" / "app"))]
+    assert rows(db, "SELECT path FROM project_roots") == [(str(bob / "code" / "app"),)]
+    assert (bob / ".claude" / "projects" / claude_slug(str(bob / "code" / "app"))).is_dir()
+    assert (alice / ".codex" / "state_5.sqlite").read_bytes() == alice_db      # the original is untouched
+    assert structured_leftovers(bob / ".claude", str(alice)) == []
+    assert structured_leftovers(bob / ".codex", str(alice)) == []
+    capsys.readouterr()
+    assert codes(resolve_homes(), tools=("codex", "claude")) == []
+    assert run_guarded(cli, ["undo"]) == 0
+    assert rows(db, "SELECT rollout_path FROM threads") == [(str(path),)]
