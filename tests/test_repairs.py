@@ -212,3 +212,77 @@ def test_case8_move_of_a_copied_home_repoints_rollout_path(isolated_homes, monke
     assert codes(resolve_homes(), tools=("codex", "claude")) == []
     assert run_guarded(cli, ["undo"]) == 0
     assert rows(db, "SELECT rollout_path FROM threads") == [(str(path),)]
+
+
+# ---- 3. a symlinked project path resolves to what the clients record ---------------------------
+
+@pytest.fixture
+def linked(isolated_homes):
+    """A project at real/proj opened through the link w/link; Claude recorded the realpath."""
+    from test_move_fixtures import claude_session
+    base = Path(isolated_homes["HOME"])
+    real = base / "real" / "proj"
+    real.mkdir(parents=True)
+    (base / "w").mkdir()
+    link = base / "w" / "link"
+    link.symlink_to(real)
+    h = resolve_homes()
+    claude_session(h, str(real), 1)
+    return h, base, real, link
+
+
+def claude_folders(h) -> list[str]:
+    return sorted(p.name for p in (h.claude / "projects").iterdir())
+
+
+def test_case8_move_link_to_new_name_before_mv_is_refused_naming_both_commands(linked, capsys):
+    from histmig.paths import claude_slug
+    h, base, real, link = linked
+    assert run_guarded(cli, ["move", str(link), str(base / "w" / "newlink"), "--apply"]) == 1
+    err = capsys.readouterr().err
+    assert f"histmig move {real} {base / 'w' / 'newlink'}" in err and "no move is needed" in err
+    assert claude_folders(h) == [claude_slug(str(real))]
+
+
+def test_case8_move_link_after_renaming_it_moves_nothing_and_says_which_path(linked, capsys):
+    from histmig.paths import claude_slug
+    h, base, real, link = linked
+    newlink = base / "w" / "newlink"
+    link.rename(newlink)                           # mv LINK NEWLINK: the target, what Claude records, stays
+    assert run_guarded(cli, ["move", str(link), str(newlink)]) == 0
+    out = capsys.readouterr().out
+    assert f"using {real} for {newlink}" in out and "nothing to do" in out
+    assert claude_folders(h) == [claude_slug(str(real))]
+
+
+def test_case8_new_link_resolves_to_its_target(linked, capsys):
+    """The real folder moved (real/proj -> real/proj2) and the link was re-made as w/link2: history
+    goes to the folder of real/proj2, the one Claude reads when started in w/link2."""
+    from histmig.paths import claude_slug
+    h, base, real, link = linked
+    real2 = real.parent / "proj2"
+    real.rename(real2)
+    link.unlink()
+    (base / "w" / "link2").symlink_to(real2)
+    assert run_guarded(cli, ["move", str(real), str(base / "w" / "link2")]) == 0
+    assert f"using {real2} for {base / 'w' / 'link2'}" in capsys.readouterr().out
+    assert run_guarded(cli, ["move", str(real), str(base / "w" / "link2"), "--apply"]) == 0
+    assert claude_folders(h) == [claude_slug(str(real2))]
+
+
+def test_case8_history_filed_under_a_link_spelling_moves_to_the_target(linked):
+    """What the old `move LINK NEWLINK` left: sessions recording the link's path, in its folder."""
+    from histmig.apply import apply_plan
+    from histmig.ops.move import plan_move
+    from histmig.paths import claude_slug
+    from test_move_fixtures import claude_session
+    import shutil
+    h, base, real, link = linked
+    shutil.rmtree(h.claude / "projects")
+    claude_session(h, str(link), 2)
+    plan = plan_move(h, str(link), str(real))
+    assert [w.code for w in plan.warnings] == ["same-recorded-path"]
+    apply_plan(plan, h)
+    assert claude_folders(h) == [claude_slug(str(real))]
+    [moved] = (h.claude / "projects" / claude_slug(str(real))).glob("*.jsonl")
+    assert {orjson.loads(x).get("cwd") for x in moved.read_bytes().splitlines()} - {None} == {str(real)}
