@@ -3,20 +3,27 @@ moves are complete (a moved tool home), symlinked project paths resolve to what 
 and doctor sees a Claude session filed under the wrong folder or a project split in two."""
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 from pathlib import Path
 
 import orjson
 import pytest
 
-from codex_fixtures import home_with, naive_flip, rollout, rollout_path, tid, turn_offsets
+from codex_fixtures import home_with, naive_flip, rollout, rollout_path, state_db, tid, turn_offsets, write_rollout
 from histmig.apply import apply_plan, undo
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
 from histmig.formats.codex import scan_thread
 from histmig.homes import resolve_homes
 from histmig.ops.doctor import diagnose, plan_repair
+from histmig.ops.move import plan_move
+from histmig.paths import claude_slug
 from histmig.plan import WriteFile
+from test_apply_fixtures import snapshot
+from test_doctor_claude import SID, SID2, put, transcript
+from test_move_fixtures import claude_session, structured_leftovers
 
 
 def rows(db: Path, sql: str) -> list[tuple]:
@@ -172,11 +179,7 @@ def test_case8_cli_repair_then_rebuild(codex_world, capsys):
 # ---- 2. a move of a folder holding a tool home re-points the stored rollout paths -------------
 
 def test_case8_move_of_a_copied_home_repoints_rollout_path(isolated_homes, monkeypatch, capsys):
-    import shutil
 
-    from codex_fixtures import state_db, write_rollout
-    from test_move_fixtures import claude_session, structured_leftovers
-    from histmig.paths import claude_slug
     base = Path(isolated_homes["HOME"])
     alice, bob = base / "alice", base / "bob"
     app = alice / "code" / "app"
@@ -219,7 +222,6 @@ def test_case8_move_of_a_copied_home_repoints_rollout_path(isolated_homes, monke
 @pytest.fixture
 def linked(isolated_homes):
     """A project at real/proj opened through the link w/link; Claude recorded the realpath."""
-    from test_move_fixtures import claude_session
     base = Path(isolated_homes["HOME"])
     real = base / "real" / "proj"
     real.mkdir(parents=True)
@@ -236,7 +238,6 @@ def claude_folders(h) -> list[str]:
 
 
 def test_case8_move_link_to_new_name_before_mv_is_refused_naming_both_commands(linked, capsys):
-    from histmig.paths import claude_slug
     h, base, real, link = linked
     assert run_guarded(cli, ["move", str(link), str(base / "w" / "newlink"), "--apply"]) == 1
     err = capsys.readouterr().err
@@ -245,7 +246,6 @@ def test_case8_move_link_to_new_name_before_mv_is_refused_naming_both_commands(l
 
 
 def test_case8_move_link_after_renaming_it_moves_nothing_and_says_which_path(linked, capsys):
-    from histmig.paths import claude_slug
     h, base, real, link = linked
     newlink = base / "w" / "newlink"
     link.rename(newlink)                           # mv LINK NEWLINK: the target, what Claude records, stays
@@ -258,7 +258,6 @@ def test_case8_move_link_after_renaming_it_moves_nothing_and_says_which_path(lin
 def test_case8_new_link_resolves_to_its_target(linked, capsys):
     """The real folder moved (real/proj -> real/proj2) and the link was re-made as w/link2: history
     goes to the folder of real/proj2, the one Claude reads when started in w/link2."""
-    from histmig.paths import claude_slug
     h, base, real, link = linked
     real2 = real.parent / "proj2"
     real.rename(real2)
@@ -272,11 +271,6 @@ def test_case8_new_link_resolves_to_its_target(linked, capsys):
 
 def test_case8_history_filed_under_a_link_spelling_moves_to_the_target(linked):
     """What the old `move LINK NEWLINK` left: sessions recording the link's path, in its folder."""
-    from histmig.apply import apply_plan
-    from histmig.ops.move import plan_move
-    from histmig.paths import claude_slug
-    from test_move_fixtures import claude_session
-    import shutil
     h, base, real, link = linked
     shutil.rmtree(h.claude / "projects")
     claude_session(h, str(link), 2)
@@ -286,3 +280,79 @@ def test_case8_history_filed_under_a_link_spelling_moves_to_the_target(linked):
     assert claude_folders(h) == [claude_slug(str(real))]
     [moved] = (h.claude / "projects" / claude_slug(str(real))).glob("*.jsonl")
     assert {orjson.loads(x).get("cwd") for x in moved.read_bytes().splitlines()} - {None} == {str(real)}
+
+
+# ---- 4. doctor: a session in the wrong folder, a project split in two -------------------------
+
+@pytest.fixture
+def claude_world(isolated_homes):
+    homes = resolve_homes()
+    base = Path(isolated_homes["HOME"])
+    app, app2 = base / "code" / "app", base / "code" / "app2"
+    app.mkdir(parents=True)
+    app2.mkdir(parents=True)
+    return homes, str(app), str(app2)
+
+
+def claude_found(homes, code):
+    return [f for f in diagnose(homes, tools=["claude"]).findings if f.code == code]
+
+
+def test_case8_doctor_finds_a_session_whose_cwd_disagrees_with_its_folder(claude_world):
+    homes, app, app2 = claude_world
+    put(homes, app, transcript(app))
+    stray = put(homes, app, transcript(app2, sid=SID2), sid=SID2, folder=claude_slug(app))  # app2's session
+    (stray.parent / SID2 / "subagents").mkdir(parents=True)
+    (stray.parent / SID2 / "subagents" / "agent-1.jsonl").write_bytes(b"{}\n")
+    before = snapshot(homes.claude)
+    [f] = diagnose(homes, tools=["claude"]).findings
+    assert f.code == "claude.session-cwd-mismatch" and f.data["ids"] == [SID2]
+    assert f.fix == "histmig doctor --repair --apply" and f.data["folder"] == claude_slug(app2)
+    apply_plan(plan_repair(homes, diagnose(homes, tools=["claude"])), homes)
+    right = homes.claude / "projects" / claude_slug(app2)
+    assert (right / f"{SID2}.jsonl").is_file() and (right / SID2 / "subagents" / "agent-1.jsonl").is_file()
+    assert (homes.claude / "projects" / claude_slug(app) / f"{SID}.jsonl").is_file()
+    assert diagnose(homes, tools=["claude"]).findings == []
+    undo(homes)
+    assert snapshot(homes.claude) == before
+
+
+def test_case8_doctor_finds_a_project_split_across_two_folders(claude_world):
+    """What a partial undo of `move app app2` leaves: app's sessions in its folder and in app2's."""
+    homes, app, app2 = claude_world
+    put(homes, app, transcript(app))
+    put(homes, app, transcript(app, sid=SID2), sid=SID2, folder=claude_slug(app2))
+    [f] = diagnose(homes, tools=["claude"]).findings            # not also a folder-level slug-mismatch
+    assert f.code == "claude.project-split" and f.data["ids"] == [SID2] and f.fix == "histmig doctor --repair --apply"
+    assert claude_slug(app) in f.detail and claude_slug(app2) in f.detail
+    apply_plan(plan_repair(homes, diagnose(homes, tools=["claude"])), homes)
+    assert sorted(p.name for p in (homes.claude / "projects" / claude_slug(app)).glob("*.jsonl")) == sorted(
+        [f"{SID}.jsonl", f"{SID2}.jsonl"])
+    assert diagnose(homes, tools=["claude"]).findings == []
+
+
+def test_case8_live_session_is_named_not_moved(claude_world):
+    homes, app, app2 = claude_world
+    put(homes, app, transcript(app))
+    put(homes, app, transcript(app, sid=SID2), sid=SID2, folder=claude_slug(app2))
+    (homes.claude / "sessions").mkdir(parents=True)
+    (homes.claude / "sessions" / f"{os.getpid()}.json").write_text(f'{{"pid": {os.getpid()}, "sessionId": "{SID2}"}}')
+    [f] = claude_found(homes, "claude.project-split")
+    assert not f.repair and f"{SID2} (live session, pid {os.getpid()})" in f.fix
+
+
+def test_case8_doctor_sees_history_filed_under_a_symlinked_cwd(linked, capsys):
+    """The old `move LINK NEWLINK` result: sessions recording the link, in the link's folder. Claude
+    started there records the target and reads the target's folder; doctor names the move."""
+
+    h, base, real, link = linked
+    shutil.rmtree(h.claude / "projects")
+    claude_session(h, str(link), 2)
+    [f] = claude_found(h, "claude.session-cwd-mismatch")
+    assert f.fix == f"histmig move {link} {real} --apply" and not f.repair
+    claude_session(h, str(real), 1)                      # Claude since started a session in the target
+    [f] = claude_found(h, "claude.project-split")
+    assert f.fix == f"histmig move {link} {real} --apply"
+    shutil.rmtree(h.claude / "projects" / claude_slug(str(real)))
+    assert run_guarded(cli, ["move", str(link), str(real), "--apply"]) == 0
+    assert codes(resolve_homes(), tools=("claude",)) == []

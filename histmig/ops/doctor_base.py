@@ -80,6 +80,15 @@ _TABLE = [
     Check("claude.slug-mismatch",
           "A project folder's name is not the slug of its sessions' cwd, so Claude never looks there.",
           "`histmig move <cwd> <cwd> --apply` re-files the sessions under the right folder name."),
+    Check("claude.session-cwd-mismatch",
+          "A session was recorded in a folder whose Claude project folder is another one than the folder it "
+          "is in (a half-done move, or a cwd recorded through a symlink): Claude started there never lists it.",
+          "`histmig doctor --repair --apply` moves it into the folder of its cwd; a symlinked cwd: the printed "
+          "`histmig move <link> <target> --apply`."),
+    Check("claude.project-split",
+          "Sessions of one project are split across its folder and another one (a partial undo or an "
+          "interrupted move): Claude started in the project sees only those in its own folder.",
+          "`histmig doctor --repair --apply` moves the others into the project's folder (the command is printed)."),
     Check("claude.duplicate-session",
           "The same session id exists in two project folders; Claude may write to either copy.",
           "`histmig doctor --repair --apply` moves the copy out of the wrong folder when it holds nothing new."),
