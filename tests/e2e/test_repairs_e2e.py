@@ -1,0 +1,60 @@
+"""Issue 12 case 8 against the real Codex: a `doctor --repair` of the naive flip script's state lasts
+when Codex rebuilds its databases from the rollouts (state_5.sqlite deleted, startup backfill)."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from codex_fixtures import naive_flip
+
+from .clients import CUSTOM_PROVIDER, carried, codex_setup, run_codex, write_codex_config
+from .test_doctor_e2e import histmig
+
+pytestmark = pytest.mark.e2e
+
+
+def _naive_flipped(clients, scratch, fake_api):
+    codex_setup(clients, scratch, fake_api)
+    proj = scratch.project("app")
+    run_codex(clients, scratch, fake_api, "made-under-openai", proj).check()
+    write_codex_config(scratch, fake_api, provider=CUSTOM_PROVIDER)
+    assert naive_flip(scratch.codex_home, "openai", CUSTOM_PROVIDER) == 1
+    return proj
+
+
+def _rebuild(codex_home) -> None:
+    """What a reset database amounts to: Codex re-extracts every row from the files at startup."""
+    for name in ("state_5.sqlite", "thread_history_1.sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            (codex_home / (name + suffix)).unlink(missing_ok=True)
+
+
+def test_case8_repair_survives_a_codex_database_rebuild(clients, scratch, fake_api):
+    proj = _naive_flipped(clients, scratch, fake_api)
+    fixed = histmig(scratch, "doctor", "--tool", "codex", "--repair", "--apply")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    _rebuild(scratch.codex_home)
+
+    after = run_codex(clients, scratch, fake_api, "after the rebuild", proj, resume="last").check()
+    [req] = after.model_requests("responses")
+    assert req.provider == CUSTOM_PROVIDER and req.status == 200
+    assert carried(req, "made-under-openai")
+    con = sqlite3.connect(scratch.codex_home / "state_5.sqlite")
+    try:
+        assert {p for (p,) in con.execute("SELECT model_provider FROM threads")} == {CUSTOM_PROVIDER}
+    finally:
+        con.close()
+
+
+def test_case8_a_row_only_repair_breaks_again_after_the_rebuild(clients, scratch, fake_api):
+    """The repair as it was before (rows and offsets only: the split check ignored) is undone by the
+    rebuild: the thread_settings_applied line still says openai."""
+    proj = _naive_flipped(clients, scratch, fake_api)
+    fixed = histmig(scratch, "doctor", "--tool", "codex", "--repair", "--apply",
+                    "--ignore", "codex.rollout-provider-split")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    _rebuild(scratch.codex_home)
+    failed = run_codex(clients, scratch, fake_api, "after the rebuild", proj, resume="last")
+    assert failed.returncode != 0
+    assert "Cannot change this thread's model provider from `openai`" in failed.stdout + failed.stderr
