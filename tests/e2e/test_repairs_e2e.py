@@ -58,3 +58,37 @@ def test_case8_a_row_only_repair_breaks_again_after_the_rebuild(clients, scratch
     failed = run_codex(clients, scratch, fake_api, "after the rebuild", proj, resume="last")
     assert failed.returncode != 0
     assert "Cannot change this thread's model provider from `openai`" in failed.stdout + failed.stderr
+
+
+def test_case8_move_of_a_renamed_home_makes_codex_find_the_rollout(clients, scratch, fake_api, tmp_path):
+    """The whole tree (HOME with its .codex, and the project) renamed: without re-pointing
+    threads.rollout_path, `codex exec resume <id>` fails with "no rollout found for thread id"."""
+    import json as _json
+
+    from .clients import Scratch
+    codex_setup(clients, scratch, fake_api)
+    run_codex(clients, scratch, fake_api, "made-in-the-old-home", scratch.project("app")).check()
+    thread = _thread_id(scratch.codex_home)
+    moved = Scratch(tmp_path / "renamed")
+    scratch.root.rename(moved.root)
+    write_codex_config(moved, fake_api)            # the config names the fake API only: no paths
+    lost = run_codex(clients, moved, fake_api, "before histmig move", moved.project("app"), resume=thread)
+    assert lost.returncode != 0 and "no rollout found for thread id" in lost.stdout + lost.stderr
+
+    res = histmig(moved, "move", str(scratch.root), str(moved.root), "--apply")
+    assert res.returncode == 0, res.stdout + res.stderr
+    doctor = histmig(moved, "doctor", "--tool", "codex", "--json")
+    assert _json.loads(doctor.stdout)["tools"]["codex"] == [], doctor.stdout
+    for resume in (thread, "last"):
+        after = run_codex(clients, moved, fake_api, f"after move ({resume})", moved.project("app"), resume=resume).check()
+        [req] = after.model_requests("responses")
+        assert carried(req, "made-in-the-old-home")
+
+
+def _thread_id(codex_home) -> str:
+    con = sqlite3.connect(codex_home / "state_5.sqlite")
+    try:
+        [(tid,)] = con.execute("SELECT id FROM threads").fetchall()
+        return tid
+    finally:
+        con.close()
