@@ -92,3 +92,30 @@ def _thread_id(codex_home) -> str:
         return tid
     finally:
         con.close()
+
+
+def test_case8_symlinked_project_claude_records_the_target_and_move_follows(clients, scratch, fake_api):
+    """Claude started in a symlink records the target's path. `move LINK NEWLINK` before the rename
+    is refused (nothing written); after `mv LINK NEWLINK` it has nothing to do, and `claude -c` in
+    NEWLINK continues the session."""
+    from histmig.paths import claude_slug
+
+    from .clients import claude_setup, claude_transcripts, run_claude
+    claude_setup(scratch)
+    real = scratch.project("real", "app")
+    link = scratch.root / "work" / "link"
+    link.symlink_to(real)
+    run_claude(clients, scratch, fake_api, "RUN: echo made-through-the-link", link).check()
+    [t] = claude_transcripts(scratch)
+    assert t.parent.name == claude_slug(str(real))           # the realpath, not the link
+
+    newlink = scratch.root / "work" / "newlink"
+    refused = histmig(scratch, "move", str(link), str(newlink), "--apply")
+    assert refused.returncode == 1 and "no move is needed" in refused.stderr
+    link.rename(newlink)
+    res = histmig(scratch, "move", str(link), str(newlink), "--apply")
+    assert res.returncode == 0 and "nothing to do" in res.stdout, res.stdout + res.stderr
+    after = run_claude(clients, scratch, fake_api, "after renaming the link", newlink, continue_=True).check()
+    [req] = after.model_requests()
+    assert carried(req, "made-through-the-link")
+    assert claude_transcripts(scratch) == [t]                 # continued, not a new session
