@@ -79,7 +79,8 @@ _TABLE = [
           environment=True),
     Check("claude.slug-mismatch",
           "A project folder's name is not the slug of its sessions' cwd, so Claude never looks there.",
-          "`histmig move <cwd> <cwd> --apply` re-files the sessions under the right folder name."),
+          "The printed `mv <folder> <right folder>` (when the right folder holds sessions of that cwd, the "
+          "finding is `claude.project-split` instead)."),
     Check("claude.session-cwd-mismatch",
           "A session was recorded in a folder whose Claude project folder is another one than the folder it "
           "is in (a half-done move, or a cwd recorded through a symlink): Claude started there never lists it.",
