@@ -361,3 +361,18 @@ def test_case8_doctor_sees_history_filed_under_a_symlinked_cwd(linked, capsys):
     shutil.rmtree(h.claude / "projects" / claude_slug(str(real)))
     assert run_guarded(cli, ["move", str(link), str(real), "--apply"]) == 0
     assert codes(resolve_homes(), tools=("claude",)) == []
+
+
+def test_case8_split_in_a_compressed_archived_rollout_is_repaired(codex_world):
+    from histmig import zst
+    homes, codex, proj = codex_world
+    config(codex, "my-provider")
+    data = rollout(tid(1), "my-provider", cwd=proj, settings_provider="openai")
+    paths = home_with(codex, {tid(1): data}, provider_rows={tid(1): "my-provider"}, archived={tid(1)},
+                      compressed={tid(1)})
+    _cwd_rows(codex, proj)
+    [f] = diagnose(homes, tools=["codex"]).findings
+    assert f.code == "codex.rollout-provider-split" and f.repair[0].compression == "zstd"
+    apply_plan(plan_repair(homes, diagnose(homes, tools=["codex"])), homes)
+    assert set(recorded_providers(zst.decompress_all(paths[tid(1)]), tid(1))) == {"my-provider"}
+    assert codes(homes) == []
