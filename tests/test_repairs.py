@@ -376,3 +376,15 @@ def test_case8_split_in_a_compressed_archived_rollout_is_repaired(codex_world):
     apply_plan(plan_repair(homes, diagnose(homes, tools=["codex"])), homes)
     assert set(recorded_providers(zst.decompress_all(paths[tid(1)]), tid(1))) == {"my-provider"}
     assert codes(homes) == []
+
+
+def test_case8_split_with_forks_pointing_into_it_is_named_not_edited(codex_world):
+    homes, codex, proj = codex_world
+    config(codex, "my-provider")
+    parent = rollout(tid(1), "my-provider", cwd=proj, settings_provider="openai")
+    child = rollout(tid(2), "my-provider", cwd=proj,
+                    meta_more={"history_base": {"thread_id": tid(1), "end_byte_offset": len(parent)}})
+    home_with(codex, {tid(1): parent, tid(2): child}, provider_rows={tid(1): "my-provider", tid(2): "my-provider"})
+    _cwd_rows(codex, proj)
+    [f] = [f for f in diagnose(homes, tools=["codex"]).findings if f.code == "codex.rollout-provider-split"]
+    assert not f.repair and "forks point into it" in f.detail and str(rollout_path(codex, tid(2))) in f.detail

@@ -90,7 +90,8 @@ def _fork_children(home: CodexHome) -> dict[str, list[tuple[str, int]]]:
     """parent thread id -> [(child rollout, end_byte_offset into the parent)]."""
     out: dict[str, list[tuple[str, int]]] = {}
     for r in home.rollouts:
-        base = r.facts.history_base
-        if isinstance(base, dict) and isinstance(base.get("thread_id"), str) and isinstance(base.get("end_byte_offset"), int):
-            out.setdefault(base["thread_id"], []).append((str(r.path), base["end_byte_offset"]))
+        base = r.facts.history_base if isinstance(r.facts.history_base, dict) else {}
+        parent, end = base.get("thread_id"), base.get("end_byte_offset")
+        if isinstance(parent, str) and isinstance(end, int):
+            out.setdefault(parent, []).append((str(r.path), end))
     return out
