@@ -85,7 +85,8 @@ def test_naive_flip_script_state_is_diagnosed_and_repaired(world):
     assert naive_flip(codex, "openai", "my-provider") == 1
 
     report = diagnose(homes, tools=["codex"])
-    assert sorted(f.code for f in report.findings) == ["codex.db-provider-mismatch", "codex.offsets-stale"]
+    assert sorted(f.code for f in report.findings) == ["codex.db-provider-mismatch", "codex.offsets-stale",
+                                                       "codex.rollout-provider-split"]
     assert all(f.repair for f in report.findings)
 
     apply_plan(plan_repair(homes, report), homes)

@@ -56,6 +56,9 @@ def table(plan) -> list[str]:
 def render(ctx, plan) -> None:
     s = plan.summary
     info(ctx, f"move {' | '.join(s['old'])} -> {s['new']}")
+    for w in plan.warnings:     # a symlinked path: say which path the plan used
+        if w.code == "path-resolved":
+            info(ctx, f"using {w.extra['used']} for {w.extra['typed']} (the path the clients record)")
     for line in table(plan):
         info(ctx, line)
     for op in plan.operations:

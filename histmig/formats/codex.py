@@ -543,6 +543,8 @@ class ThreadFacts:
     meta_cwd: Any = None         # what a re-extraction stores in threads.cwd
     resume_cwd: str | None = None   # the latest turn_context.cwd
     git_url: Any = None
+    providers: set = field(default_factory=set)   # every provider string a re-extraction reads
+    history_base: Any = None     # a fork's pointer into its parent rollout (thread id, end offset)
 
     @property
     def cwd(self) -> Any:
@@ -565,17 +567,25 @@ class ThreadFacts:
             self.id = p.get("id") if isinstance(p.get("id"), str) else None
             self.provider = self.row_provider = p.get("model_provider")
             self.meta_cwd = p.get("cwd")
+            self.history_base = p.get("history_base")
+            self._seen(p.get("model_provider"))
             git = p.get("git") if isinstance(p.get("git"), dict) else {}
             self.git_url = git.get("repository_url")
         elif p.get("id") == self.id:   # a later same-id session_meta overrides (copied parents do not)
             self.row_provider = p.get("model_provider", self.row_provider)
             self.meta_cwd = p.get("cwd", self.meta_cwd)
+            self._seen(p.get("model_provider"))
+
+    def _seen(self, provider: Any) -> None:
+        if isinstance(provider, str) and provider:
+            self.providers.add(provider)
 
     def _settings(self, ts: Any) -> None:
         if not isinstance(ts, dict):
             return
         if isinstance(ts.get("model_provider_id"), str):
             self.row_provider = ts["model_provider_id"]
+            self._seen(ts["model_provider_id"])
         if isinstance(ts.get("cwd"), str):
             self.meta_cwd = ts["cwd"]
 

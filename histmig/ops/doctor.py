@@ -48,11 +48,11 @@ def diagnose(homes: Homes, *, now: datetime | None = None, tools: Iterable[str] 
              ignore: Iterable[str] = ()) -> Report:
     """Every finding for the chosen tools, minus the ignored codes (a code or a ``tool.`` prefix)."""
     now = now or utcnow()
-    tools = tuple(tools)
+    tools, ignore = tuple(tools), tuple(ignore)
     index = HomeIndex(homes.home, exclude=[homes.codex, homes.claude, homes.mini_cc, homes.state])
     found: list[Finding] = []
     if "codex" in tools:
-        found += doctor_codex.check(homes, index)
+        found += doctor_codex.check(homes, index, split_ignored=_ignored("codex.rollout-provider-split", ignore))
     if "claude" in tools:
         found += doctor_claude.check(homes, index, now)
     if "mini-cc" in tools:

@@ -33,6 +33,12 @@ _TABLE = [
           "The state database row names another provider than the rollout's session_meta (what a line-1-only "
           "flip leaves behind): resume fails with \"Cannot change this thread's model provider\".",
           "`histmig doctor --repair --apply` re-syncs the row from the rollout."),
+    Check("codex.rollout-provider-split",
+          "A rollout's later lines (thread_settings_applied, a later session_meta) name another provider than "
+          "its first session_meta (what a line-1-only flip leaves): when Codex rebuilds its database the row "
+          "takes the later value and resume fails again with \"Cannot change this thread's model provider\".",
+          "`histmig doctor --repair --apply` flips the later values to the first session_meta's provider "
+          "(flip's byte-level edit, offsets kept in step)."),
     Check("codex.db-cwd-mismatch",
           "The state database row names another working folder than the rollout, so `resume --last` looks "
           "for the session in the wrong folder.",
@@ -73,7 +79,17 @@ _TABLE = [
           environment=True),
     Check("claude.slug-mismatch",
           "A project folder's name is not the slug of its sessions' cwd, so Claude never looks there.",
-          "`histmig move <cwd> <cwd> --apply` re-files the sessions under the right folder name."),
+          "The printed `mv <folder> <right folder>` (when the right folder holds sessions of that cwd, the "
+          "finding is `claude.project-split` instead)."),
+    Check("claude.session-cwd-mismatch",
+          "A session was recorded in a folder whose Claude project folder is another one than the folder it "
+          "is in (a half-done move, or a cwd recorded through a symlink): Claude started there never lists it.",
+          "`histmig doctor --repair --apply` moves it into the folder of its cwd; a symlinked cwd: the printed "
+          "`histmig move <link> <target> --apply`."),
+    Check("claude.project-split",
+          "Sessions of one project are split across its folder and another one (a partial undo or an "
+          "interrupted move): Claude started in the project sees only those in its own folder.",
+          "`histmig doctor --repair --apply` moves the others into the project's folder (the command is printed)."),
     Check("claude.duplicate-session",
           "The same session id exists in two project folders; Claude may write to either copy.",
           "`histmig doctor --repair --apply` moves the copy out of the wrong folder when it holds nothing new."),

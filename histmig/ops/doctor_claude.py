@@ -14,7 +14,9 @@ from histmig.homes import Homes
 from histmig.ops.doctor_base import Finding, dir_missing
 from histmig.ops.doctor_locate import HomeIndex, move_fix
 from histmig.ops.doctor_transcript import Transcript, append_op, claude_record, encode_like, read_transcript
-from histmig.paths import SLUG_MAX, claude_slug, slug_prefix
+from histmig.locks import claude_live_sessions
+from histmig.ops.doctor_claude_filing import check_filing, slug_matches
+from histmig.paths import claude_slug
 from histmig.plan import Fingerprint, Rename
 from histmig.stores.claude_files import read_claude_json
 
@@ -37,21 +39,14 @@ def project_folders(claude: Path) -> dict[Path, list[Transcript]]:
 
 def check(homes: Homes, index: HomeIndex, now: datetime) -> list[Finding]:
     folders = project_folders(homes.claude)
-    out: list[Finding] = []
+    filing = check_filing(folders, claude_live_sessions(homes.claude))
+    out: list[Finding] = list(filing.findings)
     for folder, ts in folders.items():
-        out += check_cwd_missing(folder, ts, index) + check_slug(folder, ts)
+        out += check_cwd_missing(folder, ts, index) + ([] if folder in filing.covered else check_slug(folder, ts))
         for t in ts:
             out += check_lines(t) + check_dangling(t, now)
     return (out + check_duplicates(folders) + check_project_keys(homes, index)
             + check_cleanup(homes, folders, now))
-
-
-def slug_matches(folder: str, cwd: str) -> bool:
-    slug = claude_slug(cwd)
-    if folder == slug:
-        return True
-    # long paths: Bun-hash era folders share only the 200-character prefix (claude-code.md §2.3)
-    return len(slug) > SLUG_MAX and folder.startswith(slug_prefix(cwd) + "-")
 
 
 def _cwds(ts: list[Transcript]) -> list[str]:

@@ -12,16 +12,20 @@ from collections import Counter, defaultdict
 from histmig.homes import Homes
 from histmig.ops import doctor_codex_data as data, doctor_codex_db
 from histmig.ops.doctor_base import Finding, dir_missing
+from histmig.ops.doctor_codex_split import Split, check_split
 from histmig.ops.doctor_locate import HomeIndex, move_fix
 
 
-def check(homes: Homes, index: HomeIndex) -> list[Finding]:
+def check(homes: Homes, index: HomeIndex, *, split_ignored: bool = False) -> list[Finding]:
+    """``split_ignored``: ``codex.rollout-provider-split`` is left out, so no offset is planned
+    against a file edit that will not be made."""
     if not homes.codex.is_dir():
         return []
     home = data.load(homes)
-    out = check_config(home) + check_unreadable(home) + check_provider_hidden(home)
+    split = Split() if split_ignored else check_split(home)   # first: its edits move the offsets checked below
+    out = check_config(home) + check_unreadable(home) + check_provider_hidden(home) + split.findings
     for db in home.dbs:
-        out += doctor_codex_db.check_db(home, db)
+        out += doctor_codex_db.check_db(home, db, split)
     return out + check_cwd_missing(home, index) + check_shadowed(home)
 
 

@@ -16,16 +16,19 @@ from typing import Any
 from histmig.diagnostics import HistmigError
 from histmig.ops.doctor_base import Finding, dir_exists, same_path, session_tag
 from histmig.ops.doctor_codex_data import CodexHome, Rollout
+from histmig.ops.doctor_codex_split import Split
 from histmig.ops.doctor_locate import move_fix
 from histmig.paths import is_under
 from histmig.plan import SqlUpdate
-from histmig.stores.codex_state import HISTORY_DB, history_rows, thread_rows
+from histmig.stores.codex_state import HISTORY_DB, history_rows, shift, thread_rows
 
 REPAIR = "histmig doctor --repair --apply"
 SAMPLE = 5   # ids named in a grouped detail
 
 
-def check_db(home: CodexHome, db: Path) -> list[Finding]:
+def check_db(home: CodexHome, db: Path, split: Split | None = None) -> list[Finding]:
+    """``split``: the rollout edits doctor plans (``doctor_codex_split``); offsets are planned
+    against the edited files."""
     try:
         rows = list(thread_rows(db, strict=True).values())
     except HistmigError as e:
@@ -35,7 +38,7 @@ def check_db(home: CodexHome, db: Path) -> list[Finding]:
            + check_row_cwds(db, rows, by_id) + check_no_row(home, db, rows))
     hist = db.parent / HISTORY_DB
     if hist.is_file():
-        out += check_offsets(hist, by_id)
+        out += check_offsets(hist, by_id, split)
     return out
 
 
@@ -168,21 +171,30 @@ def _next_expect(r: Rollout, state: dict[str, Any]) -> dict[str, int | None]:
     return {"next_rollout_byte_offset": prev[1] if prev else None}
 
 
-def _stale(r: Rollout, row: dict[str, Any], expect: dict[str, int | None]) -> tuple[dict, dict, bool]:
-    """(fixes, old values, any unfixable) for one projection row."""
-    fixes, old, unfixable = {}, {}, False
+def _stale(r: Rollout, row: dict[str, Any], expect: dict[str, int | None],
+           edits: list[tuple[int, int]]) -> tuple[dict, dict, bool, bool]:
+    """(fixes, old values, any unfixable, any stale now) for one projection row. ``edits``: the
+    planned edits of the rollout; the fixes point into the file as it will be after them."""
+    fixes, old, unfixable, stale_now = {}, {}, False, False
     for col, want in expect.items():
         have = row.get(col)
         if have is None:
             continue
-        if want is not None and have != want:
-            fixes[col], old[col] = want, have
-        elif want is None and have not in r.spans.starts:   # no ordinal to go by: at least a line start
-            unfixable = True
-    return fixes, old, unfixable
+        if want is None:
+            if have not in r.spans.starts:   # no ordinal to go by: at least a line start
+                unfixable = True
+                continue
+            want = have
+        stale_now = stale_now or have != want
+        moved = shift(want, edits)
+        if moved != have:
+            fixes[col], old[col] = moved, have
+    return fixes, old, unfixable, stale_now
 
 
-def check_offsets(hist: Path, by_id) -> list[Finding]:
+def check_offsets(hist: Path, by_id, split: Split | None = None) -> list[Finding]:
+    """Rows stale now go into ``codex.offsets-stale``; rows that only a planned rollout edit moves
+    go into that edit's finding (``split``), so each repair stays whole."""
     try:
         turns, states = history_rows(hist)
     except HistmigError as e:
@@ -194,14 +206,16 @@ def check_offsets(hist: Path, by_id) -> list[Finding]:
             r = by_id.get(row["thread_id"])
             if r is None:
                 continue
-            fixes, old, bad = _stale(r, row, expect_of(r, row))
+            edits, owner = _planned(split, r)
+            fixes, old, bad, stale_now = _stale(r, row, expect_of(r, row), edits)
             if bad:
                 unfixable.add(row["thread_id"])
             if fixes:
-                ops.append(SqlUpdate(db=str(hist), table=table, key={k: row[k] for k in keys}, set=fixes,
-                                     expect=old, session=session_tag("codex", row["thread_id"]),
-                                     reason="recompute byte offsets from the rollout's ordinals"))
-            if fixes or bad:
+                op = SqlUpdate(db=str(hist), table=table, key={k: row[k] for k in keys}, set=fixes,
+                               expect=old, session=session_tag("codex", row["thread_id"]),
+                               reason="recompute byte offsets from the rollout's ordinals")
+                (ops if stale_now or owner is None else owner.repair).append(op)
+            if stale_now or bad:
                 bad_threads.add(row["thread_id"])
     if not bad_threads:
         return []
@@ -209,3 +223,11 @@ def check_offsets(hist: Path, by_id) -> list[Finding]:
     fix = REPAIR if not unfixable else f"{REPAIR} (fixes {len(ids) - len(unfixable)}); for the rest re-open the thread in Codex"
     return [Finding("codex.offsets-stale", f"{len(ids)} thread(s) have stale byte offsets ({len(ops)} row(s) fixable): "
                     f"{_ids(ids)}", path=str(hist), count=len(ids), fix=fix, repair=ops, data={"ids": ids})]
+
+
+def _planned(split: Split | None, r: Rollout) -> tuple[list[tuple[int, int]], Finding | None]:
+    """The planned length-changing edits of this very rollout file, and the finding that owns them."""
+    owner = split.by_thread.get(r.facts.id) if split else None
+    if owner is None or owner.path != str(r.path):
+        return [], None
+    return split.edits.get(r.facts.id, []), owner

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from histmig import locks
 from histmig.diagnostics import UsageError
+from histmig.ops import move_paths
 from histmig.ops.move_claude import plan_claude
 from histmig.ops.move_codex import plan_codex
 from histmig.ops.move_common import ToolPlan, make_pathmap
@@ -29,7 +30,9 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
     unknown = selected - set(TOOLS)
     if unknown:
         raise UsageError(f"unknown tool {sorted(unknown)[0]!r} (choose from {', '.join(TOOLS)})")
-    pm, warnings = make_pathmap(old, new)
+    res = move_paths.resolve(old, new)
+    pm, warnings = make_pathmap(old, res.new)
+    warnings = res.warnings + warnings
     plans = {t: ToolPlan(t) for t in TOOLS}
     opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content}
     if selected & {"claude-code", "manifest"}:

@@ -110,7 +110,8 @@ def _writers(scans: list[FileScan]) -> dict[str, str]:
 
 
 def _plan_threads(homes, pm: PathMap, tplan: ToolPlan, blocked: set[str]) -> None:
-    """``threads.cwd`` under OLD → NEW in every state DB (threads whose rollout was skipped stay)."""
+    """``threads.cwd`` and ``threads.rollout_path`` under OLD → NEW in every state DB (threads whose
+    rollout was skipped stay), and Codex Desktop's ``project_roots.path``."""
     rows = {db: codex_state.thread_rows(db) for db in codex_state.state_dbs(homes)}
     ids = sorted({tid for by_id in rows.values() for tid, r in by_id.items() if pm.covers(r.get("cwd"))})
     for tid in ids:
@@ -120,3 +121,7 @@ def _plan_threads(homes, pm: PathMap, tplan: ToolPlan, blocked: set[str]) -> Non
         ops = codex_state.cwd_update_ops(homes, tid, pm.rebase(cwd), rows=rows)
         tplan.other += ops
         tplan.count("db-rows", len(ops))
+    # a moved folder that holds the Codex home (a copied home re-homed) carries the rollouts too
+    ops = codex_state.rebased_path_ops(homes, pm.rebase, rows=rows, skip=blocked, reason="project move")
+    tplan.other += ops
+    tplan.count("db-rows", len(ops))

@@ -98,9 +98,11 @@ def make_pathmap(old: str, new: str) -> tuple[PathMap, list[Warning]]:
     new_real = os.path.realpath(new_abs)
     if "/" in olds:
         raise UsageError("refusing to move '/': every path is under it")
+    # a spelling that already is NEW (OLD a symlink to NEW) has nothing to move; the others still do
+    olds = [o for o in olds if o not in (new_real, new_abs)]
+    if not olds:
+        raise UsageError(f"OLD_PATH and NEW_PATH are the same path ({new_real})")
     for o in olds:
-        if new_real == o or new_abs == o:
-            raise UsageError(f"OLD_PATH and NEW_PATH are the same path ({o})")
         if is_under(new_real, o):
             raise UsageError(f"NEW_PATH {new_real} is inside OLD_PATH {o}; a second run would move it again")
     warnings: list[Warning] = []

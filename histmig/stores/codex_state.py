@@ -186,6 +186,30 @@ def _thread_update_ops(homes, thread_id, column, value, *, rows, reason) -> list
     return ops
 
 
+def rebased_path_ops(homes, rebase, *, rows: dict[Path, dict[str, dict]], skip: set[str] = frozenset(),
+                     reason: str = "folder move") -> list[SqlUpdate]:
+    """Stored absolute paths other than ``cwd`` that ``rebase`` maps (it returns None for a path
+    outside the moved folder): ``threads.rollout_path`` of each row (a moved home: Codex otherwise
+    fails with "no rollout found for thread id"), except threads in ``skip``, and Codex Desktop's
+    ``project_roots.path``. Each row is re-pointed from its own value, in its own database."""
+    from histmig.plan import SqlUpdate
+    ops = []
+    for db, by_id in rows.items():
+        for tid, row in sorted(by_id.items()):
+            new = rebase(row.get("rollout_path"))
+            if new is not None and new != row["rollout_path"] and tid not in skip:
+                ops.append(SqlUpdate(db=str(db), table="threads", key={"id": tid}, set={"rollout_path": new},
+                                     expect={"rollout_path": row["rollout_path"]}, session=_session(tid),
+                                     reason=reason))
+        for root in _query(db, "project_roots", ("project_id", "position", "path")):
+            new = rebase(root.get("path"))
+            if new is not None and new != root["path"] and "project_id" in root and "position" in root:
+                ops.append(SqlUpdate(db=str(db), table="project_roots",
+                                     key={"project_id": root["project_id"], "position": root["position"]},
+                                     set={"path": new}, expect={"path": root["path"]}, reason=reason))
+    return ops
+
+
 def shift(offset: int | None, edits: Sequence[tuple[int, int]]) -> int | None:
     """``offset`` moved by the deltas of every edit that starts before it. Offsets stored by Codex
     are line starts (or the end of the file), so an edit at or after them does not move them."""
