@@ -376,3 +376,17 @@ def test_case2_claude_json_saved_by_claude_since_the_move_gets_only_its_project_
     assert out.exit_code == 0 and not out.skips
     after = json.loads(h.claude_json.read_text())
     assert after == {"numStartups": 4, "projects": {old: {"hasTrustDialogAccepted": True, "lastSessionId": sid(1)}}}
+
+
+def test_case2_undo_removes_the_folders_the_move_created_once_they_are_empty_again(tmp_path):
+    h = homes()
+    old, new = str(tmp_path / "a/app"), str(tmp_path / "b/app")
+    first = claude_session(h, old, 1)
+    keep = h.claude / "projects" / claude_slug(new)
+    keep.mkdir(parents=True)
+    (keep / f"{sid(5)}.jsonl").write_bytes(jl(claude_records(sid(5), new)))     # a merge: file by file
+    before = sorted(p.relative_to(h.claude) for p in (h.claude / "projects").rglob("*"))
+    apply_plan(plan_move(h, old, new, tools=["claude-code"]), h)
+    out = undo(h)
+    assert out.exit_code == 0 and not out.skips and first.exists()
+    assert sorted(p.relative_to(h.claude) for p in (h.claude / "projects").rglob("*")) == before

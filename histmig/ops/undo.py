@@ -140,6 +140,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
             if method == "sql":
                 _add_rows(units, reader, rec, history)
             elif method == "rename":
+                env.made_dirs += rec.get("dirs") or []
                 renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
                 renames.append(renamed)
                 for m in renamed.members:
@@ -245,7 +246,7 @@ def _assemble(homes, begin: dict, env: uf.Env, units: Units) -> Plan:
             continue
         ops += unit.ops
         covered += sorted(unit.ns)
-    ops = _rewritten_then_moved(_ordered(ops))
+    ops = _rewritten_then_moved(_ordered(ops + _emptied_dirs(env.made_dirs, ops)))
     roots = [str(r) for r in homes.roots()] + [r for r in begin.get("roots") or [] if r not in map(str, homes.roots())]
     if any(isinstance(op, Rename) and str(env.trash) in op.dst for op in ops):
         roots.append(str(env.trash))
@@ -268,6 +269,21 @@ def _ordered(ops: list[Op]) -> list[Op]:
     ops.sort(key=lambda op: _ORDER.index(type(op)))
     at = next((i for i, op in enumerate(ops) if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete))), len(ops))
     return ops[:at] + sorted(rmdirs.values(), key=lambda op: -len(op.path)) + ops[at:]
+
+
+def _emptied_dirs(made: list[str], ops: list[Op]) -> list[RmDir]:
+    """Folders the transaction created for what it moved, removed again when everything in them
+    goes back (deepest first: a parent counts a child folder removed here as gone)."""
+    leaving = {op.src for op in ops if isinstance(op, Rename)}
+    out: list[RmDir] = []
+    for d in sorted(set(made), key=lambda d: -len(d)):
+        if not os.path.isdir(d) or os.path.islink(d) or d in leaving:
+            continue
+        if all(os.path.join(d, e) in leaving for e in os.listdir(d)):
+            st = os.lstat(d)
+            out.append(RmDir(path=d, expect=Fingerprint(dev=st.st_dev, ino=st.st_ino), reason="undo: folder it created"))
+            leaving.add(d)
+    return out
 
 
 def _rewritten_then_moved(ops: list[Op]) -> list[Op]:

@@ -51,6 +51,7 @@ class Env:
     locate: Callable[[str], str | None]
     trash: Path
     begin: dict = field(default_factory=dict)     # the undone transaction's begin record
+    made_dirs: list[str] = field(default_factory=list)   # folders its renames created
 
     def backup(self, rec: dict) -> Path:
         return self.folder / "b" / rec["backup"]["name"]
