@@ -4,6 +4,7 @@
     undo(homes, txid=None, keep_appended=, restore_deleted=, force=) -> ApplyResult
     recover(homes) -> RecoverResult
     transactions(homes) -> list[TxInfo]
+    gc.gc(homes, older_than_s, apply=) -> GcResult   # remove old transactions' backups (histmig/apply/gc.py)
     check_no_unfinished(homes)          # every mutating command calls this before planning
 
 Refusals raise (nothing modified): ``RefusedError`` (invalid plan, target exists),
@@ -45,6 +46,8 @@ def apply_plan(plan, homes, *, options: ApplyOptions | None = None) -> ApplyResu
 def undo(homes, txid: str | None = None, *, keep_appended: bool = False, restore_deleted: bool = False,
          force: bool = False) -> ApplyResult:
     from histmig.apply import engine  # noqa: PLC0415 (lazy: planning commands never load it)
+    from histmig.apply.gc import refuse_collected  # noqa: PLC0415
+    refuse_collected(homes, txid)      # "backups removed by gc" instead of a skip per missing backup
     return engine.undo(homes, txid, keep_appended=keep_appended, restore_deleted=restore_deleted, force=force)
 
 
