@@ -14,7 +14,6 @@ Pure: reads config and plan data, raises :class:`ProviderTypoError`; the CLI pri
 """
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 from histmig.diagnostics import RefusedError, Warning
@@ -37,6 +36,7 @@ def known_providers(cfg: dict) -> list[str]:
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate (difflib, case-insensitive), or None when nothing is close."""
+    import difflib  # noqa: PLC0415 (only when a name is unknown: the dry run is benchmarked)
     by_lower: dict[str, str] = {}
     for c in candidates:
         if isinstance(c, str) and c and c != name:
