@@ -130,6 +130,8 @@ def bench(work: Path, sessions: int, mb: float) -> int:
     t0 = time.perf_counter()
     stats = generate(work / "orig", sessions, mb)
     codex = work / "orig" / ".codex"
+    # flip refuses a NEW that config.toml does not define (issue 12 case 7), as a user's config would define it
+    (codex / "config.toml").write_text('[model_providers.my-provider]\nname = "My provider"\n')
     print(f"generated {stats['sessions']} sessions, {stats['bytes'] / 2**20:.0f} MiB "
           f"({stats['openai']} openai, {stats['compressed']} .zst, {stats['archived']} archived) "
           f"in {time.perf_counter() - t0:.1f}s", flush=True)

@@ -4,6 +4,10 @@ Precedence, per tool: its own flag (``--codex-home`` ...) > ``--home DIR`` (DIR 
 for every tool) > the tool's environment variable > the default under $HOME.
 ``--home`` beats the environment on purpose: it names a whole other home (a backup, a test tree),
 and mixing that home with the live ``CODEX_HOME`` would be surprising.
+
+Every path is made absolute here, once, against the working directory at start: plans, journals and
+temps record absolute paths (a relative ``--codex-home`` used to plan and then fail as an "invalid
+plan"). Absolute and normalised, not resolved: a symlinked home stays the path the user named.
 """
 from __future__ import annotations
 
@@ -50,14 +54,13 @@ def resolve_homes(
 ) -> Homes:
     env = os.environ if env is None else env
     explicit_home = home is not None
-    base = Path(home) if explicit_home else Path(env.get("HOME") or os.path.expanduser("~"))
-    base = base.expanduser()
+    base = _absolute(home if explicit_home else (env.get("HOME") or os.path.expanduser("~")))
 
     def pick(flag, var: str, default: Path) -> tuple[Path, bool]:
         if flag is not None:
-            return Path(flag).expanduser(), True
+            return _absolute(flag), True
         if not explicit_home and env.get(var):
-            return Path(env[var]).expanduser(), True
+            return _absolute(env[var]), True
         return default, False
 
     codex, _ = pick(codex_home, "CODEX_HOME", base / ".codex")
@@ -66,16 +69,31 @@ def resolve_homes(
     claude_json = claude / ".claude.json" if claude_custom else base / ".claude.json"
 
     if state_dir is not None:
-        state = Path(state_dir).expanduser()
+        state = _absolute(state_dir)
     elif env.get("HISTMIG_STATE_DIR"):
-        state = Path(env["HISTMIG_STATE_DIR"]).expanduser()
-    elif not explicit_home and env.get("XDG_STATE_HOME"):
-        state = Path(env["XDG_STATE_HOME"]).expanduser() / "histmig"
+        state = _absolute(env["HISTMIG_STATE_DIR"])
+    elif not explicit_home and os.path.isabs(env.get("XDG_STATE_HOME") or ""):
+        # a relative XDG_STATE_HOME is invalid and to be ignored (XDG Base Directory spec)
+        state = Path(env["XDG_STATE_HOME"]) / "histmig"
     else:
         state = base / ".local" / "state" / "histmig"
 
     sqlite_home = None
     if not explicit_home and codex_home is None and env.get("CODEX_SQLITE_HOME"):
-        sqlite_home = Path(env["CODEX_SQLITE_HOME"]).expanduser()
+        sqlite_home = _absolute(env["CODEX_SQLITE_HOME"])
     return Homes(home=base, codex=codex, claude=claude, claude_json=claude_json,
                  mini_cc=mini_cc, state=state, codex_sqlite=sqlite_home)
+
+
+def _absolute(path: str | os.PathLike) -> Path:
+    """``~`` expanded, joined to the working directory when relative, normalised (plans accept only
+    normalised absolute paths). A ``..`` is taken the way the kernel takes it: the part up to the
+    last ``..`` is resolved (``link/..`` is the link target's parent), the rest stays as named."""
+    p = os.path.expanduser(os.fspath(path))
+    if not os.path.isabs(p):
+        p = os.path.join(os.getcwd(), p)
+    parts = p.split(os.sep)
+    if ".." in parts:
+        last = len(parts) - 1 - parts[::-1].index("..")
+        p = os.path.join(os.path.realpath(os.sep.join(parts[:last + 1]) or os.sep), *parts[last + 1:])
+    return Path(os.path.normpath(p))

@@ -386,7 +386,7 @@ def test_case4_failed_rollback_says_recover_and_the_next_command_refuses(tmp_pat
     txid = _fail_rollback(h, tree)
     r = histmig("apply", plan)
     assert _one_error(r) == f"error: unfinished transaction {txid}; run histmig recover"
-    r = histmig("flip", "openai", "my-provider", "--apply")
+    r = histmig("flip", "openai", "my-provider", "--force", "--apply")
     assert _one_error(r) == f"error: unfinished transaction {txid}; run histmig recover"
     r = histmig("recover")
     assert r.exit_code == 0 and f"recovered transaction {txid}" in r.stdout, r.stderr

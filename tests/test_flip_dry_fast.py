@@ -257,6 +257,7 @@ def test_counted_dry_run_equals_the_planned_one_on_a_generated_history(tmp_path)
 
 def test_cli_json_dry_run_reports_the_planned_operation_count(tmp_path):
     home = edge_home(tmp_path)
+    (home / "config.toml").write_text('[model_providers.my-provider]\nname = "mine"\n')   # else refused (case 7)
     full = plan_flip(homes(tmp_path), "openai", "my-provider", exact=False, set_config=True)
     r = histmig("--codex-home", home, "flip", "openai", "my-provider", "--set-config", "--json")
     assert r.exit_code == 3, r.stderr
@@ -272,7 +273,7 @@ def test_a_dry_run_does_not_import_the_apply_machinery(tmp_path):
     home = tmp_path / ".codex"
     home_with(home, {tid(1): rollout(tid(1))})
     probe = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
-             "code = run_guarded(cli, ['--codex-home', sys.argv[1], 'flip', 'openai', 'my-provider'])\n"
+             "code = run_guarded(cli, ['--codex-home', sys.argv[1], 'flip', 'openai', 'my-provider', '--force'])\n"
              "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['histmig', 'apply'], ['histmig', 'journal'],"
              " ['histmig', 'fsio'], ['histmig', 'model']) or m == 'histmig.cli.tx'), code)\n")
     env = dict(os.environ, HOME=str(tmp_path), CODEX_HOME=str(home))

@@ -4,6 +4,7 @@ inverse plan made by :mod:`histmig.ops.undo` and applied here like any other).
     apply_plan(plan, homes, options=None) -> ApplyResult      (exit 0 all applied, 3 some skipped)
     recover(homes) -> RecoverResult
     transactions(homes) -> list[TxInfo]
+    gc.gc(homes, older_than_s, apply=) -> GcResult   # remove old transactions' backups (histmig/apply/gc.py)
     check_no_unfinished(homes)          # every mutating command calls this before planning
 
 Refusals raise (nothing modified): ``RefusedError`` (invalid plan, target exists),

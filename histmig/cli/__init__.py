@@ -26,6 +26,7 @@ COMMANDS = {
     "undo": "tx",
     "log": "tx",
     "recover": "tx",
+    "gc": "tx",
     "demo": "demo",
 }
 

@@ -17,6 +17,7 @@ Examples:
   histmig flip openai my-provider                 # dry run: what would change
   histmig flip openai my-provider --apply --set-config
   histmig flip openai my-provider --apply --strip-encrypted
+  histmig flip openai my-provider --force         # NEW not defined in config.toml yet
 """
 
 
@@ -30,17 +31,27 @@ Examples:
               help="Set encrypted reasoning (bound to the old account) to null; reported per file.")
 @click.option("--set-config", is_flag=True, help='Also set model_provider = "NEW" in config.toml (comments kept).')
 @click.option("--exact", is_flag=True, help="Dry run: compute every byte edit (reads whole files).")
+@click.option("--force", is_flag=True, help="Flip to a NEW that config.toml does not define (resume fails until "
+              "it is defined), or from an OLD that looks like a typo.")
 @apply_options
 @click.pass_obj
-def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, exact, apply, as_json, plan_out):
+def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, exact, force, apply, as_json,
+            plan_out):
     if list_only:
         return _list(ctx, as_json, archived=not no_archived)
     if not old or not new:
         raise UsageError("flip needs OLD and NEW (or --list)")
     exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
-    from histmig.ops.flip import plan_flip
+    from histmig.ops.flip import check_names, plan_flip
+    from histmig.ops.flip_names import check_new, check_old
+    from histmig.stores.codex_config import load_config
+    check_names(old, new)
+    cfg = load_config(ctx.homes)
+    check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
     plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
                      set_config=set_config, exact=exact, counts_only=not exact)
+    if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
+        plan.warnings.append(absent)
     if not exact:                                 # head-only dry run: counts, rows, a sample
         if as_json:
             emit_json({"dry_run": True, **plan_summary(plan, rows_counted=True)})

@@ -206,21 +206,86 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
       histmig log
       histmig log --json
     """
+    from histmig.apply.gc import backup_size, gc_record
+    from histmig.journal import tx_root
     txs = transactions(ctx.homes)
+    folders = {t.txid: tx_root(ctx.homes.state) / t.txid for t in txs}
+    sizes = {t.txid: backup_size(folders[t.txid]).bytes for t in txs}
+    collected = {t.txid: gc_record(folders[t.txid]) for t in txs}
     if as_json:
-        emit_json([t.to_dict() for t in txs])
+        emit_json([{**t.to_dict(), "backup_bytes": sizes[t.txid], "gc": collected[t.txid]} for t in txs])
         return EXIT_OK
     if not txs:
         info(ctx, "no transactions")
     for t in txs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_ns / 1e9)) if t.started_ns else "?"
-        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)")
+        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)  "
+                  + _backups_note(t.state, sizes[t.txid], collected[t.txid]))
         for k in t.kept:
             info(ctx, f"    kept: {k['path']}: {k['reason']}" if k.get("reason") else f"    kept: {k['path']}")
     return EXIT_OK
 
 
+def _backups_note(state: str, size: int, gc_rec: dict | None) -> str:
+    from histmig.apply.gc import UNDOABLE
+    from histmig.catalog import fmt_size
+    if gc_rec is None:
+        return f"backups {fmt_size(size)}"
+    return "backups removed by gc" + ("; cannot be undone" if state in UNDOABLE else "")
+
+
+@click.command("gc")
+@click.option("--older-than", default="30d", show_default=True, metavar="AGE",
+              help="Only transactions whose journal was last written longer ago than AGE (30d, 12h, 90m, 0).")
+@click.option("--apply", "apply", is_flag=True, help="Remove the backups (default: dry run, list them).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_obj
+def gc_cmd(ctx: Context, older_than: str, apply: bool, as_json: bool) -> int:
+    """Remove the backups of old finished transactions (they can no longer be undone).
+
+    Unfinished transactions (recover needs them), younger ones and the journals themselves are kept;
+    `histmig log` keeps listing every transaction.
+
+    \b
+    Examples:
+      histmig gc                       # dry run: what would go, and what could no longer be undone
+      histmig gc --older-than 12h --apply
+    """
+    from histmig.apply.gc import gc, parse_age
+    res = gc(ctx.homes, parse_age(older_than), apply=apply)
+    if as_json:
+        emit_json(res.to_dict())
+        return EXIT_OK
+    _render_gc(ctx, res, older_than)
+    return EXIT_OK
+
+
+def _render_gc(ctx: Context, res, older_than: str) -> None:
+    from histmig.catalog import fmt_size
+    verb = "removed" if res.applied else "would remove"
+    for e in res.entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.last_write_ns / 1e9))
+        note = ("can no longer be undone after gc" if e.loses_undo
+                else "finishing an interrupted gc" if e.collected_before else f"{e.state}; nothing lost")
+        info(ctx, f"{e.txid}  {when}  {e.state:<13} {e.op or '?':<8} {fmt_size(e.backups.bytes):>7} "
+                  f"in {e.backups.files} file(s)  {note}")
+    lost = sum(e.loses_undo for e in res.entries)
+    if res.entries:
+        info(ctx, f"{verb} the backups of {len(res.entries)} transaction(s), {fmt_size(res.total_bytes)}"
+                  + (f"; {lost} can no longer be undone" if lost else ""))
+    else:
+        info(ctx, "no backups to remove")
+    kept = [f"{res.kept_younger} younger than {older_than}"] if res.kept_younger else []
+    if res.kept_unfinished:
+        kept.append(f"{len(res.kept_unfinished)} unfinished (run histmig recover): {', '.join(res.kept_unfinished)}")
+    if kept:
+        info(ctx, "kept: " + "; ".join(kept))
+    if not res.applied and res.entries:
+        info(ctx, "dry run: nothing was removed; add --apply to remove them")
+
+
 apply_cmd.name, undo_cmd.name, recover_cmd.name, log_cmd.name = "apply", "undo", "recover", "log"
 COMMANDS = [apply_cmd, undo_cmd, log_cmd, recover_cmd]
+COMMANDS.append(gc_cmd)
 
 __all__ = ["COMMANDS", "apply_options", "run_plan", "current_options", "RefusedError"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -87,8 +88,9 @@ def check_undoable(folder: Path, records: list[dict]) -> dict:
     if begin.get("op") == "undo":
         raise RefusedError(f"transaction {folder.name} is an undo of {begin['args'].get('of')}; "
                            "to redo that change, run its command again")
-    if any(r["kind"] == "gc" for r in records):
-        raise RefusedError(f"transaction {folder.name} cannot be undone: its backups were removed by gc")
+    if gc := next((r for r in records if r["kind"] == "gc"), None):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(gc.get("t", 0) / 1e9))
+        raise RefusedError(f"transaction {folder.name}: backups removed by gc on {when}; it cannot be undone")
     return begin
 
 
