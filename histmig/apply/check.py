@@ -30,7 +30,17 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Stale(Exception):
-    """One operation's expectation failed (collected into StalePlanError)."""
+    """One operation's expectation failed: it is skipped with ``code`` (``grew``, ``changed``,
+    ``missing``, ``path-changed``), and its session and folder with it."""
+
+    def __init__(self, msg: str, code: str = "changed"):
+        super().__init__(msg)
+        self.code = code
+
+
+def _why_code(why: str) -> str:
+    """The skip code of a :func:`_fp_diff` reason."""
+    return "grew" if why.startswith("grew") else "path-changed" if why.startswith("path changed") else "changed"
 
 
 def _invalid(msg: str) -> RefusedError:
@@ -112,23 +122,22 @@ def real_target(path: str, roots: dict[str, str]) -> str:
 
 # -- precheck -------------------------------------------------------------------------------------
 def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions) -> list[Prepared]:
-    stale: list[str] = []
+    """Every operation prepared, or skipped with a stable code. A file that is no longer what the
+    plan expected (grew, changed, missing, path changed) is skipped and named, and its whole session
+    and folder with it; the rest of the plan applies. Only plan-level problems refuse (raise)."""
     dsts: dict[str, str] = {}
 
-    def one(n: int, op: Op) -> Prepared | str:
+    def one(n: int, op: Op) -> Prepared:
         try:
             return _prepare(n, op, roots, opts, dsts, homes)
         except Stale as e:
-            return str(e)
+            return _stale_skip(n, op, roots, e)
     ops = list(enumerate(plan.operations))
     writes = [(n, op) for n, op in ops if isinstance(op, WriteFile)]
-    done: dict[int, Prepared | str] = {n: one(n, op) for n, op in ops if not isinstance(op, WriteFile)}
+    done: dict[int, Prepared] = {n: one(n, op) for n, op in ops if not isinstance(op, WriteFile)}
     done.update(zip((n for n, _ in writes), parallel_map(lambda w: one(*w), writes)))
-    preps = []
-    for n, _op in ops:
-        (stale.append if isinstance(done[n], str) else preps.append)(done[n])
-    if stale:
-        raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
+    preps = [done[n] for n, _op in ops]
+    stale: list[str] = []
     _check_sql(preps, stale)
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
@@ -138,6 +147,23 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     _propagate_session_skips(preps)
     return preps
 
+
+def _stale_skip(n: int, op: Op, roots: dict[str, str], e: Stale) -> Prepared:
+    """A prepared-but-skipped operation for an expectation that failed. Its current stat is kept
+    (best effort) so the open-writer and live-session checks can give the better reason."""
+    path = op.paths()[0]
+    reason = str(e).removeprefix(f"{path}: ")
+    method = _METHOD.get(type(op), "sql")
+    real = real_target(path, roots) if method != "sql" else path
+    prep = Prepared(n, op, method, real, skip=Skip(path, reason, e.code))
+    try:
+        prep.st = os.lstat(real) if method != "sql" else None
+    except OSError:
+        pass
+    return prep
+
+
+_METHOD = {WriteFile: "replace", CreateFile: "create", Rename: "rename", Delete: "delete", RmDir: "rmdir"}
 
 WORKERS = min(4, os.cpu_count() or 1)
 
@@ -181,7 +207,7 @@ def _lstat_in(path: str, roots) -> tuple[int, os.stat_result | None]:
     try:
         dfd = fsio.open_dir(base, parts)
     except fsio.PathChanged as e:
-        raise Stale(f"{path}: path changed since plan ({e.why})") from None
+        raise Stale(f"{path}: path changed since plan ({e.why})", "path-changed") from None
     try:
         return dfd, os.stat(os.path.basename(path), dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
@@ -206,10 +232,10 @@ def _prepare_existing(n, op, path, fp, roots, method) -> Prepared:
     dfd, st = _lstat_in(path, roots)
     os.close(dfd)
     if st is None:
-        raise Stale(f"{path}: missing (deleted since plan)")
+        raise Stale(f"{path}: missing (deleted since plan)", "missing")
     why = _fp_diff(fp, st, dir_ok=True)
     if why:
-        raise Stale(f"{path}: {why}")
+        raise Stale(f"{path}: {why}", _why_code(why))
     base, _ = root_of(path, roots)
     return Prepared(n, op, method, real_target(path, roots), base, st=st)
 
@@ -224,7 +250,7 @@ def _prepare_rename(n, op: Rename, roots, dsts) -> Prepared:
         dfd = fsio.open_dir(base, parts)
     except fsio.PathChanged as e:
         if e.why != "folder missing":
-            raise Stale(f"{op.dst}: path changed since plan ({e.why})") from None
+            raise Stale(f"{op.dst}: path changed since plan ({e.why})", "path-changed") from None
     else:
         try:
             os.stat(os.path.basename(op.dst), dir_fd=dfd, follow_symlinks=False)
@@ -267,7 +293,7 @@ def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
             break
         except fsio.PathChanged as e:
             if e.why != "folder missing":
-                raise Stale(f"{path}: path changed since plan ({e.why})") from None
+                raise Stale(f"{path}: path changed since plan ({e.why})", "path-changed") from None
             missing.insert(0, os.path.join(base, *parts[:i]))
     return missing
 
@@ -279,7 +305,7 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     base, _ = root_of(op.path, roots)
     prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
     if lst is None:
-        raise Stale(f"{op.path}: missing (deleted since plan)")
+        raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
     if stat.S_ISLNK(lst.st_mode):
         if not _follow(prep, op, roots, opts):
             return prep
@@ -346,10 +372,11 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
         if sha_range(src, 0, fp.size) != fp.sha256:
             raise Stale(f"{op.path}: content changed since plan")
         if not opts.allow_appended:
-            raise Stale(f"{op.path}: grew since plan (append); re-plan, or use --allow-appended")
+            raise Stale(f"{op.path}: grew since plan (appended to since the plan); re-run the command "
+                        "when it is idle, or add --allow-appended to include the new lines", "grew")
         prep.base_size = fp.size
     elif why:
-        raise Stale(f"{op.path}: {why}")
+        raise Stale(f"{op.path}: {why}", _why_code(why))
 
 
 def sha_range(fd: int, start: int, end: int) -> str:
@@ -421,15 +448,23 @@ def _check_spans(prep: Prepared, src: int) -> None:
 
 
 # -- checks that turn into skips ------------------------------------------------------------------
+_REFINABLE = ("grew", "changed")   # a file a live agent writes: the live check names the real cause
+
+
+def _open(p: Prepared) -> bool:
+    """Still to be checked: not skipped, or skipped only because it changed since the plan."""
+    return p.skip is None or p.skip.code in _REFINABLE
+
+
 def _check_writers(preps: list[Prepared]) -> None:
     wanted: dict[tuple[int, int], list[Prepared]] = {}
     for p in preps:
-        if p.skip is None and p.st is not None:
+        if _open(p) and p.st is not None:
             for k in _inodes(p):
                 wanted.setdefault(k, []).append(p)
     for k, holders in open_writers(wanted).items():
         for p in wanted[k]:
-            if p.skip is None:
+            if _open(p):
                 who = ", ".join(h.describe() for h in holders)
                 _skip(p, f"open for writing by {who}; quit it and re-run", "open-writer")
 
@@ -452,20 +487,41 @@ def _inodes(p: Prepared) -> list[tuple[int, int]]:
 def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
     claude_live: dict[str, int] | None = None
     codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
+    folders: dict[str, tuple[str, int] | None] = {}
     for p in preps:
         s = getattr(p.op, "session", None) or {}
         tool, sid = s.get("tool"), s.get("id")
-        if p.skip is not None or not sid:
+        if not _open(p):
             continue
-        if tool == "codex" and sid not in codex_locked:
+        if tool == "codex" and sid and sid not in codex_locked:
             codex_locked[sid] = locks.codex_thread_locked(homes.codex, sid)
-        if tool == "codex" and codex_locked[sid]:
+        if tool == "codex" and sid and codex_locked[sid]:
             _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
-        elif tool in ("claude", "claude-code"):
+        elif tool in ("claude", "claude-code", "manifest") and (sid or s.get("folder")):
             if claude_live is None:
                 claude_live = locks.claude_live_sessions(homes.claude)
-            if sid in claude_live:
+            if sid in claude_live and tool != "manifest":
                 _skip(p, f"live Claude Code session (pid {claude_live[sid]})", "live-session")
+            elif (live := _cached(folders, s.get("folder"), lambda f: _live_in_folder(f, claude_live))):
+                _skip(p, f"its project folder holds live Claude Code session {live[0]} (pid {live[1]}); "
+                         "the folder waits whole until it ends, then re-run the command", "live-folder")
+
+
+def _cached(memo: dict, key, fn):
+    if key not in memo:
+        memo[key] = fn(key)
+    return memo[key]
+
+
+def _live_in_folder(folder: str | None, live: dict[str, int]) -> tuple[str, int] | None:
+    """A live Claude session whose transcript lies in ``folder`` (a slug folder moves whole or not
+    at all: Claude keeps appending to the file at its old place)."""
+    if not folder:
+        return None
+    for sid, pid in sorted(live.items()):
+        if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")):
+            return sid, pid
+    return None
 
 
 def _check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
@@ -481,12 +537,31 @@ def _check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
 
 
 def _propagate_session_skips(preps: list[Prepared]) -> None:
-    """A session is changed completely or not at all: skipping one of its files skips the rest
-    (a flipped database row with an unflipped rollout would disagree)."""
-    skipped = {_sess(p) for p in preps if p.skip is not None and _sess(p)}
+    """A session is changed completely or not at all, and so is a project folder (``session``'s
+    ``folder``: a Claude slug folder moves whole or waits whole): skipping one of their operations
+    skips the rest (a flipped database row with an unflipped rollout would disagree; a folder moved
+    without one of its rewrites would hold a session that still names the old path)."""
+    units: dict[tuple, list[Prepared]] = {}
     for p in preps:
-        if p.skip is None and _sess(p) in skipped:
-            _skip(p, "skipped with the rest of its session", "session-skipped")
+        for u in _units(p):
+            units.setdefault(u, []).append(p)
+    todo = [u for u, ps in units.items() if any(p.skip is not None for p in ps)]
+    seen = set(todo)
+    while todo:
+        unit = todo.pop()
+        cause = next(p.skip for p in units[unit] if p.skip is not None)
+        for p in units[unit]:
+            if p.skip is None:
+                what = "project folder" if unit[0] == "folder" else "session"
+                _skip(p, f"skipped with the rest of its {what} (see {cause.path})", "session-skipped")
+                todo += [u for u in _units(p) if u not in seen]
+                seen.update(_units(p))
+
+
+def _units(p: Prepared) -> list[tuple]:
+    s = getattr(p.op, "session", None) or {}
+    out = [("session", s.get("tool", ""), s["id"])] if s.get("id") else []
+    return out + ([("folder", s["folder"])] if s.get("folder") else [])
 
 
 def _sess(p: Prepared) -> tuple[str, str] | None:
@@ -495,13 +570,21 @@ def _sess(p: Prepared) -> tuple[str, str] | None:
 
 
 def _check_sql(preps: list[Prepared], stale: list[str]) -> None:
+    """Rows that no longer hold the expected values: the operation's session is skipped (its rows
+    and its files, by :func:`_propagate_session_skips`); a row that belongs to no session, or a
+    database that cannot be read, refuses the plan (``stale``)."""
     from histmig.apply.sqlops import check_expectations
     by_db: dict[str, list[Prepared]] = {}
     for p in preps:
-        if p.method == "sql":
+        if p.method == "sql" and p.skip is None:
             by_db.setdefault(p.path, []).append(p)
     for db, group in by_db.items():
-        stale.extend(check_expectations(db, [p.op for p in group]))
+        for i, why in check_expectations(db, [p.op for p in group]):
+            if i is not None and _sess(group[i]):
+                _skip(group[i], why.removeprefix(f"{db}: ") + " (row changed since plan); re-run the command",
+                      "row-changed")
+            else:
+                stale.append(why)
 
 
 def touches(preps: list[Prepared], folder: Path) -> bool:

@@ -52,7 +52,8 @@ def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
     tplan = plans[TOOL]
     plan_folders(homes.claude / "projects", pm, plans, tool=TOOL, selected=opts["tools"], merge=True,
                  fields_fn=claude_fields, manifest=True, known_paths=known_paths(homes, pm),
-                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True)
+                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True,
+                 split_shared=opts["split_shared"], rerun=opts["rerun"])
     if TOOL not in opts["tools"]:
         return
     op, warnings, counts = claude_edits.claude_json_op(homes, pm.rebase, force=opts["force"])
