@@ -587,5 +587,11 @@ def _check_sql(preps: list[Prepared], stale: list[str]) -> None:
                 stale.append(why)
 
 
+def skips_of(preps: list[Prepared]) -> list[Skip]:
+    """The precheck's skips, each said once (a skipped session's database rows would otherwise
+    repeat the same line per row)."""
+    return list(dict.fromkeys(p.skip for p in preps if p.skip is not None))
+
+
 def touches(preps: list[Prepared], folder: Path) -> bool:
     return any(_under(p.path, os.path.realpath(folder)) for p in preps if p.skip is None)

@@ -10,7 +10,7 @@ import orjson
 
 from histmig import __version__, fsio
 from histmig.apply import batch, rollback
-from histmig.apply.check import precheck, touches, validate_plan
+from histmig.apply.check import precheck, skips_of, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.sqlops import apply_db
@@ -36,7 +36,7 @@ def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> Ap
         claude_json = os.path.realpath(homes.claude_json)
         if any(p.path == claude_json and p.skip is None for p in preps):
             check_claude_json_lock(homes.claude_json)    # refuse before anything is written
-        result = ApplyResult(skips=list(plan.skips) + [p.skip for p in preps if p.skip],
+        result = ApplyResult(skips=list(plan.skips) + skips_of(preps),
                              warnings=list(plan.warnings))
         todo = [p for p in preps if p.skip is None]
         if not todo:

@@ -335,8 +335,9 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, rules: FolderRules, *, exis
     if job.target in existing and not rules.merge:
         raise RefusedError(f"target folder exists: {target}; refusing to merge {tool} folders, nothing moved")
     if folder.shared:
-        tplan.warnings.append(Warning("folder-split", f"sessions of {folder.launch} moved out of the shared "
-                                      f"folder; {len(folder.entries) - len(movable)} entries stay", path=folder.path))
+        tplan.warnings.append(Warning("folder-split", f"sessions of {folder.launch} move out of the shared folder "
+                                      f"into {target}; entries left in it: {len(folder.entries) - len(movable)}",
+                                      path=folder.path))
     _merge(folder, movable, target, plans, tool, emptied=len(movable) == len(folder.entries))
 
 
@@ -388,7 +389,8 @@ def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str, 
         tplan.cleanup.append(RmDir(path=folder.path, expect=dir_fingerprint(folder.path),
                                    session=unit(tool, folder.path), reason=f"emptied by the merge into {target}"))
     what = "the emptied folder is removed" if emptied else "entries that stay keep the folder"
-    tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; {what}", path=folder.path))
+    if not folder.shared:           # a split is reported as such (folder-split)
+        tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; {what}", path=folder.path))
 
 
 def _merge_dir(src: str, dst: str, tplan: ToolPlan, session: dict[str, str]) -> bool:
