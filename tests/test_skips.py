@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import orjson
+import pytest
 
 from histmig.apply import apply_plan
 from histmig.homes import resolve_homes
@@ -190,7 +191,8 @@ def test_case6_live_claude_session_folder_waits_whole_and_the_rest_moves(tmp_pat
     assert not live.parent.exists() and structured_leftovers(home.claude, old) == []
 
 
-def test_case6_session_that_turns_live_between_plan_and_apply_keeps_its_folder_whole(tmp_path):
+@pytest.mark.parametrize("started", ["resumed", "new-in-old"])
+def test_case6_session_that_turns_live_between_plan_and_apply_keeps_its_folder_whole(tmp_path, started):
     home = h()
     old, new = str(tmp_path / "w/app"), str(tmp_path / "work/app")
     live = claude_session(home, old, 1)
@@ -198,7 +200,7 @@ def test_case6_session_that_turns_live_between_plan_and_apply_keeps_its_folder_w
     elsewhere = claude_session(home, old + "/pkg", 3)
     plan = plan_move(home, old, new)
     assert not plan.skips
-    register_live(home, sid(1), old)
+    register_live(home, sid(1) if started == "resumed" else sid(9), old)
     before = {p: p.read_bytes() for p in (live, other)}
     res = apply_plan(plan, home)
     assert res.exit_code == 3
@@ -285,3 +287,17 @@ def test_case6_split_shared_leaves_memory_and_unknown_entries_in_the_shared_fold
     assert all(str(theirs) not in p and "memory" not in p for op in plan.operations for p in op.paths())
     assert apply_plan(plan, home).exit_code == 0
     assert sorted(p.name for p in ours.parent.iterdir()) == sorted(["memory", theirs.name])
+
+
+def test_case6_live_session_without_a_transcript_yet_still_holds_its_folder(tmp_path):
+    """Claude creates the transcript at the first message, in the folder of its cwd: a live
+    session registered in OLD keeps OLD's folder waiting even before its file exists."""
+    home = h()
+    old, new = str(tmp_path / "w/app"), str(tmp_path / "work/app")
+    s1 = claude_session(home, old, 1)
+    register_live(home, sid(9), old)
+    plan = plan_move(home, old, new)
+    assert [(s.path, s.code) for s in plan.skips] == [(str(s1.parent), "live-folder")]
+    assert f"runs in {old}" in plan.skips[0].reason
+    register_live(home, sid(9), new)            # the session now runs in NEW: nothing waits
+    assert not plan_move(home, old, new).skips

@@ -485,7 +485,7 @@ def _inodes(p: Prepared) -> list[tuple[int, int]]:
 
 
 def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
-    claude_live: dict[str, int] | None = None
+    claude_live: dict[str, tuple[int, str | None]] | None = None
     codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
     folders: dict[str, tuple[str, int] | None] = {}
     for p in preps:
@@ -499,9 +499,9 @@ def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
             _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
         elif tool in ("claude", "claude-code", "manifest") and (sid or s.get("folder")):
             if claude_live is None:
-                claude_live = locks.claude_live_sessions(homes.claude)
+                claude_live = locks.claude_live_registry(homes.claude)
             if sid in claude_live and tool != "manifest":
-                _skip(p, f"live Claude Code session (pid {claude_live[sid]})", "live-session")
+                _skip(p, f"live Claude Code session (pid {claude_live[sid][0]})", "live-session")
             elif (live := _cached(folders, s.get("folder"), lambda f: _live_in_folder(f, claude_live))):
                 _skip(p, f"its project folder holds live Claude Code session {live[0]} (pid {live[1]}); "
                          "the folder waits whole until it ends, then re-run the command", "live-folder")
@@ -513,13 +513,15 @@ def _cached(memo: dict, key, fn):
     return memo[key]
 
 
-def _live_in_folder(folder: str | None, live: dict[str, int]) -> tuple[str, int] | None:
-    """A live Claude session whose transcript lies in ``folder`` (a slug folder moves whole or not
-    at all: Claude keeps appending to the file at its old place)."""
+def _live_in_folder(folder: str | None, live: dict[str, tuple[int, str | None]]) -> tuple[str, int] | None:
+    """A live Claude session that writes into ``folder``: its transcript lies there, or it runs
+    in a path whose history goes there (a slug folder moves whole or not at all: Claude keeps
+    appending at the old place)."""
     if not folder:
         return None
-    for sid, pid in sorted(live.items()):
-        if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")):
+    from histmig.ops.move_folders import slug_matches   # local: apply does not load the planners
+    for sid, (pid, cwd) in sorted(live.items()):
+        if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")) or (cwd and slug_matches(os.path.basename(folder), cwd)):
             return sid, pid
     return None
 

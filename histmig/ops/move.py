@@ -34,7 +34,7 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
     opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content, "split_shared": split_shared,
             "rerun": rerun_command(old, new, tools, force=force, rewrite_content=rewrite_content)}
     if selected & {"claude-code", "manifest"}:
-        plan_claude(homes, pm, plans, opts, locks.claude_live_sessions(homes.claude))
+        plan_claude(homes, pm, plans, opts, locks.claude_live_registry(homes.claude))
     if "manifest" in selected:
         plan_manifest(homes, pm, plans, opts)
     if "codex" in selected:

@@ -46,7 +46,8 @@ def known_paths(homes, pm: PathMap) -> list[str]:
     return list(pm.olds) + keys
 
 
-def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any], live_ids: dict[str, int]) -> None:
+def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any],
+                live_ids: dict[str, tuple[int, str | None]]) -> None:
     """Folders (also when only manifest is selected: its sessions live in the same folders), then
     ``~/.claude.json`` and ``history.jsonl`` when Claude Code is selected."""
     tplan = plans[TOOL]

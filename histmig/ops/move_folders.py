@@ -211,7 +211,7 @@ class FolderRules:
     fields_fn: Callable
     manifest: bool
     known_paths: list[str]
-    live_ids: dict[str, int]
+    live_ids: dict[str, tuple[int, str | None]]    # Claude's live registry: sessionId -> (pid, cwd)
     rewrite_content: bool
     by_name: bool
     split_shared: bool = False
@@ -246,7 +246,8 @@ def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], **kw) -> N
         targets[job.target] = job.folder.path
     live = _live_check(jobs, rules.live_ids)
     for job in jobs:
-        job.waits = next((why for e in job.folder.entries if (why := live(e))), None)
+        job.waits = (next((why for e in job.folder.entries if (why := live(e))), None)
+                     or _live_cwd(job.folder, rules.live_ids))
         if job.waits:
             why = (f"{job.waits}; the folder and every session in it wait (nothing in it is changed); "
                    f"when it ends, re-run: {rules.rerun}")
@@ -270,7 +271,16 @@ def _shared_reason(folder: Folder, rules: FolderRules) -> str:
             f"{', '.join(ours) or folder.launch} out of it, run: {rules.rerun.replace(' --apply', ' --split-shared --apply')}")
 
 
-def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[Entry], str | None]:
+def _live_cwd(folder: Folder, live_ids: dict[str, tuple[int, str | None]]) -> str | None:
+    """A live session started in a path whose history goes to this folder (its transcript may not
+    exist yet: Claude creates it at the first message, in the folder of its cwd)."""
+    for sid, (pid, cwd) in sorted(live_ids.items()):
+        if cwd and slug_matches(folder.name, cwd):
+            return f"live Claude Code session {sid} (pid {pid}) runs in {cwd}, whose history goes to this folder"
+    return None
+
+
+def _live_check(jobs: list[FolderJob], live_ids: dict[str, tuple[int, str | None]]) -> Callable[[Entry], str | None]:
     """Why an entry must not be touched now: a live session (registry) or a file open for writing."""
     stats = {}
     for job in jobs:
@@ -285,7 +295,7 @@ def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[En
 
     def check(entry: Entry) -> str | None:
         if entry.session and entry.key in live_ids:
-            return f"live Claude Code session {entry.key} (pid {live_ids[entry.key]})"
+            return f"live Claude Code session {entry.key} (pid {live_ids[entry.key][0]})"
         for f in entry.files:
             if f in holders:
                 return f"{f} is open for writing by {holders[f][0].describe()}"
