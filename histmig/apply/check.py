@@ -4,9 +4,12 @@ Two passes, both read-only:
 
 * :func:`validate_plan` — structural (paths absolute, normalised, under ``plan.roots``, roots under
   the homes; SQL identifiers). Failure: ``RefusedError("invalid plan: ...")``.
-* :func:`precheck` — against the disk. Every mismatch is collected and raised together as one
-  ``StalePlanError`` naming each file, so nothing is modified when any expectation fails. Files that are
-  merely unsafe to touch now (symlink, hard link, open writer, live session) become skips.
+* :func:`precheck` — against the disk. A file that is not what the plan expected (grew, changed,
+  missing, path changed) becomes a skip with a stable code, as do files that are merely unsafe to
+  touch now (symlink, hard link, open writer, live session); each skip takes its whole session and
+  project folder with it, and the rest of the plan applies. Database rows that no longer hold the
+  expected values skip their session; only rows outside any session (and unreadable databases) are
+  collected and raised together as one ``StalePlanError``, before anything is written.
 """
 from __future__ import annotations
 
@@ -15,14 +18,14 @@ import hashlib
 import os
 import re
 import stat
-import time
 from pathlib import Path
 
-from histmig import fsio, locks
+from histmig import fsio
 from histmig.apply.options import ApplyOptions, Prepared
+from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
+                                    propagate_session_skips, mark_skip)
 from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
 from histmig.homes import Homes
-from histmig.livewriters import open_writers
 from histmig.plan import (CreateFile, Delete, Fingerprint, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
                           WriteFile)
 
@@ -138,13 +141,13 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     done.update(zip((n for n, _ in writes), parallel_map(lambda w: one(*w), writes)))
     preps = [done[n] for n, _op in ops]
     stale: list[str] = []
-    _check_sql(preps, stale)
+    check_sql(preps, stale)
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
-    _check_writers(preps)
-    _check_sessions(preps, homes)
-    _check_active(preps, opts)
-    _propagate_session_skips(preps)
+    check_writers(preps)
+    check_sessions(preps, homes)
+    check_active(preps, opts)
+    propagate_session_skips(preps)
     return preps
 
 
@@ -310,15 +313,15 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
         if not _follow(prep, op, roots, opts):
             return prep
     elif not stat.S_ISREG(lst.st_mode):
-        return _skip(prep, "not a regular file")
+        return mark_skip(prep, "not a regular file")
     src = _open_src(prep)
     try:
         st = os.fstat(src)
         prep.st = st
         if not stat.S_ISREG(st.st_mode):
-            return _skip(prep, "not a regular file")
+            return mark_skip(prep, "not a regular file")
         if st.st_nlink > 1 and not opts.break_hardlinks:
-            return _skip(prep, f"hardlinked (nlink={st.st_nlink}); use --break-hardlinks", "hardlinked")
+            return mark_skip(prep, f"hardlinked (nlink={st.st_nlink}); use --break-hardlinks", "hardlinked")
         fp_st = lst if stat.S_ISLNK(lst.st_mode) and op.expect.ino == lst.st_ino else st
         _expect(prep, op, fp_st, src, opts)
         _digest(prep, src, opts)
@@ -327,28 +330,23 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     return prep
 
 
-def _skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:
-    prep.skip = Skip(prep.op.paths()[0], reason, code)
-    return prep
-
-
 def _follow(prep: Prepared, op: WriteFile, roots, opts) -> bool:
     """Point ``prep`` at a symlink's target if allowed; otherwise mark it skipped."""
     if not opts.follow_symlinks:
-        _skip(prep, "symlink", "symlink")
+        mark_skip(prep, "symlink", "symlink")
         return False
     try:
         target = os.path.realpath(op.path, strict=True)
     except OSError as e:
         why = "symlink loop (ELOOP)" if e.errno == errno.ELOOP else f"broken symlink ({e.strerror})"
-        _skip(prep, why, "symlink")
+        mark_skip(prep, why, "symlink")
         return False
     inside = [r for r in roots.values() if _under(target, r)]
     if not inside:
-        _skip(prep, "symlink to outside the roots", "symlink")
+        mark_skip(prep, "symlink to outside the roots", "symlink")
         return False
     if os.lstat(target).st_uid != os.geteuid():
-        _skip(prep, "symlink target not owned by you", "symlink")
+        mark_skip(prep, "symlink target not owned by you", "symlink")
         return False
     prep.path, prep.root = target, max(inside, key=len)
     return True
@@ -406,7 +404,7 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
         try:
             prep.content = build_zstd(op, src, opts)
         except HistmigInputError as e:
-            _skip(prep, str(e), "bad-zstd")
+            mark_skip(prep, str(e), "bad-zstd")
             return
     elif op.new_bytes is not None:
         prep.content = op.new_bytes
@@ -445,154 +443,6 @@ def _check_spans(prep: Prepared, src: int) -> None:
     prep.pre_sha = op.expect.sha256
     prep.post_sha = None
     prep.post_size = prep.base_size + sum(len(p.new) - len(p.old) for p in op.patches)
-
-
-# -- checks that turn into skips ------------------------------------------------------------------
-_REFINABLE = ("grew", "changed")   # a file a live agent writes: the live check names the real cause
-
-
-def _open(p: Prepared) -> bool:
-    """Still to be checked: not skipped, or skipped only because it changed since the plan."""
-    return p.skip is None or p.skip.code in _REFINABLE
-
-
-def _check_writers(preps: list[Prepared]) -> None:
-    wanted: dict[tuple[int, int], list[Prepared]] = {}
-    for p in preps:
-        if _open(p) and p.st is not None:
-            for k in _inodes(p):
-                wanted.setdefault(k, []).append(p)
-    for k, holders in open_writers(wanted).items():
-        for p in wanted[k]:
-            if _open(p):
-                who = ", ".join(h.describe() for h in holders)
-                _skip(p, f"open for writing by {who}; quit it and re-run", "open-writer")
-
-
-def _inodes(p: Prepared) -> list[tuple[int, int]]:
-    if not stat.S_ISDIR(p.st.st_mode):
-        return [(p.st.st_dev, p.st.st_ino)]
-    out = []
-    for folder, _dirs, files in os.walk(p.path):  # followlinks=False: do not leave the folder
-        for f in files:
-            try:
-                st = os.lstat(os.path.join(folder, f))
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                out.append((st.st_dev, st.st_ino))
-    return out
-
-
-def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
-    claude_live: dict[str, tuple[int, str | None]] | None = None
-    codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
-    folders: dict[str, tuple[str, int] | None] = {}
-    for p in preps:
-        s = getattr(p.op, "session", None) or {}
-        tool, sid = s.get("tool"), s.get("id")
-        if not _open(p):
-            continue
-        if tool == "codex" and sid and sid not in codex_locked:
-            codex_locked[sid] = locks.codex_thread_locked(homes.codex, sid)
-        if tool == "codex" and sid and codex_locked[sid]:
-            _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
-        elif tool in ("claude", "claude-code", "manifest") and (sid or s.get("folder")):
-            if claude_live is None:
-                claude_live = locks.claude_live_registry(homes.claude)
-            if sid in claude_live and tool != "manifest":
-                _skip(p, f"live Claude Code session (pid {claude_live[sid][0]})", "live-session")
-            elif (live := _cached(folders, s.get("folder"), lambda f: _live_in_folder(f, claude_live))):
-                _skip(p, f"its project folder holds live Claude Code session {live[0]} (pid {live[1]}); "
-                         "the folder waits whole until it ends, then re-run the command", "live-folder")
-
-
-def _cached(memo: dict, key, fn):
-    if key not in memo:
-        memo[key] = fn(key)
-    return memo[key]
-
-
-def _live_in_folder(folder: str | None, live: dict[str, tuple[int, str | None]]) -> tuple[str, int] | None:
-    """A live Claude session that writes into ``folder``: its transcript lies there, or it runs
-    in a path whose history goes there (a slug folder moves whole or not at all: Claude keeps
-    appending at the old place)."""
-    if not folder:
-        return None
-    from histmig.ops.move_folders import slug_matches   # local: apply does not load the planners
-    for sid, (pid, cwd) in sorted(live.items()):
-        if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")) or (cwd and slug_matches(os.path.basename(folder), cwd)):
-            return sid, pid
-    return None
-
-
-def _check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
-    if opts.quiet_seconds is None or opts.include_active:
-        return
-    now = time.time_ns()
-    for p in preps:
-        if p.skip is None and p.st is not None and p.method in ("replace", "inplace"):
-            age = (now - p.st.st_mtime_ns) / 1e9
-            if age < opts.quiet_seconds:
-                _skip(p, f"active (modified {age:.0f}s ago, --quiet-seconds {opts.quiet_seconds:g}); "
-                         "use --include-active", "active")
-
-
-def _propagate_session_skips(preps: list[Prepared]) -> None:
-    """A session is changed completely or not at all, and so is a project folder (``session``'s
-    ``folder``: a Claude slug folder moves whole or waits whole): skipping one of their operations
-    skips the rest (a flipped database row with an unflipped rollout would disagree; a folder moved
-    without one of its rewrites would hold a session that still names the old path)."""
-    units: dict[tuple, list[Prepared]] = {}
-    for p in preps:
-        for u in _units(p):
-            units.setdefault(u, []).append(p)
-    todo = [u for u, ps in units.items() if any(p.skip is not None for p in ps)]
-    seen = set(todo)
-    while todo:
-        unit = todo.pop()
-        cause = next(p.skip for p in units[unit] if p.skip is not None)
-        for p in units[unit]:
-            if p.skip is None:
-                what = "project folder" if unit[0] == "folder" else "session"
-                _skip(p, f"skipped with the rest of its {what} (see {cause.path})", "session-skipped")
-                todo += [u for u in _units(p) if u not in seen]
-                seen.update(_units(p))
-
-
-def _units(p: Prepared) -> list[tuple]:
-    s = getattr(p.op, "session", None) or {}
-    out = [("session", s.get("tool", ""), s["id"])] if s.get("id") else []
-    return out + ([("folder", s["folder"])] if s.get("folder") else [])
-
-
-def _sess(p: Prepared) -> tuple[str, str] | None:
-    s = getattr(p.op, "session", None) or {}
-    return (s.get("tool", ""), s["id"]) if s.get("id") else None
-
-
-def _check_sql(preps: list[Prepared], stale: list[str]) -> None:
-    """Rows that no longer hold the expected values: the operation's session is skipped (its rows
-    and its files, by :func:`_propagate_session_skips`); a row that belongs to no session, or a
-    database that cannot be read, refuses the plan (``stale``)."""
-    from histmig.apply.sqlops import check_expectations
-    by_db: dict[str, list[Prepared]] = {}
-    for p in preps:
-        if p.method == "sql" and p.skip is None:
-            by_db.setdefault(p.path, []).append(p)
-    for db, group in by_db.items():
-        for i, why in check_expectations(db, [p.op for p in group]):
-            if i is not None and _sess(group[i]):
-                _skip(group[i], why.removeprefix(f"{db}: ") + " (row changed since plan); re-run the command",
-                      "row-changed")
-            else:
-                stale.append(why)
-
-
-def skips_of(preps: list[Prepared]) -> list[Skip]:
-    """The precheck's skips, each said once (a skipped session's database rows would otherwise
-    repeat the same line per row)."""
-    return list(dict.fromkeys(p.skip for p in preps if p.skip is not None))
 
 
 def touches(preps: list[Prepared], folder: Path) -> bool:

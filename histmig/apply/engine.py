@@ -10,9 +10,10 @@ import orjson
 
 from histmig import __version__, fsio
 from histmig.apply import batch, rollback
-from histmig.apply.check import precheck, skips_of, touches, validate_plan
+from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
+from histmig.apply.skipping import skips_of
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, rename, rmdir
 from histmig.diagnostics import (HistmigError, NotFoundError, RefusedError, Skip,
