@@ -152,17 +152,19 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
 
 
 def _stale_skip(n: int, op: Op, roots: dict[str, str], e: Stale) -> Prepared:
-    """A prepared-but-skipped operation for an expectation that failed. Its current stat is kept
-    (best effort) so the open-writer and live-session checks can give the better reason."""
+    """A prepared-but-skipped operation for an expectation that failed. A file that only grew or
+    changed keeps its current stat (its path was walked safely just before), so the open-writer and
+    live-session checks can give the better reason; a changed path is not followed."""
     path = op.paths()[0]
     reason = str(e).removeprefix(f"{path}: ")
     method = _METHOD.get(type(op), "sql")
     real = real_target(path, roots) if method != "sql" else path
     prep = Prepared(n, op, method, real, skip=Skip(path, reason, e.code))
-    try:
-        prep.st = os.lstat(real) if method != "sql" else None
-    except OSError:
-        pass
+    if method == "replace" and e.code in ("grew", "changed"):
+        try:
+            prep.st = os.lstat(real)
+        except OSError:
+            pass
     return prep
 
 
