@@ -301,3 +301,26 @@ def test_case6_live_session_without_a_transcript_yet_still_holds_its_folder(tmp_
     assert f"runs in {old}" in plan.skips[0].reason
     register_live(home, sid(9), new)            # the session now runs in NEW: nothing waits
     assert not plan_move(home, old, new).skips
+
+
+def test_case6_claude_json_entry_of_a_live_folder_waits_with_it(tmp_path):
+    """The live session rewrites its ``~/.claude.json`` entry under the old key when it exits:
+    re-keying it now would leave two entries that disagree, and the re-run would refuse."""
+    import json
+    home = h()
+    old, new = str(tmp_path / "w/app"), str(tmp_path / "work/app")
+    claude_session(home, old, 1)
+    claude_session(home, old + "/pkg", 2)
+    home.claude_json.write_text(json.dumps({"projects": {old: {"hasTrustDialogAccepted": True},
+                                                         old + "/pkg": {"hasTrustDialogAccepted": True}}}))
+    entry = register_live(home, sid(1), old)
+    assert histmig("move", old, new, "--apply").exit_code == 3
+    assert list(json.loads(home.claude_json.read_text())["projects"]) == [old, new + "/pkg"]
+    # the session exits and writes its entry again, as Claude Code does
+    home.claude_json.write_text(json.dumps({"projects": {old: {"hasTrustDialogAccepted": True,
+                                                               "lastGracefulShutdown": True},
+                                                         new + "/pkg": {"hasTrustDialogAccepted": True}}}))
+    entry.unlink()
+    again = histmig("move", old, new, "--apply")
+    assert again.exit_code == 0, again.stderr
+    assert list(json.loads(home.claude_json.read_text())["projects"]) == [new, new + "/pkg"]

@@ -261,7 +261,7 @@ def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], **kw) -> N
 def _wait(tplan: ToolPlan, skip: Skip) -> None:
     """The whole folder stays as it is, named once (the manifest planner skips what lies in it)."""
     tplan.skips.append(skip)
-    tplan.waiting[skip.path] = skip.reason
+    tplan.waiting[skip.path] = skip.code
 
 
 def _shared_reason(folder: Folder, rules: FolderRules) -> str:
@@ -325,7 +325,7 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, rules: FolderRules, *, exis
         elif folder.shared and not belongs(entry, folder, pm):
             entry.pinned = f"not a session of {folder.launch} (--split-shared leaves it in the shared folder)"
             if entry.tool == "manifest":     # its meta.json edits must not run either
-                tplan.waiting[folder.path] = entry.pinned
+                tplan.waiting[folder.path] = "split"
         if entry.pinned or entry.tool != tool:
             continue  # manifest sessions: their meta.json edits are planned by the manifest planner
         _scan_entry(entry, pm, tplan, rules, live, scans, folder.path)
