@@ -16,6 +16,7 @@ from histmig.apply.options import ApplyOptions, Prepared
 from histmig.diagnostics import Skip
 from histmig.homes import Homes
 from histmig.livewriters import open_writers
+from histmig.paths import slug_matches
 
 
 def mark_skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:
@@ -79,7 +80,7 @@ def check_sessions(preps: list[Prepared], homes: Homes) -> None:
                 mark_skip(p, f"live Claude Code session (pid {claude_live[sid][0]})", "live-session")
             elif (live := _cached(folders, s.get("folder"), lambda f: _live_in_folder(f, claude_live))):
                 mark_skip(p, f"its project folder holds live Claude Code session {live[0]} (pid {live[1]}); "
-                         "the folder waits whole until it ends, then re-run the command", "live-folder")
+                              "the folder waits whole until it ends, then re-run the command", "live-folder")
 
 
 def _cached(memo: dict, key, fn):
@@ -94,7 +95,6 @@ def _live_in_folder(folder: str | None, live: dict[str, tuple[int, str | None]])
     appending at the old place)."""
     if not folder:
         return None
-    from histmig.ops.move_folders import slug_matches   # local: apply does not load the planners
     for sid, (pid, cwd) in sorted(live.items()):
         if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")) or (cwd and slug_matches(os.path.basename(folder), cwd)):
             return sid, pid
@@ -110,7 +110,7 @@ def check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
             age = (now - p.st.st_mtime_ns) / 1e9
             if age < opts.quiet_seconds:
                 mark_skip(p, f"active (modified {age:.0f}s ago, --quiet-seconds {opts.quiet_seconds:g}); "
-                         "use --include-active", "active")
+                              "use --include-active", "active")
 
 
 def propagate_session_skips(preps: list[Prepared]) -> None:
@@ -158,8 +158,8 @@ def check_sql(preps: list[Prepared], stale: list[str]) -> None:
     for db, group in by_db.items():
         for i, why in check_expectations(db, [p.op for p in group]):
             if i is not None and _sess(group[i]):
-                mark_skip(group[i], why.removeprefix(f"{db}: ") + " (row changed since plan); re-run the command",
-                      "row-changed")
+                why = why.removeprefix(f"{db}: ")
+                mark_skip(group[i], f"{why} (row changed since plan); re-run the command", "row-changed")
             else:
                 stale.append(why)
 

@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from histmig.ops.move_common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
-from histmig.ops.move_folders import plan_folders, slug_matches
+from histmig.ops.move_folders import plan_folders
+from histmig.paths import slug_matches
 from histmig.stores import claude_edits
 from histmig.stores.claude_files import read_claude_json
 

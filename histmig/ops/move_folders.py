@@ -25,7 +25,7 @@ from histmig.diagnostics import RefusedError, Skip, Warning
 from histmig.livewriters import open_writers
 from histmig.ops.move_common import FileScan, PathMap, ToolPlan, dir_fingerprint, scan_file, scan_json_file
 from histmig.ops.move_parallel import scan_all
-from histmig.paths import SLUG_MAX, claude_slug, is_under, rebase
+from histmig.paths import SLUG_MAX, claude_slug, is_under, rebase, slug_matches
 from histmig.plan import Fingerprint, Rename, RmDir
 
 _SID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -35,15 +35,6 @@ def slug_prefix_of(path: str) -> str:
     """What every folder of ``path`` or a path below it starts with."""
     s = claude_slug(path)
     return s[:SLUG_MAX] if len(s) > SLUG_MAX else s
-
-
-def slug_matches(name: str, path: str) -> bool:
-    """``name`` is the folder of ``path``: exactly, or (long paths) same 200-char prefix plus a hash
-    suffix from another build (Bun-hash era, claude-code.md §2.3)."""
-    s = claude_slug(path)
-    if name == s:
-        return True
-    return len(s) > SLUG_MAX and len(name) > SLUG_MAX and name[:SLUG_MAX + 1] == s[:SLUG_MAX + 1]
 
 
 @dataclass
