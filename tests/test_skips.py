@@ -324,3 +324,16 @@ def test_case6_claude_json_entry_of_a_live_folder_waits_with_it(tmp_path):
     again = histmig("move", old, new, "--apply")
     assert again.exit_code == 0, again.stderr
     assert list(json.loads(home.claude_json.read_text())["projects"]) == [new, new + "/pkg"]
+
+
+def test_case6_manifest_sessions_in_a_live_folder_wait_with_it(tmp_path):
+    from test_move_fixtures import manifest_session
+    home = h()
+    old, new = str(tmp_path / "w/app"), str(tmp_path / "work/app")
+    s1 = claude_session(home, old, 1)
+    meta = manifest_session(home, old, 1)
+    register_live(home, sid(1), old)
+    plan = plan_move(home, old, new)
+    assert [s.code for s in plan.skips] == ["live-folder"]
+    assert not any(str(s1.parent) in p for op in plan.operations for p in op.paths())
+    assert str(meta) not in [p for op in plan.operations for p in op.paths()]
