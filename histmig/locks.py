@@ -127,7 +127,13 @@ def codex_maintenance_lock(codex_home: Path) -> Iterator[None]:
 
 def claude_live_sessions(claude_home: Path) -> dict[str, int]:
     """``{sessionId: pid}`` for entries of ``<claude home>/sessions/<pid>.json`` whose pid is alive."""
-    live: dict[str, int] = {}
+    return {sid: pid for sid, (pid, _cwd) in claude_live_registry(claude_home).items()}
+
+
+def claude_live_registry(claude_home: Path) -> dict[str, tuple[int, str | None]]:
+    """``{sessionId: (pid, cwd)}`` of the live entries: the cwd says which project folder a live
+    session writes to even before its transcript exists."""
+    live: dict[str, tuple[int, str | None]] = {}
     folder = Path(claude_home) / "sessions"
     if not folder.is_dir():
         return live
@@ -137,9 +143,9 @@ def claude_live_sessions(claude_home: Path) -> dict[str, int]:
             pid = int(data.get("pid") or entry.stem)
         except (OSError, ValueError, TypeError, AttributeError):
             continue
-        sid = data.get("sessionId")
+        sid, cwd = data.get("sessionId"), data.get("cwd")
         if isinstance(sid, str) and pid_alive(pid):
-            live[sid] = pid
+            live[sid] = (pid, cwd if isinstance(cwd, str) else None)
     return live
 
 

@@ -87,3 +87,12 @@ def valid_cwd(cwd: str) -> bool:
     """An absolute path without NUL or newline and of sane length."""
     return (isinstance(cwd, str) and cwd.startswith("/") and "\x00" not in cwd and "\n" not in cwd
             and len(cwd.encode("utf-8", "surrogatepass")) <= 4096)
+
+
+def slug_matches(name: str, path: str) -> bool:
+    """``name`` is the Claude project folder of ``path``: exactly, or (long paths) same 200-char
+    prefix plus a hash suffix from another build (Bun-hash era, claude-code.md §2.3)."""
+    s = claude_slug(path)
+    if name == s:
+        return True
+    return len(s) > SLUG_MAX and len(name) > SLUG_MAX and name[:SLUG_MAX + 1] == s[:SLUG_MAX + 1]

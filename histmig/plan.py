@@ -111,7 +111,9 @@ class Patch:
 class Op:
     """Base of every operation. ``session`` names the session the op belongs to
     (``{"tool": "codex", "id": "<thread id>"}``) so apply can check that tool's live-session
-    locks for exactly the sessions a plan touches."""
+    locks for exactly the sessions a plan touches. A move's Claude, manifest and mini-cc operations
+    also name their project folder (``"folder": <path>``, with or without ``id``): apply skips a
+    session, and a folder, completely or not at all."""
 
     kind: ClassVar[str] = "op"
 

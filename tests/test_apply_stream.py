@@ -71,9 +71,9 @@ def test_streamed_rewrite_skips_a_file_whose_bytes_differ_from_the_plan_hash():
     assert no_temps(h.codex)
 
 
-def test_a_file_touched_since_the_plan_is_digested_in_precheck_and_refused_when_its_bytes_changed():
+def test_a_file_touched_since_the_plan_is_digested_in_precheck_and_skipped_when_its_bytes_changed():
     """Another ctime means the plan's hash may be stale: precheck reads and hashes the file, as
-    before the streamed path, and refuses the whole plan."""
+    before the streamed path, and skips it (issue 12 case 6: named, exit 3, nothing written)."""
     h = homes()
     f, body = _big_file(h)
     fp = Fingerprint.of(f)
@@ -81,10 +81,7 @@ def test_a_file_touched_since_the_plan_is_digested_in_precheck_and_refused_when_
     data[-3:-2] = b"Q"                      # same size; mtime put back, ctime moves
     f.write_bytes(bytes(data))
     os.utime(f, ns=(fp.mtime_ns, fp.mtime_ns))
-    res = None
-    try:
-        res = apply_plan(Plan("move", {}, [str(h.codex)], [_op(f, body, fp)]), h)
-    except Exception as e:  # noqa: BLE001 - the stale-plan refusal
-        assert "changed since plan" in str(e)
-    assert res is None
+    res = apply_plan(Plan("move", {}, [str(h.codex)], [_op(f, body, fp)]), h)
+    assert res.exit_code == 3 and res.txid is None and res.skips[0].code == "changed"
+    assert "changed since plan" in res.skips[0].reason
     assert f.read_bytes() == bytes(data)

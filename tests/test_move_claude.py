@@ -142,17 +142,19 @@ def test_session_id_in_both_folders_refuses_the_whole_plan(h, tmp_path):
         plan_move(h, old, new)
 
 
-def test_two_cwds_sharing_one_folder_name_refuse_naming_both(h, tmp_path):
+def test_case6_two_cwds_sharing_one_folder_name_skip_that_folder_naming_both(h, tmp_path):
     old, other = str(tmp_path / "a/app"), str(tmp_path / "a-app")
     assert claude_slug(old) == claude_slug(other)
-    claude_session(h, old, 1)
+    s1 = claude_session(h, old, 1)
     claude_session(h, other, 2)
-    with pytest.raises(RefusedError) as e:
-        plan_move(h, old, str(tmp_path / "b/app"))
-    assert old in str(e.value) and other in str(e.value)
+    plan = plan_move(h, old, str(tmp_path / "b/app"))
+    [skip] = plan.skips
+    assert skip.code == "slug-collision" and skip.path == str(s1.parent)
+    assert old in skip.reason and other in skip.reason and "--split-shared" in skip.reason
+    assert not any(str(s1.parent) in p for op in plan.operations for p in op.paths())
 
 
-def test_live_session_is_skipped_and_named_and_the_rest_moves(h, tmp_path):
+def test_case6_live_session_makes_its_whole_folder_wait(h, tmp_path):
     old, new = str(tmp_path / "a/app"), str(tmp_path / "b/app")
     live = claude_session(h, old, 1)
     claude_session(h, old, 2)
@@ -160,11 +162,9 @@ def test_live_session_is_skipped_and_named_and_the_rest_moves(h, tmp_path):
     (h.claude / "sessions" / f"{os.getpid()}.json").write_bytes(orjson.dumps(
         {"pid": os.getpid(), "sessionId": sid(1), "cwd": old}))
     plan = plan_move(h, old, new)
-    assert [s.path for s in plan.skips] == [str(live)]
-    assert "live session" in plan.skips[0].reason
-    assert all(str(live) not in op.paths() for op in plan.operations)
-    apply_plan(plan, h)
-    assert live.is_file() and (h.claude / "projects" / claude_slug(new) / f"{sid(2)}.jsonl").is_file()
+    assert [(s.path, s.code) for s in plan.skips] == [(str(live.parent), "live-folder")]
+    assert f"live Claude Code session {sid(1)} (pid {os.getpid()})" in plan.skips[0].reason
+    assert not any(str(live.parent) in p for op in plan.operations for p in op.paths())
 
 
 def test_file_open_for_writing_is_skipped(h, tmp_path):
@@ -175,7 +175,7 @@ def test_file_open_for_writing_is_skipped(h, tmp_path):
         plan = plan_move(h, old, new)
     finally:
         os.close(fd)
-    assert [s.path for s in plan.skips] == [str(path)] and "open for writing" in plan.skips[0].reason
+    assert [s.path for s in plan.skips] == [str(path.parent)] and "open for writing" in plan.skips[0].reason
     assert not [op for op in plan.operations if isinstance(op, WriteFile)]
 
 

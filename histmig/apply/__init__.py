@@ -8,7 +8,8 @@ inverse plan made by :mod:`histmig.ops.undo` and applied here like any other).
     check_no_unfinished(homes)          # every mutating command calls this before planning
 
 Refusals raise (nothing modified): ``RefusedError`` (invalid plan, target exists),
-``StalePlanError`` (the world changed since the plan), ``LockedError`` (another histmig),
+``StalePlanError`` (a database row outside any session changed since the plan; a changed *file* or
+a session's row is a skip instead), ``LockedError`` (another histmig),
 ``UnfinishedTransactionError`` (run ``histmig recover``). An I/O error in the middle of an apply rolls
 every change of the transaction back and raises ``ApplyFailedError`` (exit 1).
 """

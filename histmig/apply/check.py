@@ -4,9 +4,12 @@ Two passes, both read-only:
 
 * :func:`validate_plan` — structural (paths absolute, normalised, under ``plan.roots``, roots under
   the homes; SQL identifiers). Failure: ``RefusedError("invalid plan: ...")``.
-* :func:`precheck` — against the disk. Every mismatch is collected and raised together as one
-  ``StalePlanError`` naming each file, so nothing is modified when any expectation fails. Files that are
-  merely unsafe to touch now (symlink, hard link, open writer, live session) become skips.
+* :func:`precheck` — against the disk. A file that is not what the plan expected (grew, changed,
+  missing, path changed) becomes a skip with a stable code, as do files that are merely unsafe to
+  touch now (symlink, hard link, open writer, live session); each skip takes its whole session and
+  project folder with it, and the rest of the plan applies. Database rows that no longer hold the
+  expected values skip their session; only rows outside any session (and unreadable databases) are
+  collected and raised together as one ``StalePlanError``, before anything is written.
 """
 from __future__ import annotations
 
@@ -15,14 +18,14 @@ import hashlib
 import os
 import re
 import stat
-import time
 from pathlib import Path
 
-from histmig import fsio, locks
+from histmig import fsio
 from histmig.apply.options import ApplyOptions, Prepared
+from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
+                                    propagate_session_skips, mark_skip)
 from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
 from histmig.homes import Homes
-from histmig.livewriters import open_writers
 from histmig.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
                           WriteFile)
 
@@ -30,7 +33,17 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Stale(Exception):
-    """One operation's expectation failed (collected into StalePlanError)."""
+    """One operation's expectation failed: it is skipped with ``code`` (``grew``, ``changed``,
+    ``missing``, ``path-changed``), and its session and folder with it."""
+
+    def __init__(self, msg: str, code: str = "changed"):
+        super().__init__(msg)
+        self.code = code
+
+
+def _why_code(why: str) -> str:
+    """The skip code of a :func:`_fp_diff` reason."""
+    return "grew" if why.startswith("grew") else "path-changed" if why.startswith("path changed") else "changed"
 
 
 def _invalid(msg: str) -> RefusedError:
@@ -113,32 +126,50 @@ def real_target(path: str, roots: dict[str, str]) -> str:
 
 # -- precheck -------------------------------------------------------------------------------------
 def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions) -> list[Prepared]:
-    stale: list[str] = []
+    """Every operation prepared, or skipped with a stable code. A file that is no longer what the
+    plan expected (grew, changed, missing, path changed) is skipped and named, and its whole session
+    and folder with it; the rest of the plan applies. Only plan-level problems refuse (raise)."""
     dsts: dict[str, str] = {}
 
-    def one(n: int, op: Op) -> Prepared | str:
+    def one(n: int, op: Op) -> Prepared:
         try:
             return _prepare(n, op, roots, opts, dsts, homes)
         except Stale as e:
-            return str(e)
+            return _stale_skip(n, op, roots, e)
     ops = list(enumerate(plan.operations))
     writes = [(n, op) for n, op in ops if isinstance(op, WriteFile)]
-    done: dict[int, Prepared | str] = {n: one(n, op) for n, op in ops if not isinstance(op, WriteFile)}
+    done: dict[int, Prepared] = {n: one(n, op) for n, op in ops if not isinstance(op, WriteFile)}
     done.update(zip((n for n, _ in writes), parallel_map(lambda w: one(*w), writes)))
-    preps = []
-    for n, _op in ops:
-        (stale.append if isinstance(done[n], str) else preps.append)(done[n])
+    preps = [done[n] for n, _op in ops]
+    stale: list[str] = []
+    check_sql(preps, stale)
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
-    _check_sql(preps, stale)
-    if stale:
-        raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
-    _check_writers(preps)
-    _check_sessions(preps, homes)
-    _check_active(preps, opts)
-    _propagate_session_skips(preps)
+    check_writers(preps)
+    check_sessions(preps, homes)
+    check_active(preps, opts)
+    propagate_session_skips(preps)
     return preps
 
+
+def _stale_skip(n: int, op: Op, roots: dict[str, str], e: Stale) -> Prepared:
+    """A prepared-but-skipped operation for an expectation that failed. A file that only grew or
+    changed keeps its current stat (its path was walked safely just before), so the open-writer and
+    live-session checks can give the better reason; a changed path is not followed."""
+    path = op.paths()[0]
+    reason = str(e).removeprefix(f"{path}: ")
+    method = _METHOD.get(type(op), "sql")
+    real = real_target(path, roots) if method != "sql" else path
+    prep = Prepared(n, op, method, real, skip=Skip(path, reason, e.code))
+    if method == "replace" and e.code in ("grew", "changed"):
+        try:
+            prep.st = os.lstat(real)
+        except OSError:
+            pass
+    return prep
+
+
+_METHOD = {WriteFile: "replace", CreateFile: "create", Rename: "rename", Delete: "delete", RmDir: "rmdir"}
 
 WORKERS = min(4, os.cpu_count() or 1)
 
@@ -188,7 +219,7 @@ def _lstat_in(path: str, roots) -> tuple[int, os.stat_result | None]:
     try:
         dfd = fsio.open_dir(base, parts)
     except fsio.PathChanged as e:
-        raise Stale(f"{path}: path changed since plan ({e.why})") from None
+        raise Stale(f"{path}: path changed since plan ({e.why})", "path-changed") from None
     try:
         return dfd, os.stat(os.path.basename(path), dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
@@ -213,10 +244,10 @@ def _prepare_existing(n, op, path, fp, roots, method) -> Prepared:
     dfd, st = _lstat_in(path, roots)
     os.close(dfd)
     if st is None:
-        raise Stale(f"{path}: missing (deleted since plan)")
+        raise Stale(f"{path}: missing (deleted since plan)", "missing")
     why = _fp_diff(fp, st, dir_ok=True)
     if why:
-        raise Stale(f"{path}: {why}")
+        raise Stale(f"{path}: {why}", _why_code(why))
     base, _ = root_of(path, roots)
     return Prepared(n, op, method, real_target(path, roots), base, st=st)
 
@@ -231,7 +262,7 @@ def _prepare_rename(n, op: Rename, roots, dsts) -> Prepared:
         dfd = fsio.open_dir(base, parts)
     except fsio.PathChanged as e:
         if e.why != "folder missing":
-            raise Stale(f"{op.dst}: path changed since plan ({e.why})") from None
+            raise Stale(f"{op.dst}: path changed since plan ({e.why})", "path-changed") from None
     else:
         try:
             os.stat(os.path.basename(op.dst), dir_fd=dfd, follow_symlinks=False)
@@ -274,7 +305,7 @@ def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
             break
         except fsio.PathChanged as e:
             if e.why != "folder missing":
-                raise Stale(f"{path}: path changed since plan ({e.why})") from None
+                raise Stale(f"{path}: path changed since plan ({e.why})", "path-changed") from None
             missing.insert(0, os.path.join(base, *parts[:i]))
     return missing
 
@@ -286,20 +317,20 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     base, _ = root_of(op.path, roots)
     prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
     if lst is None:
-        raise Stale(f"{op.path}: missing (deleted since plan)")
+        raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
     if stat.S_ISLNK(lst.st_mode):
         if not _follow(prep, op, roots, opts):
             return prep
     elif not stat.S_ISREG(lst.st_mode):
-        return _skip(prep, "not a regular file")
+        return mark_skip(prep, "not a regular file")
     src = _open_src(prep)
     try:
         st = os.fstat(src)
         prep.st = st
         if not stat.S_ISREG(st.st_mode):
-            return _skip(prep, "not a regular file")
+            return mark_skip(prep, "not a regular file")
         if st.st_nlink > 1 and not opts.break_hardlinks:
-            return _skip(prep, f"hardlinked (nlink={st.st_nlink}); use --break-hardlinks", "hardlinked")
+            return mark_skip(prep, f"hardlinked (nlink={st.st_nlink}); use --break-hardlinks", "hardlinked")
         fp_st = lst if stat.S_ISLNK(lst.st_mode) and op.expect.ino == lst.st_ino else st
         _expect(prep, op, fp_st, src, opts)
         _digest(prep, src, opts)
@@ -308,28 +339,23 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     return prep
 
 
-def _skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:
-    prep.skip = Skip(prep.op.paths()[0], reason, code)
-    return prep
-
-
 def _follow(prep: Prepared, op: WriteFile, roots, opts) -> bool:
     """Point ``prep`` at a symlink's target if allowed; otherwise mark it skipped."""
     if not opts.follow_symlinks:
-        _skip(prep, "symlink", "symlink")
+        mark_skip(prep, "symlink", "symlink")
         return False
     try:
         target = os.path.realpath(op.path, strict=True)
     except OSError as e:
         why = "symlink loop (ELOOP)" if e.errno == errno.ELOOP else f"broken symlink ({e.strerror})"
-        _skip(prep, why, "symlink")
+        mark_skip(prep, why, "symlink")
         return False
     inside = [r for r in roots.values() if _under(target, r)]
     if not inside:
-        _skip(prep, "symlink to outside the roots", "symlink")
+        mark_skip(prep, "symlink to outside the roots", "symlink")
         return False
     if os.lstat(target).st_uid != os.geteuid():
-        _skip(prep, "symlink target not owned by you", "symlink")
+        mark_skip(prep, "symlink target not owned by you", "symlink")
         return False
     prep.path, prep.root = target, max(inside, key=len)
     return True
@@ -353,10 +379,11 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
         if sha_range(src, 0, fp.size) != fp.sha256:
             raise Stale(f"{op.path}: content changed since plan")
         if not opts.allow_appended:
-            raise Stale(f"{op.path}: grew since plan (append); re-plan, or use --allow-appended")
+            raise Stale(f"{op.path}: grew since plan (appended to since the plan); re-run the command "
+                        "when it is idle, or add --allow-appended to include the new lines", "grew")
         prep.base_size = fp.size
     elif why:
-        raise Stale(f"{op.path}: {why}")
+        raise Stale(f"{op.path}: {why}", _why_code(why))
 
 
 def sha_range(fd: int, start: int, end: int) -> str:
@@ -386,7 +413,7 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
         try:
             prep.content = build_zstd(op, src, opts)
         except HistmigInputError as e:
-            _skip(prep, str(e), "bad-zstd")
+            mark_skip(prep, str(e), "bad-zstd")
             return
     elif op.new_bytes is not None:
         prep.content = op.new_bytes
@@ -425,90 +452,6 @@ def _check_spans(prep: Prepared, src: int) -> None:
     prep.pre_sha = op.expect.sha256
     prep.post_sha = None
     prep.post_size = prep.base_size + sum(len(p.new) - len(p.old) for p in op.patches)
-
-
-# -- checks that turn into skips ------------------------------------------------------------------
-def _check_writers(preps: list[Prepared]) -> None:
-    wanted: dict[tuple[int, int], list[Prepared]] = {}
-    for p in preps:
-        if p.skip is None and p.st is not None:
-            for k in _inodes(p):
-                wanted.setdefault(k, []).append(p)
-    for k, holders in open_writers(wanted).items():
-        for p in wanted[k]:
-            if p.skip is None:
-                who = ", ".join(h.describe() for h in holders)
-                _skip(p, f"open for writing by {who}; quit it and re-run", "open-writer")
-
-
-def _inodes(p: Prepared) -> list[tuple[int, int]]:
-    if not stat.S_ISDIR(p.st.st_mode):
-        return [(p.st.st_dev, p.st.st_ino)]
-    out = []
-    for folder, _dirs, files in os.walk(p.path):  # followlinks=False: do not leave the folder
-        for f in files:
-            try:
-                st = os.lstat(os.path.join(folder, f))
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                out.append((st.st_dev, st.st_ino))
-    return out
-
-
-def _check_sessions(preps: list[Prepared], homes: Homes) -> None:
-    claude_live: dict[str, int] | None = None
-    codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
-    for p in preps:
-        s = getattr(p.op, "session", None) or {}
-        tool, sid = s.get("tool"), s.get("id")
-        if p.skip is not None or not sid:
-            continue
-        if tool == "codex" and sid not in codex_locked:
-            codex_locked[sid] = locks.codex_thread_locked(homes.codex, sid)
-        if tool == "codex" and codex_locked[sid]:
-            _skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
-        elif tool in ("claude", "claude-code"):
-            if claude_live is None:
-                claude_live = locks.claude_live_sessions(homes.claude)
-            if sid in claude_live:
-                _skip(p, f"live Claude Code session (pid {claude_live[sid]})", "live-session")
-
-
-def _check_active(preps: list[Prepared], opts: ApplyOptions) -> None:
-    if opts.quiet_seconds is None or opts.include_active:
-        return
-    now = time.time_ns()
-    for p in preps:
-        if p.skip is None and p.st is not None and p.method in ("replace", "inplace"):
-            age = (now - p.st.st_mtime_ns) / 1e9
-            if age < opts.quiet_seconds:
-                _skip(p, f"active (modified {age:.0f}s ago, --quiet-seconds {opts.quiet_seconds:g}); "
-                         "use --include-active", "active")
-
-
-def _propagate_session_skips(preps: list[Prepared]) -> None:
-    """A session is changed completely or not at all: skipping one of its files skips the rest
-    (a flipped database row with an unflipped rollout would disagree)."""
-    skipped = {_sess(p) for p in preps if p.skip is not None and _sess(p)}
-    for p in preps:
-        if p.skip is None and _sess(p) in skipped:
-            _skip(p, "skipped with the rest of its session", "session-skipped")
-
-
-def _sess(p: Prepared) -> tuple[str, str] | None:
-    s = getattr(p.op, "session", None) or {}
-    return (s.get("tool", ""), s["id"]) if s.get("id") else None
-
-
-def _check_sql(preps: list[Prepared], stale: list[str]) -> None:
-    from histmig.apply.sqlops import check_expectations
-    by_db: dict[str, list[Prepared]] = {}
-    for p in preps:
-        if p.method == "sql":
-            by_db.setdefault(p.path, []).append(p)
-    for db, group in by_db.items():
-        stale.extend(check_expectations(db, [p.op for p in group]))
 
 
 def touches(preps: list[Prepared], folder: Path) -> bool:

@@ -15,6 +15,7 @@ from histmig.apply import backups, batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
+from histmig.apply.skipping import skips_of
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.diagnostics import (HistmigError, RefusedError, Skip,
@@ -46,7 +47,7 @@ def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult
         claude_json = os.path.realpath(homes.claude_json)
         if any(p.path == claude_json and p.skip is None for p in preps):
             check_claude_json_lock(homes.claude_json)    # refuse before anything is written
-        result = ApplyResult(skips=list(plan.skips) + [p.skip for p in preps if p.skip],
+        result = ApplyResult(skips=list(plan.skips) + skips_of(preps),
                              warnings=list(plan.warnings))
         todo = [p for p in preps if p.skip is None]
         if not todo:

@@ -57,33 +57,38 @@ IN_BATCH = 400   # keys per query (SQLite's old default limit is 999 variables)
 
 
 def _mismatches(con: sqlite3.Connection, ops: list) -> list[str]:
-    """:func:`_mismatch` for every op, with a few queries instead of one per row: updates are
-    grouped by (table, key columns, expected columns) and their rows fetched by ``IN`` batches. An
-    update whose row is not found that way (NULL keys, type affinity) is re-checked on its own."""
-    groups: dict[tuple, list[SqlUpdate]] = {}
-    out: list[str] = []
-    for op in ops:
+    return [m for _i, m in _mismatched(con, ops)]
+
+
+def _mismatched(con: sqlite3.Connection, ops: list) -> list[tuple[int, str]]:
+    """``(index in ops, why)`` of :func:`_mismatch` for every op, with a few queries instead of one
+    per row: updates are grouped by (table, key columns, expected columns) and their rows fetched by
+    ``IN`` batches. An update whose row is not found that way (NULL keys, type affinity) is
+    re-checked on its own."""
+    groups: dict[tuple, list[tuple[int, SqlUpdate]]] = {}
+    out: list[tuple[int, str]] = []
+    for i, op in enumerate(ops):
         if isinstance(op, SqlUpdate) and op.key and None not in op.key.values():
-            groups.setdefault((op.table, tuple(op.key), tuple(op.expect)), []).append(op)
+            groups.setdefault((op.table, tuple(op.key), tuple(op.expect)), []).append((i, op))
         elif (m := _mismatch(con, op)):
-            out.append(m)
+            out.append((i, m))
     for (table, keys, cols), group in groups.items():
         for i in range(0, len(group), IN_BATCH):
             out += _check_group(con, table, keys, cols, group[i:i + IN_BATCH])
     return out
 
 
-def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[SqlUpdate]) -> list[str]:
+def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[tuple[int, SqlUpdate]]) -> list[tuple[int, str]]:
     """One query by the first key column (``IN``, which its index serves; a row-value ``IN`` over
     all key columns is not planned with the index), the full key matched here."""
     names = ", ".join(f'"{c}"' for c in (*keys, *cols))
-    firsts = list(dict.fromkeys(op.key[keys[0]] for op in ops))
+    firsts = list(dict.fromkeys(op.key[keys[0]] for _i, op in ops))
     sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" for _ in firsts)})'
     found: dict[tuple, list[tuple]] = {}
     for row in con.execute(sql, firsts):
         found.setdefault(tuple(row[:len(keys)]), []).append(row[len(keys):])
     out = []
-    for op in ops:
+    for i, op in ops:
         rows = found.get(tuple(op.key[k] for k in keys))
         if rows is None:
             m = _mismatch(con, op)             # the slow, exact check decides
@@ -93,19 +98,21 @@ def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[SqlUpdate]
             got = dict(zip(cols, rows[0]))
             m = None if got == op.expect else f"row {op.key} holds {got}, plan expected {op.expect}"
         if m:
-            out.append(m)
+            out.append((i, m))
     return out
 
 
-def check_expectations(db: str, ops: list) -> list[str]:
+def check_expectations(db: str, ops: list) -> list[tuple[int | None, str]]:
+    """``(index in ops, why)`` for each op whose row no longer holds what the plan expects; index
+    None when the database itself cannot be read (every op is affected)."""
     try:
         con = connect(db, readonly=True)
     except sqlite3.Error as e:
-        return [f"{db}: cannot open database ({e})"]
+        return [(None, f"{db}: cannot open database ({e})")]
     try:
-        return [f"{db}: {m}" for m in _mismatches(con, ops)]
+        return [(i, f"{db}: {m}") for i, m in _mismatched(con, ops)]
     except sqlite3.Error as e:
-        return [f"{db}: {e}"]
+        return [(None, f"{db}: {e}")]
     finally:
         con.close()
 

@@ -153,9 +153,7 @@ def set_dir_times(ctx: Ctx) -> None:
 def rename(ctx: Ctx, prep: Prepared) -> Skip | None:
     src, dst = prep.path, prep.dst
     st = os.lstat(src)
-    # a file rewritten earlier in the same plan has a new inode: its plan expects the device only
-    same_ino = prep.op.expect.ino is None or st.st_ino == prep.st.st_ino
-    if st.st_dev != prep.st.st_dev or not same_ino:
+    if (st.st_dev, st.st_ino) != (prep.st.st_dev, prep.st.st_ino) and not _rewritten_here(ctx, prep, st):
         return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")
     tmp = os.path.join(os.path.dirname(dst), fsio.temp_name(os.path.basename(dst), ctx.txid))
     dirs = dirs_to_make(ctx, prep)
@@ -176,6 +174,14 @@ def rename(ctx: Ctx, prep: Prepared) -> Skip | None:
     ctx.fs.fsync_dir(os.path.dirname(dst))
     ctx.journal.append("done", n=prep.n)
     return None
+
+
+def _rewritten_here(ctx: Ctx, prep: Prepared, st: os.stat_result) -> bool:
+    """The file was replaced by an earlier operation of this same transaction (a move rewrites a
+    session's ``cwd`` and then renames it into another folder): its new inode is ours, not a change
+    by someone else. The plan marks such a rename by expecting only the device (``move_folders._fp``)."""
+    return (prep.op.expect.ino is None and st.st_dev == prep.st.st_dev and stat.S_ISREG(st.st_mode)
+            and prep.path in ctx.result.done)
 
 
 def _copy_move(ctx: Ctx, prep: Prepared, src: str, dst: str, tmp: str) -> None:

@@ -15,6 +15,7 @@ Examples:
   histmig move ~/code/app ~/work/app              # dry run: what would change, per tool
   histmig move ~/code/app ~/work/app --apply
   histmig move ~/code/app ~/work/app --tool codex --apply
+  histmig move ~/code/app ~/work/app --split-shared --apply   # after a slug-collision skip
   histmig undo
 """
 
@@ -33,11 +34,14 @@ COLUMNS = [("files", "files"), ("fields", "fields"), ("folders", "folders"), ("s
               help="When ~/.claude.json or config.toml already has a different entry for NEW, let OLD's values win.")
 @click.option("--rewrite-content", is_flag=True,
               help="Also replace OLD in message text and tool arguments (reported per file).")
+@click.option("--split-shared", is_flag=True,
+              help="A Claude folder that also holds sessions of another path with the same folder name: "
+                   "move only OLD's sessions out of it (default: skip that folder, named).")
 @apply_options
 @click.pass_obj
-def command(ctx, old_path, new_path, tools, force, rewrite_content, apply, as_json, plan_out):
+def command(ctx, old_path, new_path, tools, force, rewrite_content, split_shared, apply, as_json, plan_out):
     plan = plan_move(ctx.homes, old_path, new_path, tools=tools or None, force=force,
-                     rewrite_content=rewrite_content)
+                     rewrite_content=rewrite_content, split_shared=split_shared)
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
 

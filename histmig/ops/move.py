@@ -25,7 +25,7 @@ TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
 
 
 def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, force: bool = False,
-              rewrite_content: bool = False) -> Plan:
+              rewrite_content: bool = False, split_shared: bool = False) -> Plan:
     selected = set(tools or TOOLS)
     unknown = selected - set(TOOLS)
     if unknown:
@@ -34,16 +34,29 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
     pm, warnings = make_pathmap(old, res.new)
     warnings = res.warnings + warnings
     plans = {t: ToolPlan(t) for t in TOOLS}
-    opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content}
+    opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content, "split_shared": split_shared,
+            "rerun": rerun_command(old, new, tools, force=force, rewrite_content=rewrite_content)}
     if selected & {"claude-code", "manifest"}:
-        plan_claude(homes, pm, plans, opts, locks.claude_live_sessions(homes.claude))
+        plan_claude(homes, pm, plans, opts, locks.claude_live_registry(homes.claude))
     if "manifest" in selected:
         plan_manifest(homes, pm, plans, opts)
     if "codex" in selected:
         plan_codex(homes, pm, plans, opts)
     if "mini-cc" in selected:
         plan_minicc(homes, pm, plans, opts)
-    return _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
+    plan = _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
+    if split_shared:
+        plan.args["split_shared"] = True
+    return plan
+
+
+def rerun_command(old: str, new: str, tools: Iterable[str] | None, *, force: bool, rewrite_content: bool) -> str:
+    """The command that finishes what a skip left (named in the skip's reason)."""
+    import shlex
+    words = ["histmig", "move", os.path.abspath(os.path.expanduser(old)), os.path.abspath(os.path.expanduser(new))]
+    words += [f"--tool={t}" for t in sorted(set(tools or ()))]
+    words += ["--force"] * force + ["--rewrite-content"] * rewrite_content + ["--apply"]
+    return shlex.join(words)
 
 
 def _assemble(homes, old, new, pm, plans: dict[str, ToolPlan], selected, warnings, force, rewrite_content) -> Plan:

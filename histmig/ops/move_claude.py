@@ -8,10 +8,12 @@
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from histmig.ops.move_common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
 from histmig.ops.move_folders import plan_folders
+from histmig.paths import slug_matches
 from histmig.stores import claude_edits
 from histmig.stores.claude_files import read_claude_json
 
@@ -46,16 +48,28 @@ def known_paths(homes, pm: PathMap) -> list[str]:
     return list(pm.olds) + keys
 
 
-def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any], live_ids: dict[str, int]) -> None:
+def _unless_live(pm: PathMap, tplan: ToolPlan):
+    """``pm.rebase``, except for a path whose project folder waits for a live session: that session
+    keeps writing its ``~/.claude.json`` entry under the old key (and writes it again when it exits),
+    so the key waits with its folder; re-keying it now would leave two entries that disagree."""
+    held = [os.path.basename(p) for p, code in tplan.waiting.items() if code == "live-folder"]
+    if not held:
+        return pm.rebase
+    return lambda key: None if any(slug_matches(name, key) for name in held) else pm.rebase(key)
+
+
+def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any],
+                live_ids: dict[str, tuple[int, str | None]]) -> None:
     """Folders (also when only manifest is selected: its sessions live in the same folders), then
     ``~/.claude.json`` and ``history.jsonl`` when Claude Code is selected."""
     tplan = plans[TOOL]
     plan_folders(homes.claude / "projects", pm, plans, tool=TOOL, selected=opts["tools"], merge=True,
                  fields_fn=claude_fields, manifest=True, known_paths=known_paths(homes, pm),
-                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True)
+                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True,
+                 split_shared=opts["split_shared"], rerun=opts["rerun"])
     if TOOL not in opts["tools"]:
         return
-    op, warnings, counts = claude_edits.claude_json_op(homes, pm.rebase, force=opts["force"])
+    op, warnings, counts = claude_edits.claude_json_op(homes, _unless_live(pm, tplan), force=opts["force"])
     tplan.warnings += warnings
     if op is not None:
         tplan.other.append(op)

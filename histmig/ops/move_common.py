@@ -142,6 +142,7 @@ class ToolPlan:
     warnings: list = field(default_factory=list)
     skips: list = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    waiting: dict[str, str] = field(default_factory=dict)   # project folder left whole -> skip code
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n

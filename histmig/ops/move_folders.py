@@ -5,6 +5,12 @@ A folder is located by name (its slug starts with the slug of OLD) and *confirme
 sessions record (slugs collide: ``/a/app``, ``/a-app`` and ``/a.app`` share one). It is renamed as a
 whole when nothing in it must stay behind and the target does not exist; otherwise its entries move
 one by one into the target ("merge"), and a session id present on both sides refuses the plan.
+
+A folder is one unit (issue 12 case 6): when it holds a live Claude session (or a file open for
+writing) nothing in it is planned and it is named as waiting; a folder shared with another path
+(slug collision) is skipped and named with the command that splits it (``--split-shared``). Every
+operation carries the folder in its ``session`` (``{"folder": path}``), so apply skips the folder
+whole when one of its operations cannot run.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ from histmig.diagnostics import RefusedError, Skip, Warning
 from histmig.livewriters import open_writers
 from histmig.ops.move_common import FileScan, PathMap, ToolPlan, dir_fingerprint, scan_file, scan_json_file
 from histmig.ops.move_parallel import scan_all
-from histmig.paths import SLUG_MAX, claude_slug
+from histmig.paths import SLUG_MAX, claude_slug, is_under, rebase, slug_matches
 from histmig.plan import Fingerprint, Rename, RmDir
 
 _SID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -29,15 +35,6 @@ def slug_prefix_of(path: str) -> str:
     """What every folder of ``path`` or a path below it starts with."""
     s = claude_slug(path)
     return s[:SLUG_MAX] if len(s) > SLUG_MAX else s
-
-
-def slug_matches(name: str, path: str) -> bool:
-    """``name`` is the folder of ``path``: exactly, or (long paths) same 200-char prefix plus a hash
-    suffix from another build (Bun-hash era, claude-code.md §2.3)."""
-    s = claude_slug(path)
-    if name == s:
-        return True
-    return len(s) > SLUG_MAX and len(name) > SLUG_MAX and name[:SLUG_MAX + 1] == s[:SLUG_MAX + 1]
 
 
 @dataclass
@@ -60,6 +57,7 @@ class Folder:
     path: str
     entries: list[Entry]
     launch: str | None = None
+    shared: list[str] = field(default_factory=list)   # other paths whose sessions it holds (slug collision)
 
 
 # ---- reading a folder -----------------------------------------------------------------------
@@ -133,8 +131,9 @@ def manifest_cwds(folder: str) -> list[str]:
 def claim(folder: Folder, pm: PathMap, known_paths: list[str], extra_cwds: list[str]) -> str | None:
     """The path this folder is named after if it belongs to the move, else None.
 
-    Raises RefusedError when the folder also holds sessions of a path outside OLD (a slug collision)."""
-    cwds = [e.head_cwd for e in folder.entries if e.head_cwd] + extra_cwds
+    Sets ``folder.shared`` when the folder also holds sessions of a path outside OLD (a slug
+    collision: ``/w/app/sub`` and ``/w/app-sub`` both encode to ``-w-app-sub``)."""
+    cwds = [as_old(c, pm, folder.name) for c in [e.head_cwd for e in folder.entries if e.head_cwd] + extra_cwds]
     inside = [c for c in cwds if pm.covers(c)]
     outside = sorted({c for c in cwds if not pm.covers(c)})
     if not inside:
@@ -142,11 +141,29 @@ def claim(folder: Folder, pm: PathMap, known_paths: list[str], extra_cwds: list[
             return None
         named = [p for p in known_paths if slug_matches(folder.name, p)]
         return named[0] if named else None
-    if outside:
-        raise RefusedError(f"projects folder {folder.path} holds sessions of {inside[0]} and of {outside[0]} "
-                           "(both encode to the same folder name); refusing to split it, nothing moved")
+    folder.shared = outside
     exact = [c for c in inside if slug_matches(folder.name, c)]
     return min(exact or inside, key=len)
+
+
+def as_old(cwd: str | None, pm: PathMap, name: str) -> str | None:
+    """A session already re-pointed to NEW that still lies in OLD's folder (left there by an
+    interrupted or partly undone move) counts as OLD's: the move finishes it instead of calling the
+    folder shared."""
+    if not cwd or pm.covers(cwd) or not is_under(cwd, pm.new):
+        return cwd
+    for old in pm.olds:
+        back = rebase(cwd, pm.new, old)
+        if back is not None and slug_matches(name, back):
+            return back
+    return cwd
+
+
+def belongs(entry: Entry, folder: Folder, pm: PathMap) -> bool:
+    """In a shared folder: the entry is a session of OLD (others, and entries that name no cwd, stay)."""
+    if entry.tool == "manifest" and not entry.session:
+        return all(pm.covers(as_old(c, pm, folder.name)) for c in manifest_cwds(folder.path))
+    return entry.session and pm.covers(as_old(entry.head_cwd, pm, folder.name))
 
 
 def find_target(root: str, new_launch: str, existing: set[str]) -> str:
@@ -172,25 +189,45 @@ class FolderJob:
 
     folder: Folder
     target: str
+    waits: str | None = None        # why the whole folder waits (a live session in it)
 
 
-def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], *, tool: str, selected: set[str],
-                 merge: bool, fields_fn, manifest: bool, known_paths: list[str],
-                 live_ids: dict[str, int], rewrite_content: bool, by_name: bool) -> None:
+@dataclass(frozen=True)
+class FolderRules:
+    """How one tool's folders are planned (the keyword arguments of :func:`plan_folders`)."""
+
+    tool: str
+    selected: set[str]
+    merge: bool
+    fields_fn: Callable
+    manifest: bool
+    known_paths: list[str]
+    live_ids: dict[str, tuple[int, str | None]]    # Claude's live registry: sessionId -> (pid, cwd)
+    rewrite_content: bool
+    by_name: bool
+    split_shared: bool = False
+    rerun: str = "histmig move OLD NEW --apply"
+
+
+def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], **kw) -> None:
     """Plan edits and renames for every folder of ``root`` that belongs to the move."""
+    rules = FolderRules(**kw)
     if not root.is_dir():
         return
     existing = {e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=False)}
     jobs: list[FolderJob] = []
     for name in sorted(existing):
-        if by_name and not any(name.startswith(slug_prefix_of(o)) for o in pm.olds):
+        if rules.by_name and not any(name.startswith(slug_prefix_of(o)) for o in pm.olds):
             continue  # (mini-cc's own slug rule is unpublished: there every folder is read)
         path = str(root / name)
-        folder = read_folder(path, tool=tool, manifest=manifest)
-        launch = claim(folder, pm, known_paths, manifest_cwds(path) if manifest else [])
+        folder = read_folder(path, tool=rules.tool, manifest=rules.manifest)
+        launch = claim(folder, pm, rules.known_paths, manifest_cwds(path) if rules.manifest else [])
         if launch is None:
             continue
         folder.launch = launch
+        if folder.shared and not rules.split_shared:
+            _wait(plans[rules.tool], Skip(folder.path, _shared_reason(folder, rules), code="slug-collision"))
+            continue
         jobs.append(FolderJob(folder, find_target(str(root), pm.rebase(launch), existing)))
     targets: dict[str, str] = {}
     for job in jobs:
@@ -198,14 +235,43 @@ def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], *, tool: s
             raise RefusedError(f"{targets[job.target]} and {job.folder.path} would both become "
                                f"{root / job.target}; refusing, nothing moved")
         targets[job.target] = job.folder.path
-    live = _live_check(jobs, live_ids)
-    scans = _scan_ahead(jobs, pm, tool, selected, fields_fn, live, rewrite_content)
+    live = _live_check(jobs, rules.live_ids)
     for job in jobs:
-        _plan_job(job, root, pm, plans, tool=tool, selected=selected, merge=merge, fields_fn=fields_fn,
-                  existing=existing, live=live, rewrite_content=rewrite_content, scans=scans)
+        job.waits = (next((why for e in job.folder.entries if (why := live(e))), None)
+                     or _live_cwd(job.folder, rules.live_ids))
+        if job.waits:
+            why = (f"{job.waits}; the folder and every session in it wait (nothing in it is changed); "
+                   f"when it ends, re-run: {rules.rerun}")
+            _wait(plans[rules.tool], Skip(job.folder.path, why, code="live-folder"))
+    jobs = [j for j in jobs if not j.waits]
+    scans = _scan_ahead(jobs, pm, rules, live)
+    for job in jobs:
+        _plan_job(job, root, pm, plans, rules, existing=existing, live=live, scans=scans)
 
 
-def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[Entry], str | None]:
+def _wait(tplan: ToolPlan, skip: Skip) -> None:
+    """The whole folder stays as it is, named once (the manifest planner skips what lies in it)."""
+    tplan.skips.append(skip)
+    tplan.waiting[skip.path] = skip.code
+
+
+def _shared_reason(folder: Folder, rules: FolderRules) -> str:
+    ours = sorted({e.head_cwd for e in folder.entries if e.head_cwd} - set(folder.shared))
+    return (f"holds sessions of {folder.launch} and of {', '.join(folder.shared)} (the paths encode to the same "
+            f"folder name); left in place, everything else moves. To move only the sessions of "
+            f"{', '.join(ours) or folder.launch} out of it, run: {rules.rerun.replace(' --apply', ' --split-shared --apply')}")
+
+
+def _live_cwd(folder: Folder, live_ids: dict[str, tuple[int, str | None]]) -> str | None:
+    """A live session started in a path whose history goes to this folder (its transcript may not
+    exist yet: Claude creates it at the first message, in the folder of its cwd)."""
+    for sid, (pid, cwd) in sorted(live_ids.items()):
+        if cwd and slug_matches(folder.name, cwd):
+            return f"live Claude Code session {sid} (pid {pid}) runs in {cwd}, whose history goes to this folder"
+    return None
+
+
+def _live_check(jobs: list[FolderJob], live_ids: dict[str, tuple[int, str | None]]) -> Callable[[Entry], str | None]:
     """Why an entry must not be touched now: a live session (registry) or a file open for writing."""
     stats = {}
     for job in jobs:
@@ -220,7 +286,7 @@ def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[En
 
     def check(entry: Entry) -> str | None:
         if entry.session and entry.key in live_ids:
-            return f"live session (pid {live_ids[entry.key]})"
+            return f"live Claude Code session {entry.key} (pid {live_ids[entry.key][0]})"
         for f in entry.files:
             if f in holders:
                 return f"{f} is open for writing by {holders[f][0].describe()}"
@@ -228,29 +294,32 @@ def _live_check(jobs: list[FolderJob], live_ids: dict[str, int]) -> Callable[[En
     return check
 
 
-def _scan_ahead(jobs, pm, tool, selected, fields_fn, live, rewrite_content) -> dict[str, FileScan]:
+def _scan_ahead(jobs, pm, rules: FolderRules, live) -> dict[str, FileScan]:
     """Every file ``_scan_entry`` will read, scanned up front on all CPUs (``move_parallel``).
     A file after one that makes its entry skip is scanned too and then not used."""
     tasks = []
     for job in jobs:
         for entry in job.folder.entries:
-            if entry.tool in selected and entry.tool == tool and not live(entry):
-                tasks += [(scan_json_file if f.endswith(".json") else scan_file, (f, pm, fields_fn),
-                           {"rewrite_content": rewrite_content}) for f in entry.files]
+            if entry.tool in rules.selected and entry.tool == rules.tool and not live(entry):
+                tasks += [(scan_json_file if f.endswith(".json") else scan_file, (f, pm, rules.fields_fn),
+                           {"rewrite_content": rules.rewrite_content}) for f in entry.files]
     return {t[1][0]: s for t, s in zip(tasks, scan_all(tasks))}
 
 
-def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, fields_fn, existing,
-              live, rewrite_content, scans: dict[str, FileScan]) -> None:
-    folder = job.folder
+def _plan_job(job: FolderJob, root: Path, pm, plans, rules: FolderRules, *, existing, live,
+              scans: dict[str, FileScan]) -> None:
+    folder, tool = job.folder, rules.tool
     tplan = plans[tool]
     for entry in folder.entries:
-        if entry.tool not in selected:
+        if entry.tool not in rules.selected:
             entry.pinned = f"belongs to {entry.tool}, not selected"
-            continue
-        if entry.tool != tool:
+        elif folder.shared and not belongs(entry, folder, pm):
+            entry.pinned = f"not a session of {folder.launch} (--split-shared leaves it in the shared folder)"
+            if entry.tool == "manifest":     # its meta.json edits must not run either
+                tplan.waiting[folder.path] = "split"
+        if entry.pinned or entry.tool != tool:
             continue  # manifest sessions: their meta.json edits are planned by the manifest planner
-        _scan_entry(entry, pm, tplan, fields_fn, live, rewrite_content, scans)
+        _scan_entry(entry, pm, tplan, rules, live, scans, folder.path)
     if job.target == folder.name:
         return
     target = str(root / job.target)
@@ -260,22 +329,31 @@ def _plan_job(job: FolderJob, root: Path, pm, plans, *, tool, selected, merge, f
     whole = job.target not in existing and len(movable) == len(folder.entries)
     if whole:
         tplan.renames.append(Rename(src=folder.path, dst=target, expect=dir_fingerprint(folder.path),
-                                    reason=f"project folder of {folder.launch}"))
+                                    session=unit(tool, folder.path), reason=f"project folder of {folder.launch}"))
         tplan.count("folders")
         tplan.count("sessions", sum(1 for e in movable if e.session))
         return
-    if job.target in existing and not merge:
+    if job.target in existing and not rules.merge:
         raise RefusedError(f"target folder exists: {target}; refusing to merge {tool} folders, nothing moved")
+    if folder.shared:
+        tplan.warnings.append(Warning("folder-split", f"sessions of {folder.launch} move out of the shared folder "
+                                      f"into {target}; entries left in it: {len(folder.entries) - len(movable)}",
+                                      path=folder.path))
     _merge(folder, movable, target, plans, tool, emptied=len(movable) == len(folder.entries))
 
 
-def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_content,
-                ahead: dict[str, FileScan]) -> None:
+def unit(tool: str, folder: str, sid: str | None = None) -> dict[str, str]:
+    """An operation's ``session``: the session (if any) and the project folder it moves with."""
+    return {"tool": tool, **({"id": sid} if sid else {}), "folder": folder}
+
+
+def _scan_entry(entry: Entry, pm, tplan: ToolPlan, rules: FolderRules, live,
+                ahead: dict[str, FileScan], folder: str) -> None:
     scans: list[FileScan] = []
     why = live(entry)
     for f in entry.files if not why else []:
         scanner = scan_json_file if f.endswith(".json") else scan_file
-        scan = ahead.pop(f, None) or scanner(f, pm, fields_fn, rewrite_content=rewrite_content)
+        scan = ahead.pop(f, None) or scanner(f, pm, rules.fields_fn, rewrite_content=rules.rewrite_content)
         if scan.skip:
             why = f"{f}: {scan.skip}"
             break
@@ -285,7 +363,7 @@ def _scan_entry(entry: Entry, pm, tplan: ToolPlan, fields_fn, live, rewrite_cont
         tplan.skips.append(Skip(entry.files[0] if entry.files else entry.key, why, "in-use"))
         return
     for scan in scans:
-        tplan.add_scan(scan, session={"tool": tplan.tool, "id": entry.key} if entry.session else None,
+        tplan.add_scan(scan, session=unit(tplan.tool, folder, entry.key if entry.session else None),
                        reason="project move")
 
 
@@ -300,22 +378,23 @@ def _merge(folder: Folder, movable: list[Entry], target: str, plans, tool: str, 
                 if entry.session:
                     raise RefusedError(f"session {entry.key} exists in both {folder.path} and {target}; "
                                        "a session id must live in one folder only; nothing moved")
-                emptied = _merge_dir(src, dst, plans[entry.tool], folder.path) and emptied
+                emptied = _merge_dir(src, dst, plans[entry.tool], unit(tool, folder.path)) and emptied
                 continue
             plans[entry.tool].renames.append(Rename(src=src, dst=dst, expect=_fp(src, plans[entry.tool]),
-                                                    session={"tool": tool, "id": entry.key} if entry.session else None,
+                                                    session=unit(tool, folder.path, entry.key if entry.session else None),
                                                     reason="merge into existing project folder"))
         if entry.session:
             tplan.count("sessions")
     tplan.count("folders-merged")
     if emptied:
         tplan.cleanup.append(RmDir(path=folder.path, expect=dir_fingerprint(folder.path),
-                                   reason=f"emptied by the merge into {target}"))
+                                   session=unit(tool, folder.path), reason=f"emptied by the merge into {target}"))
     what = "the emptied folder is removed" if emptied else "entries that stay keep the folder"
-    tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; {what}", path=folder.path))
+    if not folder.shared:           # a split is reported as such (folder-split)
+        tplan.warnings.append(Warning("folder-merged", f"merged into existing {target}; {what}", path=folder.path))
 
 
-def _merge_dir(src: str, dst: str, tplan: ToolPlan, folder: str) -> bool:
+def _merge_dir(src: str, dst: str, tplan: ToolPlan, session: dict[str, str]) -> bool:
     """``memory/`` or manifest ``sessions/`` present on both sides: move what is missing, refuse
     same-named entries that differ. True when everything moved (then ``src`` is removed too)."""
     if not (os.path.isdir(src) and os.path.isdir(dst)) or os.path.islink(src) or os.path.islink(dst):
@@ -326,14 +405,16 @@ def _merge_dir(src: str, dst: str, tplan: ToolPlan, folder: str) -> bool:
     for name in sorted(os.listdir(src)):
         s, d = os.path.join(src, name), os.path.join(dst, name)
         if not os.path.lexists(d):
-            tplan.renames.append(Rename(src=s, dst=d, expect=_fp(s, tplan), reason="merge into existing project folder"))
+            tplan.renames.append(Rename(src=s, dst=d, expect=_fp(s, tplan), session=session,
+                                        reason="merge into existing project folder"))
         elif os.path.isfile(s) and os.path.isfile(d) and Path(s).read_bytes() == Path(d).read_bytes():
             tplan.warnings.append(Warning("left-behind", "identical file already in the target; left in place", path=s))
             everything = False
         else:
             raise RefusedError(f"{s} and {d} both exist and differ; refusing to merge, nothing moved")
     if everything:
-        tplan.cleanup.append(RmDir(path=src, expect=dir_fingerprint(src), reason=f"emptied by the merge into {dst}"))
+        tplan.cleanup.append(RmDir(path=src, expect=dir_fingerprint(src), session=session,
+                                   reason=f"emptied by the merge into {dst}"))
     return everything
 
 

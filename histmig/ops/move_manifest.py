@@ -35,24 +35,28 @@ def session_dirs(root) -> list[str]:
 
 def plan_manifest(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
     tplan = plans[TOOL]
+    waiting = plans["claude-code"].waiting      # Claude folders left whole (live session, shared)
     for sdir in session_dirs(homes.manifest / "projects"):
         sid = os.path.basename(sdir)
         meta = os.path.join(sdir, "meta.json")
+        folder = os.path.dirname(os.path.dirname(sdir))
+        if folder in waiting:
+            continue              # named once, as the folder
         if os.path.exists(os.path.join(sdir, ".lock")):
             if os.path.exists(meta):
                 tplan.skips.append(Skip(meta, "session is locked (.lock present: a writer holds it)", "in-use"))
             continue
         if os.path.isfile(meta):
             scan = scan_json_file(meta, pm, meta_fields, rewrite_content=opts["rewrite_content"])
-            _record(tplan, scan, sid)
+            _record(tplan, scan, sid, folder)
         transcript = os.path.join(sdir, "transcript.jsonl")
         if opts["rewrite_content"] and os.path.isfile(transcript):
             scan = scan_file(transcript, pm, lambda obj, pm: [], rewrite_content=True)
-            _record(tplan, scan, sid)
+            _record(tplan, scan, sid, folder)
 
 
-def _record(tplan: ToolPlan, scan, sid: str) -> None:
+def _record(tplan: ToolPlan, scan, sid: str, folder: str) -> None:
     if scan.skip:
         tplan.skips.append(Skip(scan.path, scan.skip))
     elif scan.patches:
-        tplan.add_scan(scan, session={"tool": TOOL, "id": sid}, reason="project move")
+        tplan.add_scan(scan, session={"tool": TOOL, "id": sid, "folder": folder}, reason="project move")

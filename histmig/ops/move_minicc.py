@@ -18,4 +18,5 @@ def minicc_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
 def plan_minicc(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
     plan_folders(homes.mini_cc / "projects", pm, plans, tool=TOOL, selected=opts["tools"], merge=False,
                  fields_fn=minicc_fields, manifest=False, known_paths=list(pm.olds), live_ids={},
-                 rewrite_content=opts["rewrite_content"], by_name=False)
+                 rewrite_content=opts["rewrite_content"], by_name=False, split_shared=opts["split_shared"],
+                 rerun=opts["rerun"])

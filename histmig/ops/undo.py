@@ -130,12 +130,16 @@ class Units(dict):
 
 
 def _key(session: dict | None, path: str) -> tuple:
-    return ("session", session["tool"], session["id"]) if session else ("path", path)
+    """A session's unit; an operation on a whole project folder (a move tags it with the folder
+    only) or with no session is a unit of its own."""
+    if session and session.get("id"):
+        return "session", session["tool"], session["id"]
+    return "path", path
 
 
 def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
     units, reader, renames = Units(), RowReader(), []
-    sessions = {r["session"]["id"]: r["session"] for r in intents if r.get("session")}
+    sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     try:
         for rec in intents:
             method = rec["method"]
@@ -171,7 +175,8 @@ def _add(units: Units, rec: dict, m: uf.Member, history: History, *, session: di
         who = history.later.below(m.path)
     if who:        # the most useful reason: whatever else changed, that transaction changed it
         m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
-    unit = units.get_unit(_key(session, m.path), session["id"] if session else m.path, session)
+    key = _key(session, m.path)
+    unit = units.get_unit(key, key[-1], session)
     unit.members.append(m)
     unit.ns.add(rec["n"])
 
@@ -183,7 +188,8 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> N
         if who:
             m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
         session = row.get("session")
-        unit = units.get_unit(_key(session, m.path), session["id"] if session else m.path, session)
+        key = _key(session, m.path)
+        unit = units.get_unit(key, key[-1], session)
         unit.members.append(m)
         unit.ns.add(rec["n"])
 
