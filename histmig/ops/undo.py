@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable
 import orjson
 
 from histmig import locks
-from histmig.diagnostics import NotFoundError, RefusedError, Skip, Warning
+from histmig.diagnostics import HistmigInputError, NotFoundError, RefusedError, Skip, Warning
 from histmig.journal import read_records, tx_root, tx_state, txid_sort_key
 from histmig.ops import undo_files as uf
 from histmig.ops.undo_config import semantic_inverse
@@ -100,8 +101,9 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     begin = check_undoable(folder, records)
     history = load(homes.state, folder.name, records)
     intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
+    locator = Locator(homes, intents)
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
-                 tail_edit=inverse_line_edit(begin), locate=Locator(homes, intents).find,
+                 tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
                  trash=Path(homes.state) / TRASH / folder.name, begin=begin)
     units = _units(homes, env, intents, history)
     return _assemble(homes, begin, env, units)
@@ -150,12 +152,13 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
                 renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
                 renames.append(renamed)
                 for m in renamed.members:
-                    _add(units, rec, m, history, session=_session_of(m))
+                    _add(units, env, rec, m, history, session=_session_of(m))
             elif method in _FILES:
-                _add(units, rec, _FILES[method](env, rec), history, session=rec.get("session"))
+                _add(units, env, rec, _FILES[method](env, rec), history, session=rec.get("session"))
     finally:
         reader.close()
     _settings_files(homes, env, units)
+    _rows_codex_added(homes, units)
     _add_offsets(homes, units)
     _collapse_renames(units, renames, live=set(locks.claude_live_sessions(homes.claude)))
     return units
@@ -169,10 +172,13 @@ _FILES: dict[str, Callable] = {"replace": uf.inverse_replace, "inplace": uf.inve
                                "create": uf.inverse_create, "delete": uf.inverse_delete, "rmdir": uf.inverse_rmdir}
 
 
-def _add(units: Units, rec: dict, m: uf.Member, history: History, *, session: dict | None) -> None:
-    who = history.later.path_owner(m.path) or history.later.path_owner(rec["path"])
+def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *, session: dict | None) -> None:
+    # where the file is now, where it was, and where this transaction left it (a later
+    # transaction may have moved it on from there)
+    places = dict.fromkeys([m.path, rec["path"], env.left_at(rec["path"]), *([rec["dst"]] if rec.get("dst") else [])])
+    who = next((w for p in places if (w := history.later.path_owner(p))), None)
     if who is None and rec["method"] == "rename":
-        who = history.later.below(m.path)
+        who = next((w for p in places if (w := history.later.below(p))), None)
     if who:        # the most useful reason: whatever else changed, that transaction changed it
         m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
     key = _key(session, m.path)
@@ -202,6 +208,41 @@ def _settings_files(homes, env: uf.Env, units: Units) -> None:
         ops = semantic_inverse(homes, env.begin, key[1])
         if ops is not None:
             unit.members = [uf.Member(key[1], ops)]
+
+
+def _rows_codex_added(homes, units: Units) -> None:
+    """A converted rollout that goes away takes along the rows Codex added for it itself (on a
+    Codex whose databases did not exist yet at the conversion): a row pointing at no file would
+    be left behind. The apply journals the deleted rows, so the undo of this undo restores them."""
+    from histmig.stores import codex_state
+    for key, unit in units.items():
+        if key[:2] != ("session", "codex") or unit.problem:
+            continue
+        if not any(isinstance(op, Delete) and os.path.basename(op.path).startswith("rollout-") for op in unit.ops):
+            continue
+        planned = {(op.db, op.table) for op in unit.ops if isinstance(op, SqlDelete)}
+        wanted = [(db, "threads", "id") for db in codex_state.state_dbs(homes)]
+        wanted += [(db, t, "thread_id") for db in codex_state.history_dbs(homes)
+                   for t in ("thread_turns", "thread_items", "thread_history_projection_state")]
+        ops = [SqlDelete(db=str(db), table=t, where={col: key[2]}, expect_count=n, session=unit.session,
+                       reason="undo: rows Codex added for the converted session")
+               for db, t, col in wanted if (str(db), t) not in planned and (n := _count(db, t, col, key[2]))]
+        if ops:
+            unit.members.append(uf.Member("rows Codex added", ops))
+
+
+def _count(db, table: str, col: str, value: str) -> int:
+    from histmig.stores.codex_state import connect_ro
+    try:
+        con = connect_ro(db)
+    except HistmigInputError:       # unreadable: nothing undo can remove there
+        return 0
+    try:
+        return con.execute(f'SELECT count(*) FROM "{table}" WHERE "{col}" = ?', (value,)).fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    finally:
+        con.close()
 
 
 def _add_offsets(homes, units: Units) -> None:
@@ -346,14 +387,18 @@ class Locator:
         self.renames = [(r["path"], r["dst"]) for r in intents if r["method"] == "rename"]
         self._rollouts: dict[str, str] | None = None
 
+    def left_at(self, path: str) -> str:
+        """Where this transaction left ``path`` (moved along with its own renames)."""
+        for src, dst in self.renames:
+            if path == src or path.startswith(src.rstrip("/") + "/"):
+                return dst + path[len(src):]
+        return path
+
     def find(self, path: str) -> str | None:
         if os.path.lexists(path):
             return path
-        for src, dst in self.renames:
-            if path == src or path.startswith(src.rstrip("/") + "/"):
-                moved = dst + path[len(src):]
-                if os.path.lexists(moved):
-                    return moved
+        if (moved := self.left_at(path)) != path and os.path.lexists(moved):
+            return moved
         name = os.path.basename(path)
         if name.startswith("rollout-") and _under(path, str(self.codex)):
             return self._rollout_index().get(name)

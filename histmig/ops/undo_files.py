@@ -49,6 +49,7 @@ class Env:
     restore_deleted: bool
     tail_edit: LineEdit | None
     locate: Callable[[str], str | None]
+    left_at: Callable[[str], str]
     trash: Path
     begin: dict = field(default_factory=dict)     # the undone transaction's begin record
     made_dirs: list[str] = field(default_factory=list)   # folders its renames created
@@ -210,9 +211,9 @@ def inverse_inplace(env: Env, rec: dict) -> Member:
 def inverse_create(env: Env, rec: dict) -> Member:
     """A created session is removed only while it is exactly what was written (a copy stays in the
     undo transaction's backups); one continued since is kept, or with --force moved to the trash."""
-    path = rec["path"]
-    if not os.path.lexists(path):
-        return Member(path)
+    path = env.locate(rec["path"])        # a rollout `codex archive` moved since is followed
+    if path is None:
+        return Member(rec["path"])
     post = rec.get("post") or {}
     sha = _sha(path)
     if sha == post.get("sha256"):
