@@ -14,6 +14,7 @@ Real Codex 0.171.0 and Claude Code 2.1.197 against the loopback fake API (tests/
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,6 +156,17 @@ def kept(w: World, txid: str, session_id: str):
     return done
 
 
+def refuses_for_later(w: World, older: str, newer: str) -> None:
+    """Undoing the older transaction while the newer one still covers its sessions: not exit 0, and
+    the newer one is named as what to undo first (``undo <newer> first`` / ``... <newer> ...; undo it
+    first``)."""
+    refused = w.histmig("undo", older)
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0, shown(refused)
+    assert newer in out and re.search(rf"undo ({re.escape(newer)}|it) first", out), shown(refused)
+    assert "deleted" not in out, "a session the newer transaction moved is not deleted:\n" + shown(refused)
+
+
 # -- flip -------------------------------------------------------------------------------------------
 
 def flip_world(w: World) -> str:
@@ -246,9 +258,7 @@ def test_flip_twice_undo_of_the_older_names_the_newer_and_keeps_the_session_whol
     tx2 = last_txid(w.scratch)
     f = one(codex_files(w))
     before, rows = f.read_bytes(), codex_rows(w.scratch.codex_home)
-    refused = w.histmig("undo", tx1)
-    assert refused.returncode != 0, shown(refused)
-    assert f"undo {tx2} first" in refused.stdout + refused.stderr, shown(refused)
+    refuses_for_later(w, tx1, tx2)
     assert f.read_bytes() == before and codex_rows(w.scratch.codex_home) == rows
     doctor_healthy(w.scratch)
     carries(w.codex("still under the newer flip", resume="last"), "flip-earlier")
@@ -362,9 +372,7 @@ def test_move_twice_undo_of_the_older_names_the_newer_and_keeps_the_sessions_who
     ctid, csid, app3, tx1, tx2 = move_twice(w)
     before = {p: p.read_bytes() for p in [*codex_files(w), *claude_files(w)]}
     rows = codex_rows(w.scratch.codex_home)
-    refused = w.histmig("undo", tx1)
-    assert refused.returncode != 0, shown(refused)
-    assert f"undo {tx2} first" in refused.stdout + refused.stderr, shown(refused)
+    refuses_for_later(w, tx1, tx2)
     assert {p: p.read_bytes() for p in [*codex_files(w), *claude_files(w)]} == before
     assert codex_rows(w.scratch.codex_home) == rows
     doctor_healthy(w.scratch)
@@ -383,14 +391,15 @@ def to_claude_world(w: World) -> tuple[str, str]:
 
 # -- convert claude-code -> codex -------------------------------------------------------------------
 
-def to_codex_world(w: World) -> str:
+def to_codex_world(w: World, codex_used_before: bool = True) -> str:
     """A Claude session in ``app`` converted to Codex under ``my-provider``. Returns the new thread id.
 
-    Codex has been used before (another project), so its databases exist and the conversion registers
-    its ``threads`` row there."""
+    By default Codex has been used before (another project), so its databases exist and the
+    conversion registers its ``threads`` row there; on a fresh Codex, Codex adds the row itself later."""
     w.claude("RUN: echo cvt-earlier-claude")
     w.provider(CUSTOM_PROVIDER)
-    w.codex("codex-elsewhere", w.scratch.project("elsewhere"))
+    if codex_used_before:
+        w.codex("codex-elsewhere", w.scratch.project("elsewhere"))
     done = ok(w.histmig("convert", "--to", "codex", "--from", "claude-code", "--apply"))
     return new_session_id(done)
 
@@ -526,9 +535,7 @@ def test_convert_codex_to_claude_then_move_undo_of_the_convert_names_the_move(w)
     tx2 = last_txid(w.scratch)
     f = session_file(w, sid)
     before = f.read_bytes()
-    refused = w.histmig("undo", tx1)
-    assert refused.returncode != 0, shown(refused)
-    assert f"undo {tx2} first" in refused.stdout + refused.stderr, shown(refused)
+    refuses_for_later(w, tx1, tx2)
     assert session_file(w, sid) == f and f.read_bytes() == before
     doctor_healthy(w.scratch)
     carries(w.claude("still in app2", app2, continue_=True), "cvt-earlier-codex")
@@ -558,9 +565,22 @@ def test_convert_claude_to_codex_then_flip_undo_of_the_convert_names_the_flip(w)
     tx2 = last_txid(w.scratch)
     f = session_file(w, sid)
     before, rows = f.read_bytes(), codex_rows(w.scratch.codex_home)
-    refused = w.histmig("undo", tx1)
-    assert refused.returncode != 0, shown(refused)
-    assert f"undo {tx2} first" in refused.stdout + refused.stderr, shown(refused)
+    refuses_for_later(w, tx1, tx2)
     assert f.read_bytes() == before and codex_rows(w.scratch.codex_home) == rows
     doctor_healthy(w.scratch)
     carries(w.codex("still under openai", resume="last"), "cvt-earlier-claude")
+
+
+def test_convert_claude_to_codex_on_a_fresh_codex_then_new_session_undo_leaves_no_row_behind(w):
+    """No Codex database at convert time: the conversion writes only the rollout, and the next Codex
+    start registers it itself. Undo removes the unchanged rollout and must not leave that row."""
+    sid = to_codex_world(w, codex_used_before=False)
+    txid = last_txid(w.scratch)
+    w.codex("cvt-new-session")
+    assert sid in codex_rows(w.scratch.codex_home)["threads"], "Codex did not register the converted rollout"
+    undone(w, txid)
+    assert not [p for p in codex_files(w) if sid in p.name]
+    assert sid not in codex_rows(w.scratch.codex_home)["threads"]
+    doctor_healthy(w.scratch)
+    carries(w.codex("again", resume="last"), "cvt-new-session")
+    carries(w.claude("again", continue_=True), "cvt-earlier-claude")
