@@ -135,7 +135,8 @@ def undone(w: World, txid: str, *, by_default: bool = False):
     the sessions' is itself a doctor finding."""
     which = () if by_default else (txid,)
     before = disk(w)
-    ok(w.histmig("undo", "--dry-run", *which))
+    plan = ok(w.histmig("undo", "--dry-run", *which))
+    assert txid in plan.stdout + plan.stderr, "the dry run does not say which transaction:\n" + shown(plan)
     assert disk(w) == before, "undo --dry-run wrote"
     done = ok(w.histmig("undo", *which))
     assert txid in done.stdout + done.stderr, shown(done)
