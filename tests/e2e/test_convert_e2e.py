@@ -13,6 +13,7 @@ import pytest
 
 from .clients import (claude_setup, claude_transcripts, codex_session_id, codex_setup, run_claude, run_codex)
 from .fake_rules import check_anthropic
+from .histmig_run import new_session_id
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,11 +27,6 @@ def histmig(scratch, *args: str) -> subprocess.CompletedProcess:
            "HISTMIG_STATE_DIR": str(scratch.root / "histmig-state"), "LANG": "C.UTF-8"}
     return subprocess.run([sys.executable, "-m", "histmig", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
-
-
-def new_session_id(done: subprocess.CompletedProcess) -> str:
-    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("converting "))
-    return line.split(" -> ")[1].split()[0]
 
 
 def anthropic_positions(body: dict, prompt: str, command: str) -> tuple[int, int, int]:
