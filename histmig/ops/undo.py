@@ -180,11 +180,16 @@ def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *
     if who is None and rec["method"] == "rename":
         who = next((w for p in places if (w := history.later.below(p))), None)
     if who:        # the most useful reason: whatever else changed, that transaction changed it
-        m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
+        m.ops, m.problem = [], _later(who)
     key = _key(session, m.path)
     unit = units.get_unit(key, key[-1], session)
     unit.members.append(m)
     unit.ns.add(rec["n"])
+
+
+def _later(who: str) -> tuple[str, str]:
+    txid = who.split(" ")[0]
+    return f"changed by the later transaction {who}; undo it first: histmig undo {txid}", "later-transaction"
 
 
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> None:
@@ -192,7 +197,7 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> N
         m = inverse_row(reader, rec["path"], row)
         who = history.later.rows.get(row_key(rec["path"], row))
         if who:
-            m.ops, m.problem = [], (f"changed by the later transaction {who}; undo it first", "later-transaction")
+            m.ops, m.problem = [], _later(who)
         session = row.get("session")
         key = _key(session, m.path)
         unit = units.get_unit(key, key[-1], session)

@@ -369,10 +369,6 @@ def test_move_twice_on_the_same_files_undo_latest_then_older(w):
     carries(w.claude("after both undos", continue_=True), "move-earlier-claude")
 
 
-@pytest.mark.xfail(strict=True, reason="undo of the older move calls the Claude transcript the newer move "
-                   "carried on 'deleted since the transaction; ... --restore-deleted recreates it' (and its slug "
-                   "folder 'neither A nor B exists') instead of naming the newer transaction; the Codex rollout is "
-                   "named right")
 def test_move_twice_undo_of_the_older_names_the_newer_and_keeps_the_sessions_whole(w):
     ctid, csid, app3, tx1, tx2 = move_twice(w)
     before = {p: p.read_bytes() for p in [*codex_files(w), *claude_files(w)]}
@@ -506,9 +502,6 @@ def test_convert_codex_to_claude_then_codex_archive_of_the_source_undo_removes_t
     carries(w.codex("again", resume="last"), "cvt-earlier-codex")
 
 
-@pytest.mark.xfail(strict=True, reason="undo of a conversion whose rollout `codex archive` moved: exit 0 "
-                   "'undone', deletes the threads row but leaves the archived rollout (inverse_create does not "
-                   "follow the rollout; doctor: codex.rollout-no-row)")
 def test_convert_claude_to_codex_then_codex_archive_undo_removes_the_archived_conversion(w):
     sid = to_codex_world(w)
     txid = last_txid(w.scratch)
@@ -579,8 +572,6 @@ def test_convert_claude_to_codex_then_flip_undo_of_the_convert_names_the_flip(w)
     carries(w.codex("still under openai", resume="last"), "cvt-earlier-claude")
 
 
-@pytest.mark.xfail(strict=True, reason="undo removes the unchanged converted rollout but keeps the threads row "
-                   "Codex added for it after the apply (row points at a missing file), exit 0 'undone'")
 def test_convert_claude_to_codex_on_a_fresh_codex_then_new_session_undo_leaves_no_row_behind(w):
     """No Codex database at convert time: the conversion writes only the rollout, and the next Codex
     start registers it itself. Undo removes the unchanged rollout and must not leave that row."""
