@@ -24,11 +24,24 @@ FORMATS = {
 }
 
 
-def adapter(name: str) -> Any:
-    if name not in FORMATS:
+# Other spellings users type (doctor's finding codes say ``claude.``), each to its canonical name.
+ALIASES = {"claude": "claude-code", "claude_code": "claude-code", "claudecode": "claude-code",
+           "codex-cli": "codex", "mini_cc": "mini-cc", "minicc": "mini-cc"}
+
+
+def canonical(name: str) -> str:
+    """The canonical tool name for ``name`` or one of its aliases (any case)."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in FORMATS:
         from histmig.diagnostics import UsageError
-        raise UsageError(f"unknown tool {name!r} (choose from {', '.join(FORMATS)})")
-    return importlib.import_module(FORMATS[name]).ADAPTER
+        raise UsageError(f"unknown tool {name!r} (choose from {', '.join(FORMATS)}; "
+                         f"also accepted: {', '.join(ALIASES)})")
+    return key
+
+
+def adapter(name: str) -> Any:
+    return importlib.import_module(FORMATS[canonical(name)]).ADAPTER
 
 
 def adapters() -> Iterator[Any]:

@@ -100,3 +100,16 @@ def test_no_progress_when_stderr_is_not_a_terminal(monkeypatch, capsys):
         p.step(10)
     p.done()
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [["scan", "--tool", "{t}"], ["doctor", "--tool", "{t}"],
+                                  ["move", "/nowhere/a", "/nowhere/b", "--tool", "{t}"],
+                                  ["convert", "--to", "{t}", "--all"], ["show", "--tool", "{t}", "zzzz"]])
+def test_canonical_tool_names_and_their_aliases_are_accepted_by_every_command(isolated_homes, argv):
+    """Issue 13: canonical codex / claude-code / mini-cc / manifest everywhere, aliases everywhere."""
+    from clirun import histmig
+    for name in ("claude-code", "claude", "Claude_Code", "mini-cc", "mini_cc"):
+        r = histmig(*[a.format(t=name) for a in argv])
+        assert r.exit_code != 2 or "is not a tool" not in r.stderr, (name, r.stderr)
+    r = histmig(*[a.format(t="claud") for a in argv])
+    assert r.exit_code == 2 and "is not a tool" in r.stderr

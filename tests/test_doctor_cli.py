@@ -42,7 +42,7 @@ def test_problems_are_grouped_per_tool_and_exit_1(isolated_homes, capsys):
     naive_state(isolated_homes)
     code, out, _ = run(capsys, "doctor")
     assert code == 1
-    assert "codex: 1 problem(s) in 1 finding(s)" in out and "claude: ok" in out
+    assert "codex: 1 problem(s) in 1 finding(s)" in out and "claude-code: ok" in out
     assert "  codex.db-provider-mismatch (1): " in out and "    fix: histmig doctor --repair --apply" in out
 
 

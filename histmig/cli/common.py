@@ -127,3 +127,23 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 70 + "\r")
             sys.stderr.flush()
+
+
+class ToolName(click.ParamType):
+    """A tool name: the canonical ``codex``, ``claude-code``, ``mini-cc``, ``manifest``, or one of
+    their aliases (``claude``, ``mini_cc``, ...); the command always gets the canonical one."""
+
+    name = "tool"
+
+    def convert(self, value, param, ctx):
+        from histmig.registry import FORMATS, canonical
+        try:
+            return canonical(value)
+        except HistmigError:
+            self.fail(f"{value!r} is not a tool (choose from {', '.join(FORMATS)})", param, ctx)
+
+    def get_metavar(self, param, *args, **kwargs) -> str:
+        return "[codex|claude-code|mini-cc|manifest]"
+
+
+TOOL = ToolName()

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import click
 
-from histmig.cli.common import diag, emit_json, info, print_warnings
+from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
 from histmig.convert import select
 from histmig.convert.loss import LossReport
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
 from histmig.ops.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
-from histmig.registry import FORMATS
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
 
@@ -26,8 +25,8 @@ Examples:
 @click.command("convert", help="Write each chosen session as a NEW native session of the target tool "
                "(new id; the source is never modified) and print what the conversion lost." + EXAMPLES)
 @click.argument("sessions", nargs=-1)
-@click.option("--to", "target", required=True, type=click.Choice(list(FORMATS)), help="Target tool.")
-@click.option("--from", "from_tool", type=click.Choice(list(FORMATS)), help="Only sessions of this tool.")
+@click.option("--to", "target", required=True, type=TOOL, help="Target tool.")
+@click.option("--from", "from_tool", type=TOOL, help="Only sessions of this tool.")
 @click.option("--cwd", type=click.Path(file_okay=False), help="With --from: only sessions recorded in PATH (or below).")
 @click.option("--all", "all_", is_flag=True, help="Every session of every other tool (or of --from).")
 @click.option("--again", is_flag=True, help="Convert even if this session was converted before.")

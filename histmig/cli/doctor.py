@@ -5,7 +5,7 @@ import dataclasses
 
 import click
 
-from histmig.cli.common import emit_json, info
+from histmig.cli.common import TOOL, emit_json, info
 from histmig.cli.tx import apply_options, run_plan
 from histmig.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
 from histmig.ops.doctor import TOOLS, Report, diagnose, plan_repair
@@ -26,7 +26,7 @@ Exit codes: 0 healthy, 1 problems found (or left after --repair --apply), 2 usag
 
 @click.command("doctor", help="Explain why chat history is missing or broken, per tool, and repair what is "
                "safe to repair through the same plan/apply/undo path as every other change." + EXAMPLES)
-@click.option("--tool", "tools", multiple=True, type=click.Choice(TOOLS), help="Check only this tool (repeatable).")
+@click.option("--tool", "tools", multiple=True, type=TOOL, help="Check only this tool (repeatable).")
 @click.option("--ignore", multiple=True, metavar="CODE", help="Leave out a check code, or every code of a tool "
               "with 'codex.' (repeatable).")
 @click.option("--repair", is_flag=True, help="Plan the safe repairs (a dry run unless --apply).")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from histmig.cli.common import info
+from histmig.cli.common import TOOL, info
 from histmig.cli.tx import apply_options, run_plan
-from histmig.ops.move import TOOLS, plan_move
+from histmig.ops.move import plan_move
 from histmig.plan import Rename
 
 EXAMPLES = """
@@ -28,7 +28,7 @@ COLUMNS = [("files", "files"), ("fields", "fields"), ("folders", "folders"), ("s
                "exist yet: run it before or after moving the folder." + EXAMPLES)
 @click.argument("old_path")
 @click.argument("new_path")
-@click.option("--tool", "tools", multiple=True, type=click.Choice(TOOLS),
+@click.option("--tool", "tools", multiple=True, type=TOOL,
               help="Only this tool's history (repeatable; default: all).")
 @click.option("--force", is_flag=True,
               help="When ~/.claude.json or config.toml already has a different entry for NEW, let OLD's values win.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since, unique_prefixes
-from histmig.cli.common import Progress, emit_json, info, style
+from histmig.cli.common import TOOL, Progress, emit_json, info, style
 from histmig.registry import FORMATS
 
 EXAMPLES = """
@@ -17,7 +17,7 @@ Examples:
 
 
 @click.command("scan", help="List every session of every tool." + EXAMPLES)
-@click.option("--tool", "tools", multiple=True, type=click.Choice(list(FORMATS)), help="Only these tools (repeatable).")
+@click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable).")
 @click.option("--provider", help="Only Codex sessions recorded under this model_provider.")
 @click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
 @click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")

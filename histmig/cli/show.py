@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig.catalog import resolve
-from histmig.cli.common import emit_json
+from histmig.cli.common import TOOL, emit_json
 from histmig.native import session_to_native
 from histmig.registry import adapter
 from histmig.render import render_json, render_text
@@ -23,7 +23,7 @@ Examples:
 @click.argument("session")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "native"]), default="text",
               show_default=True, help="Output format.")
-@click.option("--tool", "tools", multiple=True, help="Only look among these tools' sessions.")
+@click.option("--tool", "tools", multiple=True, type=TOOL, help="Only look among these tools' sessions.")
 @click.pass_obj
 def command(ctx, session, fmt, tools):
     ref = resolve(ctx.homes, session, tools or None)

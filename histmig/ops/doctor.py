@@ -17,8 +17,9 @@ from histmig.ops.doctor_base import CHECKS, Finding
 from histmig.ops.doctor_locate import HomeIndex
 from histmig.ops.doctor_transcript import utcnow
 from histmig.plan import Plan
+from histmig.registry import canonical
 
-TOOLS = ("codex", "claude", "mini-cc", "manifest")
+TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
 
 
 @dataclass
@@ -48,12 +49,12 @@ def diagnose(homes: Homes, *, now: datetime | None = None, tools: Iterable[str] 
              ignore: Iterable[str] = ()) -> Report:
     """Every finding for the chosen tools, minus the ignored codes (a code or a ``tool.`` prefix)."""
     now = now or utcnow()
-    tools, ignore = tuple(tools), tuple(ignore)
+    tools, ignore = tuple(canonical(t) for t in tools), tuple(ignore)
     index = HomeIndex(homes.home, exclude=[homes.codex, homes.claude, homes.mini_cc, homes.state])
     found: list[Finding] = []
     if "codex" in tools:
         found += doctor_codex.check(homes, index, split_ignored=_ignored("codex.rollout-provider-split", ignore))
-    if "claude" in tools:
+    if "claude-code" in tools:
         found += doctor_claude.check(homes, index, now)
     if "mini-cc" in tools:
         found += doctor_other.check_mini_cc(homes, index, now)

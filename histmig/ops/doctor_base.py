@@ -171,7 +171,9 @@ class Finding:
 
     @property
     def tool(self) -> str:
-        return self.code.split(".", 1)[0]
+        """The canonical tool name (codes keep their short prefix: ``claude.``)."""
+        prefix = self.code.split(".", 1)[0]
+        return {"claude": "claude-code"}.get(prefix, prefix)
 
     def to_warning(self) -> Warning:
         extra = {"count": self.count, **({"fix": self.fix} if self.fix else {})}

@@ -12,10 +12,10 @@ import os
 from typing import Iterable
 
 from histmig import locks
-from histmig.diagnostics import UsageError
 from histmig.ops import move_paths
 from histmig.ops.move_claude import plan_claude
 from histmig.ops.move_codex import plan_codex
+from histmig.registry import canonical
 from histmig.ops.move_common import ToolPlan, make_pathmap
 from histmig.ops.move_manifest import plan_manifest
 from histmig.ops.move_minicc import plan_minicc
@@ -26,10 +26,7 @@ TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
 
 def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, force: bool = False,
               rewrite_content: bool = False, split_shared: bool = False) -> Plan:
-    selected = set(tools or TOOLS)
-    unknown = selected - set(TOOLS)
-    if unknown:
-        raise UsageError(f"unknown tool {sorted(unknown)[0]!r} (choose from {', '.join(TOOLS)})")
+    selected = {canonical(t) for t in tools} if tools else set(TOOLS)
     res = move_paths.resolve(old, new)
     pm, warnings = make_pathmap(old, res.new)
     warnings = res.warnings + warnings
