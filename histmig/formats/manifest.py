@@ -157,6 +157,20 @@ def read(src: Any) -> Session:
     d = session_dir(src)
     transcript = d / "transcript.jsonl"
     records = list(records_from_lines(read_lines(transcript))) if transcript.exists() else []
+    return _session(d, transcript, records)
+
+
+def stream(src: Any) -> Session:
+    """:func:`read` with the transcript's records read again on each iteration (bounded memory)."""
+    from histmig.jsonl import record_lines
+    from histmig.model import RecordStream
+    d = session_dir(src)
+    transcript = d / "transcript.jsonl"
+    exists = transcript.exists()
+    return _session(d, transcript, RecordStream(lambda: records_from_lines(record_lines(transcript)) if exists else ()))
+
+
+def _session(d: Path, transcript: Path, records: Any) -> Session:
     raw, meta, err = read_json_file(d / "meta.json")
     meta = meta or {}
     session = Session(id=str_or_none(meta.get("sessionId")) or d.name, format=NAME, path=transcript,
@@ -253,5 +267,5 @@ def _epoch(value: Any) -> float | None:
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result"}),
-                          detect=detect, discover=discover, read=read, serialize=serialize,
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           serialize_meta=serialize_meta, health=health)
