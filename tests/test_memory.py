@@ -132,3 +132,29 @@ def test_case9_an_assistant_turn_over_the_record_limit_is_one_clear_error(isolat
     res = histmig("show", CLAUDE_ID[:8], "--format", "native")
     assert res.exit_code == 1 and res.stdout == "" and f"{path}:2:" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+RLIMITED = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20)); "
+            "sys.argv = ['histmig'] + sys.argv[1:]; runpy.run_module('histmig', run_name='__main__')")
+
+
+def test_case9_out_of_memory_is_a_named_skip_not_a_traceback(env, isolated_homes):
+    """Under a 600 MB address-space limit (``ulimit -v``, how the issue got its MemoryError) a
+    256 MB session still shows; convert, which builds the converted session whole, skips it as
+    ``too-large`` (exit 3) instead of printing a MemoryError traceback."""
+    import subprocess
+    import sys
+    big = Path(isolated_homes["HOME"]) / "w" / "big"
+    big.mkdir(parents=True)
+    path = big_transcript(Path(isolated_homes["CLAUDE_CONFIG_DIR"]), str(big), size=256 << 20)
+    try:
+        run = lambda *a: subprocess.run([sys.executable, "-c", RLIMITED, *a], env=env,  # noqa: E731
+                                        capture_output=True, text=True)
+        shown = run("show", CLAUDE_ID[:8])
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr
+        assert shown.stdout.count("[user]") == shown.stdout.count("[assistant]") == 128
+        conv = run("convert", "--to", "codex", CLAUDE_ID[:8])
+        assert conv.returncode == 3 and "Traceback" not in conv.stderr, conv.stderr
+        assert f"skip: {path}: not enough memory to build the converted session" in conv.stderr
+    finally:
+        path.unlink()

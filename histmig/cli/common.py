@@ -126,6 +126,9 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
         return e.exit_code
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:     # readers stream; what is still built whole names itself here, not in a traceback
+        diag("error: out of memory (a single record or converted session too large for this machine's limit)")
+        return 1
 
 
 class Progress:

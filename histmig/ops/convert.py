@@ -121,9 +121,21 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
         return out, []
     try:
         conv = flatten(session)
+        return _write(run, session, conv, cwd, out)
     except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
         return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
-    return _write(run, session, conv, cwd, out)
+    except MemoryError:
+        # the source streams, but the converted session is built whole (CreateFile holds its bytes);
+        # everything it held is freed by the time we get here, so the next session can go on
+        return _skip(out, "too-large", "not enough memory to build the converted session "
+                     f"({_size(ref.path)} bytes of source)"), []
+
+
+def _size(path: Any) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
 
 
 def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
