@@ -147,14 +147,20 @@ def test_case9_out_of_memory_is_a_named_skip_not_a_traceback(env, isolated_homes
     big = Path(isolated_homes["HOME"]) / "w" / "big"
     big.mkdir(parents=True)
     path = big_transcript(Path(isolated_homes["CLAUDE_CONFIG_DIR"]), str(big), size=256 << 20)
+    out = Path(isolated_homes["HOME"]) / "shown.txt"   # to a file: 256 MB captured here would grow pytest itself
     try:
-        run = lambda *a: subprocess.run([sys.executable, "-c", RLIMITED, *a], env=env,  # noqa: E731
-                                        capture_output=True, text=True)
+        def run(*args):
+            with open(out, "w") as fh:
+                return subprocess.run([sys.executable, "-c", RLIMITED, *args], env=env, stdout=fh,
+                                      stderr=subprocess.PIPE, text=True)
         shown = run("show", CLAUDE_ID[:8])
         assert shown.returncode == 0 and "Traceback" not in shown.stderr
-        assert shown.stdout.count("[user]") == shown.stdout.count("[assistant]") == 128
+        with open(out) as fh:
+            roles = [ln for ln in fh if ln in ("[user]\n", "[assistant]\n")]
+        assert len(roles) == 256 and roles.count("[user]\n") == 128
         conv = run("convert", "--to", "codex", CLAUDE_ID[:8])
         assert conv.returncode == 3 and "Traceback" not in conv.stderr, conv.stderr
         assert f"skip: {path}: not enough memory to build the converted session" in conv.stderr
     finally:
         path.unlink()
+        out.unlink(missing_ok=True)
