@@ -18,6 +18,11 @@ from histmig.diagnostics import HistmigInputError
 
 BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+# The most one record may hold when a reader builds the model from it (show, convert): a line of
+# N bytes costs up to about 10 N while it is split, parsed and rendered, so 16 MiB keeps such a
+# reader under 200 MB. A longer line is refused there with its file and line number; flip and move
+# read lines up to DEFAULT_MAX_LINE_BYTES and copy longer ones by offset.
+RECORD_MAX_BYTES = 16 * 1024 * 1024
 CHUNK = 1 << 20
 
 
@@ -215,6 +220,11 @@ def iter_lines(fp: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             length = nl + 1 - start
             if length > max_line_bytes:
                 yield Line(number, buf_offset + start, None, length)
+            elif length > CHUNK:    # one copy, not two (a bytearray slice, then bytes of it)
+                with memoryview(buf) as view:
+                    raw = bytes(view[start:nl + 1])
+                yield Line(number, buf_offset + start, raw)
+                del raw
             else:
                 yield Line(number, buf_offset + start, bytes(buf[start:nl + 1]))
             number += 1
@@ -280,6 +290,23 @@ def read_lines(path: str | os.PathLike, *, max_line_bytes: int = DEFAULT_MAX_LIN
     """Every line of a ``.jsonl`` or ``.jsonl.zst`` file (streamed)."""
     with open_stream(path, max_decompressed=max_decompressed) as fh:
         yield from iter_lines(fh, max_line_bytes=max_line_bytes)
+
+
+def record_lines(path: str | os.PathLike, *, limit: int | None = None) -> Iterator[Line]:
+    """:func:`read_lines` for a reader that builds records it hands on (``adapter.stream``): a line
+    over ``limit`` (default :data:`RECORD_MAX_BYTES`) is refused with the file and line, where
+    ``read_lines`` would yield it opaque and never hold it."""
+    limit = RECORD_MAX_BYTES if limit is None else limit
+    for line in read_lines(path, max_line_bytes=limit):
+        if line.oversize:
+            raise record_too_big(path, line.number, line.length or 0, limit)
+        yield line
+
+
+def record_too_big(path: str | os.PathLike, number: int | None, size: int, limit: int) -> HistmigInputError:
+    return HistmigInputError(f"record of {size} bytes is over the {limit // (1024 * 1024)} MiB limit for reading "
+                             "one record into memory (flip and move still copy it byte for byte)",
+                             path=path, line=number)
 
 
 def head_lines(path: str | os.PathLike, *, max_lines: int = 50, max_bytes: int = 256 * 1024,

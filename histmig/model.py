@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal
 
 Kind = Literal["message", "tool_call", "tool_result", "reasoning", "summary", "event", "other"]
 Role = Literal["user", "assistant", "system", "developer", "tool", None]
@@ -113,6 +113,23 @@ class Record:
                          if isinstance(p, Text) and (include_injected or not p.injected))
 
 
+class RecordStream:
+    """A session's records read again from its file on every iteration, one at a time.
+
+    What ``adapter.stream()`` puts in ``Session.records``, so ``show`` and ``convert`` hold one
+    record (one line, or one assistant turn's lines) at a time, never the file: memory stays bounded
+    by the record limit (``jsonl.RECORD_MAX_BYTES``) whatever the file's size or line count."""
+
+    def __init__(self, produce: Callable[[], Iterable["Record"]]):
+        self._produce = produce
+
+    def __iter__(self) -> Iterator["Record"]:
+        return iter(self._produce())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @dataclass
 class Session:
     id: str
@@ -125,7 +142,7 @@ class Session:
     provider: str | None = None
     model: str | None = None
     parent_id: str | None = None
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] | RecordStream = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     subagents: list["Session"] = field(default_factory=list)
     warnings: list[Any] = field(default_factory=list)

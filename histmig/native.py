@@ -53,3 +53,19 @@ def session_to_native(session: Session) -> dict[str, Any]:
         else:
             d[f.name] = _value(v)
     return d
+
+
+def native_view(session: Session) -> dict[str, Any]:
+    """:func:`session_to_native` for :func:`histmig.jsonstream.write_json`: records (and each
+    sub-agent's) are converted one at a time as they are written."""
+    from histmig.jsonstream import Fields, Lazy
+    d: dict[str, Any] = {}
+    for f in dataclasses.fields(session):
+        v = getattr(session, f.name)
+        if f.name == "records":
+            d["records"] = Lazy(Fields(record_to_native(r)) for r in v)
+        elif f.name == "subagents":
+            d["subagents"] = [native_view(s) for s in v]
+        else:
+            d[f.name] = _value(v)
+    return d

@@ -1,6 +1,7 @@
 """Shared CLI plumbing: the context object, output helpers, error → exit-code mapping."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -38,6 +39,42 @@ def emit_json(data: Any) -> None:
     """Machine output: one JSON document on stdout, no colour, no progress."""
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=_json_default).decode())
+
+
+def emit_json_stream(data: Any) -> None:
+    """:func:`emit_json` written a piece at a time (``Lazy`` lists: see histmig.jsonstream)."""
+    from histmig.jsonstream import write_json
+    with echo_chunks() as write:
+        write_json(data, write, default=_json_default)
+        write("\n")
+
+
+@contextlib.contextmanager
+def echo_chunks(size: int = 1 << 16):
+    """A ``write(text)`` that prints through click.echo in pieces of about ``size`` characters
+    (echo flushes on every call; a large output is written as it is made, never held)."""
+    buf: list[str] = []
+    held = 0
+
+    def write(text: str) -> None:
+        nonlocal held
+        if len(text) >= size:           # a large piece goes out as it is, not copied into a join
+            if buf:
+                click.echo("".join(buf), nl=False)
+                buf.clear()
+                held = 0
+            click.echo(text, nl=False)
+            return
+        buf.append(text)
+        held += len(text)
+        if held >= size:
+            click.echo("".join(buf), nl=False)
+            buf.clear()
+            held = 0
+
+    yield write
+    if buf:
+        click.echo("".join(buf), nl=False)
 
 
 def _json_default(obj):
@@ -93,6 +130,9 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
         return EXIT_USAGE if e.exit_code == 2 else e.exit_code
     except click.exceptions.Exit as e:
         return e.exit_code
+    except MemoryError:     # readers stream; what is still built whole names itself here, not in a traceback
+        diag("error: out of memory (a single record or converted session too large for this machine's limit)")
+        return 1
 
 
 class Progress:

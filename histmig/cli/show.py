@@ -4,10 +4,10 @@ from __future__ import annotations
 import click
 
 from histmig.catalog import resolve
-from histmig.cli.common import TOOL, emit_json
-from histmig.native import session_to_native
+from histmig.cli.common import TOOL, echo_chunks, emit_json_stream
+from histmig.native import native_view
 from histmig.registry import adapter
-from histmig.render import render_json, render_text
+from histmig.render import json_view, write_text
 
 EXAMPLES = """
 \b
@@ -27,11 +27,14 @@ Examples:
 @click.pass_obj
 def command(ctx, session, fmt, tools):
     ref = resolve(ctx.homes, session, tools or None)
-    sess = adapter(ref.format).read(ref)
+    tool = adapter(ref.format)
+    # stream(): records are read from the file as they are printed (bounded memory, any size)
+    sess = getattr(tool, "stream", tool.read)(ref)
     if fmt == "native":
-        emit_json(session_to_native(sess))
+        emit_json_stream(native_view(sess))
     elif fmt == "json":
-        emit_json(render_json(sess))
+        emit_json_stream(json_view(sess))
     else:
-        click.echo(render_text(sess, verbose=ctx.verbose > 0, markdown=fmt == "markdown"), nl=False)
+        with echo_chunks() as write:
+            write_text(sess, write, verbose=ctx.verbose > 0, markdown=fmt == "markdown")
     return 0

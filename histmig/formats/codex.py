@@ -8,8 +8,10 @@ matches on, codex.md §13).
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -478,11 +480,41 @@ def read(path_or_ref: Any) -> Session:
     path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
     names = parse_name(path.name)
     session = Session(id=names[1] if names else path.stem, format=NAME, path=path)
+    _describe(session, path, read_lines(path), session.records)
+    return session
+
+
+def stream(path_or_ref: Any) -> Session:
+    """:func:`read` with ``records`` read again from the file on each iteration, one at a time
+    (bounded memory for ``show`` and ``convert``); a line over the record limit is refused."""
+    from histmig.jsonl import record_lines
+    from histmig.model import RecordStream, Session, SessionRef
+    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    names = parse_name(path.name)
+    session = Session(id=names[1] if names else path.stem, format=NAME, path=path,
+                      records=RecordStream(lambda: map(_record, record_lines(path))))
+    _describe(session, path, record_lines(path), None)
+    return session
+
+
+def _may_matter(raw: bytes, want_title: bool) -> bool:
+    """Whether a line after the session_meta can be a turn_context, or the first prompt. serde_json
+    never escapes these ASCII words, so a line without them cannot be either."""
+    return b"turn_context" in raw or (want_title and b"user" in raw)
+
+
+def _describe(session: Session, path: Path, lines: Iterator[Line], keep: list | None) -> None:
+    """One pass over the lines for the session's header fields; ``keep`` collects the records."""
     meta_seen, turn_cwd, model = None, None, None
-    for ln in read_lines(path):
-        rec = _record(ln)
-        session.records.append(rec)
-        obj = rec.extra.get("envelope")
+    for ln in lines:
+        if keep is not None:
+            rec = _record(ln)
+            keep.append(rec)
+            obj = rec.extra.get("envelope")
+        elif ln.raw is None or (meta_seen is not None and not _may_matter(ln.raw, session.title is None)):
+            continue       # streaming: parse only what can change a header field (3M lines in seconds)
+        else:
+            obj = None if ln.opaque or ln.blank else ln.obj
         t = line_type(obj)
         if meta_seen is None and t in ("session_meta", "legacy:session_meta"):
             meta_seen = meta_of(obj)
@@ -501,7 +533,6 @@ def read(path_or_ref: Any) -> Session:
     session.model = model
     session.updated = path.stat().st_mtime
     session.meta["compressed"] = is_zst(path)
-    return session
 
 
 def serialize(session: Session) -> bytes:
@@ -590,15 +621,73 @@ class ThreadFacts:
             self.meta_cwd = ts["cwd"]
 
 
+class _Offsets:
+    """Ascending byte offsets in an array: 8 bytes each, where a set of ints costs about 70, so a
+    3-million-line rollout's line starts take 24 MB. ``in`` is a binary search."""
+
+    def __init__(self) -> None:
+        self._a = array("q")
+
+    def add(self, offset: int) -> None:
+        if not self._a or offset > self._a[-1]:
+            self._a.append(offset)
+        elif offset not in self:
+            bisect.insort(self._a, offset)
+
+    def __contains__(self, offset: object) -> bool:
+        if not isinstance(offset, int) or not -2**63 <= offset < 2**63:
+            return False
+        i = bisect.bisect_left(self._a, offset)
+        return i < len(self._a) and self._a[i] == offset
+
+
+class _OrdinalSpans:
+    """``ordinal -> (start, end)`` like a dict (a later line with the same ordinal wins), kept in
+    three arrays while ordinals ascend, as Codex writes them; an out-of-order one goes to a dict."""
+
+    def __init__(self) -> None:
+        self._keys, self._starts, self._ends = array("q"), array("q"), array("q")
+        self._other: dict[int, tuple[int, int]] = {}
+
+    def __setitem__(self, ordinal: int, span: tuple[int, int]) -> None:
+        if (not self._keys or ordinal > self._keys[-1]) and -2**63 <= ordinal < 2**63:
+            self._keys.append(ordinal)
+            self._starts.append(span[0])
+            self._ends.append(span[1])
+        else:
+            self._other[ordinal] = span
+
+    def get(self, ordinal: Any, default: Any = None) -> Any:
+        if ordinal in self._other:
+            return self._other[ordinal]
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool) and -2**63 <= ordinal < 2**63:
+            i = bisect.bisect_left(self._keys, ordinal)
+            if i < len(self._keys) and self._keys[i] == ordinal:
+                return self._starts[i], self._ends[i]
+        return default
+
+    def __contains__(self, ordinal: object) -> bool:
+        return self.get(ordinal) is not None
+
+    def __getitem__(self, ordinal: int) -> tuple[int, int]:
+        span = self.get(ordinal)
+        if span is None:
+            raise KeyError(ordinal)
+        return span
+
+
 @dataclass
 class LineSpans:
     """Where a rollout's lines lie. thread_history_1.sqlite stores byte offsets of the lines that
-    carry an ``ordinal``, so checking them needs each ordinal's span and every line start."""
-    by_ordinal: dict[int, tuple[int, int]] = field(default_factory=dict)   # ordinal -> (start, end)
-    starts: set[int] = field(default_factory=set)                          # every line start, and EOF
+    carry an ``ordinal``, so checking them needs each ordinal's span and every line start (kept in
+    arrays: doctor holds these for every rollout at once)."""
+    by_ordinal: _OrdinalSpans = field(default_factory=_OrdinalSpans)   # ordinal -> (start, end)
+    starts: _Offsets = field(default_factory=_Offsets)                 # every line start, and EOF
 
     def note(self, line: Line) -> None:
         self.starts.add(line.offset)
+        if b'"ordinal"' not in (line.raw or b""):
+            return          # serde_json writes the key as is: a line without it has no ordinal
         obj = line.obj
         if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
             self.by_ordinal[obj["ordinal"]] = (line.offset, line.offset + (line.length or 0))
@@ -610,7 +699,9 @@ def scan_thread(path: Path) -> tuple[ThreadFacts, LineSpans]:
     for line in read_lines(path):
         spans.note(line)
         end = line.offset + (line.length or 0)
-        if isinstance(line.obj, dict):
+        raw = line.raw or b""   # parse only the line types ThreadFacts reads (serde_json never escapes them)
+        if (b"session_meta" in raw or b"turn_context" in raw or b"thread_settings_applied" in raw) \
+                and isinstance(line.obj, dict):
             facts.note(line.obj)
     spans.starts.add(end)
     return facts, spans
@@ -637,4 +728,4 @@ def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
-                          detect=detect, discover=discover, read=read, serialize=serialize)
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize)

@@ -157,6 +157,23 @@ def read(src: Any) -> Session:
     d = session_dir(src)
     transcript = d / "transcript.jsonl"
     records = list(records_from_lines(read_lines(transcript))) if transcript.exists() else []
+    return _session(d, transcript, records)
+
+
+def stream(src: Any, *, strict: bool = True) -> Session:
+    """:func:`read` with the transcript's records read again on each iteration (bounded memory).
+    ``strict``: a line over the record limit is refused (show, convert); else it is an opaque
+    record never held, as in :func:`read` (the listing)."""
+    from histmig.jsonl import record_lines
+    from histmig.model import RecordStream
+    d = session_dir(src)
+    transcript = d / "transcript.jsonl"
+    exists = transcript.exists()
+    lines = record_lines if strict else read_lines
+    return _session(d, transcript, RecordStream(lambda: records_from_lines(lines(transcript)) if exists else ()))
+
+
+def _session(d: Path, transcript: Path, records: Any) -> Session:
     raw, meta, err = read_json_file(d / "meta.json")
     meta = meta or {}
     session = Session(id=str_or_none(meta.get("sessionId")) or d.name, format=NAME, path=transcript,
@@ -185,8 +202,11 @@ def health(session: Session) -> list[str]:
     err = session.meta.get("meta_error")
     if err:
         problems.append(f"meta.json {err}")
-    body = [r for r in session.records if r.source_type != "blank"]
-    if body and body[-1].opaque:
+    last = None
+    for r in session.records:      # the last non-blank record, without holding the others
+        if r.source_type != "blank":
+            last = r
+    if last is not None and last.opaque:
         problems.append("transcript tail is not valid JSON")
     n = message_count(session.records)
     for cp in session.meta.get("checkpoints", []):
@@ -227,9 +247,13 @@ def ref_for(d: Path) -> SessionRef:
     transcript = d / "transcript.jsonl"
     ref = SessionRef(format=NAME, id=d.name, path=transcript if transcript.exists() else d)
     try:
-        session = read(d)
-    except (HistmigError, OSError) as e:
+        session = stream(d, strict=False)
+        return _fill(ref, session, d, transcript)
+    except (HistmigError, OSError) as e:    # the records are read again by each count below
         return mark_unreadable(ref, e)
+
+
+def _fill(ref: SessionRef, session: Session, d: Path, transcript: Path) -> SessionRef:
     meta = session.meta["meta"] or {}
     ref.cwd, ref.created, ref.title = session.cwd, session.created, session.title
     ref.size = sum(p.stat().st_size for p in (transcript, d / "meta.json") if p.exists())
@@ -253,5 +277,5 @@ def _epoch(value: Any) -> float | None:
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result"}),
-                          detect=detect, discover=discover, read=read, serialize=serialize,
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           serialize_meta=serialize_meta, health=health)

@@ -109,6 +109,27 @@ def read(src: Any) -> Session:
     return session
 
 
+def stream(src: Any) -> Session:
+    """:func:`read` with the records read again from the file on each iteration (bounded memory
+    for ``show`` and ``convert``): the header fields take a few streamed passes, most stop early."""
+    from histmig.jsonl import record_lines
+    from histmig.model import RecordStream
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    records = RecordStream(lambda: records_from_lines(record_lines(path)))
+    session = Session(id=path.stem, format=NAME, path=path, records=records)
+    session.cwd = first_value(records, "cwd")
+    session.created = first_timestamp(records)
+    session.updated = path.stat().st_mtime
+    session.title = first_prompt(records)
+    model = None
+    for r in records:                 # last_model() reads a list backwards
+        model = last_model([r]) or model
+    session.model = model
+    session.meta = {"style": style_of(record_lines(path)), "usage": usage_totals(records)}
+    session.warnings = broken_warnings(records, path)
+    return session
+
+
 def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     """What mini-cc's ``/status`` shows after a resume: summed assistant usage and the number
     of requests (assistant records carrying usage)."""
@@ -191,5 +212,5 @@ def folder_for(root: Path, cwd: str) -> tuple[Path, list[Path]]:
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
-                          detect=detect, discover=discover, read=read, serialize=serialize,
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record, project_dirs=project_dirs)

@@ -101,8 +101,9 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
         return _skip(out, "same-tool", f"already a {ref.format} session"), []
     if ref.error:
         return _skip(out, "unreadable", ref.error), []
-    try:
-        session = registry.adapter(ref.format).read(ref)
+    tool = registry.adapter(ref.format)
+    try:     # stream(): the records are read again from the file when flattened, one at a time
+        session = getattr(tool, "stream", tool.read)(ref)
     except (HistmigError, OSError) as e:
         return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
     out.source_id = session.id or ref.id
@@ -118,11 +119,26 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     if done and not run.opts.again:
         out.status, out.paths, out.reason, out.code = "already", [done], "already converted", "already-converted"
         return out, []
-    return _write(run, session, cwd, out)
+    try:
+        conv = flatten(session)
+        return _write(run, session, conv, cwd, out)
+    except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
+        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+    except MemoryError:
+        # the source streams, but the converted session is built whole (CreateFile holds its bytes);
+        # everything it held is freed by the time we get here, so the next session can go on
+        return _skip(out, "too-large", "not enough memory to build the converted session "
+                     f"({_size(ref.path)} bytes of source)"), []
 
 
-def _write(run: Run, session: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
-    conv = flatten(session)
+def _size(path: Any) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
+def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
     sid = run.ids.uuid7() if run.opts.target == "codex" else run.ids.uuid4()
     assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,

@@ -17,6 +17,31 @@ from histmig.plan import Fingerprint, Patch, WriteFile
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
 
+class LineNumbers:
+    """The line numbers of broken lines as the checks use them (``len``, ``[0]``): every one
+    counted, the first 100 kept, so a file of millions of broken lines stays small."""
+
+    KEEP = 100
+
+    def __init__(self) -> None:
+        self.first: list[int] = []
+        self.count = 0
+
+    def append(self, number: int) -> None:
+        self.count += 1
+        if len(self.first) < self.KEEP:
+            self.first.append(number)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> int:
+        return self.first[i]
+
+    def __iter__(self):
+        return iter(self.first)
+
+
 @dataclass
 class Transcript:
     path: Path
@@ -25,7 +50,7 @@ class Transcript:
     mtime: float = 0.0
     first_cwd: str | None = None
     session_ids: set[str] = field(default_factory=set)   # sessionId values seen in records
-    broken: list[int] = field(default_factory=list)      # line numbers of unparseable complete lines
+    broken: LineNumbers = field(default_factory=LineNumbers)   # unparseable complete lines
     why: str = ""                 # why the first of them did not parse
     torn_tail: bool = False       # the last line has no newline and does not parse
     complete: bool = True         # the file ends with a newline (safe to append)

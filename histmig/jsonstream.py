@@ -1,0 +1,64 @@
+"""Write a large JSON document a piece at a time, byte for byte as ``orjson`` with ``OPT_INDENT_2``
+would write it whole (what ``emit_json`` prints), so ``show --format json|native`` never holds
+every record of a session at once.
+
+A list to stream is wrapped in :class:`Lazy` (any iterable, consumed once); a value known only after
+the lists before it were written (a count) is wrapped in :class:`Later`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import orjson
+
+OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+
+
+class Lazy:
+    def __init__(self, items: Iterable[Any]):
+        self.items = items
+
+
+class Fields(dict):
+    """A dict written one value at a time (a record whose ``raw`` is megabytes: one copy of it at
+    a time, not of the whole record's text)."""
+
+
+class Later:
+    def __init__(self, compute: Callable[[], Any]):
+        self.compute = compute
+
+
+def _streamed(v: Any) -> bool:
+    if isinstance(v, (Lazy, Later, Fields)):
+        return True
+    if isinstance(v, dict):
+        return any(_streamed(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_streamed(x) for x in v)
+    return False
+
+
+def write_json(value: Any, write: Callable[[str], Any], *, default: Callable[[Any], Any] | None = None,
+               indent: int = 0) -> None:
+    """``write`` the pieces of ``orjson.dumps(value, option=OPT_INDENT_2 | OPT_NON_STR_KEYS)``."""
+    if isinstance(value, Later):
+        value = value.compute()
+    if not _streamed(value):
+        text = orjson.dumps(value, option=OPTIONS, default=default).decode()
+        write(text.replace("\n", "\n" + " " * indent) if indent else text)
+        return
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):   # Fields, or a dict holding a Lazy
+        opening, closing, entries = "{", "}", ((k, v) for k, v in value.items())
+    else:
+        items = value.items if isinstance(value, Lazy) else value
+        opening, closing, entries = "[", "]", ((None, v) for v in items)
+    first = True
+    for key, item in entries:
+        write(("" if not first else opening) + ("\n" if first else ",\n") + pad)
+        if key is not None:
+            write(orjson.dumps(key, option=OPTIONS, default=default).decode() + ": ")
+        write_json(item, write, default=default, indent=indent + 2)
+        first = False
+    write(opening + closing if first else "\n" + " " * indent + closing)
