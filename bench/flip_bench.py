@@ -9,7 +9,8 @@ Measured (wall time, peak RSS of the child process):
 - baseline ``cp -r`` of the Codex home (what an apply must not be slower than);
 - the naive rewrite-line-1 script from the tutorial (seed 003), run on that copy;
 - a floor: the least any durable, verified rewrite of the same files does (informative);
-- ``histmig flip openai my-provider --apply`` (plan with exact patches + journaled apply + DB rows).
+- ``histmig flip openai my-provider --apply`` (plan with exact patches + journaled apply + DB rows);
+- ``histmig undo`` of that flip (an inverse plan applied through the same journaled path).
 Everything runs under a temporary folder with HOME, CODEX_HOME and the state dir pointed into it.
 Page cache is warm for every step (the generator just wrote the files); numbers are comparable
 with each other, not with a cold disk.
@@ -166,6 +167,8 @@ def bench(work: Path, sessions: int, mb: float) -> int:
     shutil.rmtree(work / "floor-out")
     dt, rss, text = run_child(hm + ["flip", "openai", "my-provider", "--apply"], env)
     rows.append(("histmig flip --apply", dt, rss))
+    # undo is an inverse plan through the same journaled path (issue 12): compare it with the apply
+    rows.append(("histmig undo", *run_child(hm + ["undo"], env)[:2]))
     report(rows, stats, text)
     return 0
 
@@ -180,6 +183,7 @@ def report(rows, stats, apply_out: str) -> None:
     print(f"\ndry run / head baseline = {dry / head:.2f}x (target <= 2x)")
     print(f"apply / cp -r = {app / cp:.2f}x (target <= 1x)")
     print(f"peak RSS of apply = {t['histmig flip --apply'][1]:.0f} MB (target < 100 MB)")
+    print(f"undo / apply = {t['histmig undo'][0] / app:.2f}x, peak RSS of undo = {t['histmig undo'][1]:.0f} MB")
     print("apply said: " + " | ".join(ln for ln in apply_out.splitlines() if ln.startswith(("flipping", "applied"))))
 
 
