@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install what the e2e suite (tests/e2e) needs: tmux, and the pinned Codex / Claude Code clients
-# (versions: tests/e2e/versions.py) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients}.
+# Install what the e2e suite (tests/e2e) needs: tmux, and both client sets of tests/e2e/versions.py
+# (PINNED and NEWEST Codex / Claude Code) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
+# one sub-folder per pair of versions; plus the versions HISTMIG_E2E_CODEX / HISTMIG_E2E_CLAUDE_CODE name, if set.
 # Idempotent: a second run with the clients already there takes about a second.
 # Exit non-zero on any failure: in CI a missing client is a failure, never a skip.
 set -euo pipefail
@@ -19,6 +20,15 @@ PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
 fi
-start=$(date +%s)
-"$PY" -m tests.e2e.clients install
-echo "install-clients: done in $(( $(date +%s) - start ))s ($("$PY" -m tests.e2e.versions))" >&2
+install_set() {  # $1 = a set name of tests/e2e/versions.py; the per-client overrides do not apply
+  local start=$(date +%s)
+  env -u HISTMIG_E2E_CODEX -u HISTMIG_E2E_CLAUDE_CODE HISTMIG_E2E_CLIENTS="$1" "$PY" -m tests.e2e.clients install
+  echo "install-clients: $1 done in $(( $(date +%s) - start ))s" \
+       "($(env -u HISTMIG_E2E_CODEX -u HISTMIG_E2E_CLAUDE_CODE HISTMIG_E2E_CLIENTS="$1" "$PY" -m tests.e2e.versions))" >&2
+}
+install_set pinned
+install_set newest
+if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
+  "$PY" -m tests.e2e.clients install
+  echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2
+fi

@@ -1,4 +1,4 @@
-"""Install the pinned real clients once, and run them offline against the fake API.
+"""Install the real clients once (the versions tests/e2e/versions.py selects), and run them offline against the fake API.
 
 Every run gets a scratch HOME / CODEX_HOME / CLAUDE_CONFIG_DIR, a clean environment (nothing inherited
 from the caller but PATH and locale), a proxy that goes nowhere for anything that is not loopback, and
@@ -27,7 +27,7 @@ DEAD_PROXY = "http://127.0.0.1:9"  # discard port: any non-loopback request fail
 
 
 class ClientsUnavailable(RuntimeError):
-    """The pinned clients could not be installed (no npm, npm failed, wrong version)."""
+    """The selected clients could not be installed (no npm, npm failed, wrong version)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _version_ok(clients: Clients) -> bool:
 
 
 def install(root: Path | None = None) -> Clients:
-    """Install the pinned clients into the cache once (file lock: parallel callers wait)."""
+    """Install the selected clients into their cache sub-folder once (file lock: parallel callers wait)."""
     prefix = install_dir(root)
     prefix.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / ".install.lock", "w") as lock:
@@ -77,7 +77,7 @@ def install(root: Path | None = None) -> Clients:
             return clients
         _npm_install(prefix)
         if not _version_ok(clients):
-            raise ClientsUnavailable(f"installed clients in {prefix} do not report the pinned versions")
+            raise ClientsUnavailable(f"installed clients in {prefix} do not report the versions {versions.describe()}")
         (prefix / ".ok").write_text(" ".join(versions.npm_specs()) + "\n")
         return clients
 

@@ -1,4 +1,4 @@
-"""Fixtures for the e2e suite: the pinned clients (installed once), a fake API, a scratch world.
+"""Fixtures for the e2e suite: the clients tests/e2e/versions.py selects (installed once), a fake API, a scratch world.
 
 Outside CI a missing client (no npm, no registry) skips the client tests with the reason; in CI
 (``CI=true``) it fails them, so a broken install can never pass as green.
@@ -10,10 +10,15 @@ import shutil
 
 import pytest
 
+from . import versions
 from .clients import ClientsUnavailable, Scratch, install
 from .fake_api import FakeAPI
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_report_header(config):
+    return f"e2e clients: {versions.describe()} (tests/e2e/versions.py)"
 
 
 @pytest.fixture(scope="session")

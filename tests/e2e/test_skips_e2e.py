@@ -30,7 +30,7 @@ def test_case6_live_claude_session_keeps_its_folder_whole_until_it_ends(clients,
 
     tui.claude_setup(scratch)
     with tui.Tmux([str(clients.claude)], app, tui._env(scratch, fake_api)) as live:
-        live.wait_for(tui.READY, timeout=60)
+        live.wait_for(*tui.READY, timeout=60)
         tui._send_prompt(live, fake_api, "typed-while-live", 60)
         registry = list((scratch.claude_dir / "sessions").glob("*.json"))
         assert registry, "Claude Code registers its live session in <config>/sessions/<pid>.json"

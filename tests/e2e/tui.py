@@ -8,6 +8,7 @@ Each helper uses its own tmux server (a private socket) and kills only that serv
 """
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,7 +21,11 @@ from .fake_api import FakeAPI
 
 TRUST = "Yes, I trust this folder"
 API_KEY = "Detected a custom API key"
-READY = "? for shortcuts"
+API_KEY_YES = "Yes"
+CURSOR = "\u276f"  # ❯, the selected menu option
+# the idle prompt's footer: 2.1.197 "? for shortcuts"; 2.1.332 starts in auto mode and shows
+# "⏵⏵ auto mode on (shift+tab to cycle)" there instead (both hide it while a turn runs)
+READY = ("? for shortcuts", "auto mode on (shift+tab to cycle)")
 PICKER = ("Resume session", "No conversations found")
 EXIT_MARK = "__CLAUDE_EXIT="
 
@@ -77,16 +82,52 @@ class Tmux:
 
 
 def answer_dialogs(tmux: Tmux, text: str) -> bool:
-    """Accept the folder-trust dialog and the custom-API-key dialog (its default is "No")."""
+    """Accept the folder-trust dialog and the custom-API-key dialog (its default is "No").
+
+    The options are picked by their label, not by position: 2.1.197 lists "1. Yes, I trust this
+    folder" first and selected, 2.1.332 lists "No, exit" first and selected.
+    """
     if TRUST in text:
-        tmux.keys("Enter")
+        choose(tmux, text, TRUST)
     elif API_KEY in text:
-        tmux.keys("Up")
-        tmux.keys("Enter")
+        choose(tmux, text, API_KEY_YES)
     else:
         return False
     time.sleep(0.8)
     return True
+
+
+def choose(tmux: Tmux, text: str, label: str, timeout: float = 10.0) -> None:
+    """Move the menu cursor (``❯``) to the option line containing ``label``, then press Enter.
+
+    One arrow key at a time, re-reading the screen in between: a menu that is drawn before it reads
+    keys drops the first ones. Enter is pressed only with ``label`` selected (never on "No, exit").
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = text.splitlines()
+        cursor = next((i for i, l in enumerate(lines) if l.lstrip().startswith(CURSOR)), None)
+        target = next((i for i, l in enumerate(lines) if _option(l) == label), None)
+        if cursor is None or target is None:
+            raise AssertionError(f"no menu with the option {label!r} on screen:\n{text}")
+        if cursor == target:
+            tmux.keys("Enter")
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"could not select {label!r} within {timeout}s:\n{text}")
+        tmux.keys("Down" if target > cursor else "Up")
+        time.sleep(0.3)
+        text = tmux.screen()
+
+
+def _option(line: str) -> str:
+    """The label of a menu line: without the cursor and the "1." numbering (2.1.197 numbers them)."""
+    return re.sub(r"^\s*(?:" + CURSOR + r")?\s*(?:\d+\.\s+)?", "", line).rstrip()
+
+
+def ready(screen: str) -> bool:
+    """Is the client idle at its prompt?"""
+    return any(r in screen for r in READY)
 
 
 def _env(scratch: Scratch, api: FakeAPI) -> dict[str, str]:
@@ -103,7 +144,7 @@ def record_interactive(clients: Clients, scratch: Scratch, api: FakeAPI, cwd: Pa
     mark = api.mark()
     cmd = [str(clients.claude), *args]
     with Tmux(cmd, cwd, _env(scratch, api)) as tmux:
-        tmux.wait_for(READY, timeout=timeout)
+        tmux.wait_for(*READY, timeout=timeout)
         for prompt in prompts:
             _send_prompt(tmux, api, prompt, timeout)
         tmux.keys("/exit", literal=True)
@@ -123,7 +164,7 @@ def _send_prompt(tmux: Tmux, api: FakeAPI, prompt: str, timeout: float) -> None:
     while time.monotonic() < deadline:
         done = [e for e in api.since(mark) if e.api == "anthropic" and e.status == 200
                 and e.reply and not any(b["type"] == "tool_use" for b in e.reply)]
-        if done and READY in tmux.screen():
+        if done and ready(tmux.screen()):
             time.sleep(0.5)  # let the transcript write land
             return
         answer_dialogs(tmux, tmux.screen())
