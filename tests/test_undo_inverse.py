@@ -338,24 +338,30 @@ _line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"") + b"\n")
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(_line, _line), max_size=12), st.lists(_line, max_size=4))
-def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path, pairs, tail):
+@given(st.lists(st.tuples(_line, _line), max_size=12), st.lists(_line, max_size=4), st.sampled_from([1, 5, 64, 1 << 20]))
+def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path, pairs, tail, chunk):
     """Property: whatever value edits a transaction made inside lines, the diff's patches turn
-    the file back into the backup's bytes, followed by the appended tail unchanged."""
+    the file back into the backup's bytes, followed by the appended tail unchanged (whatever the
+    comparison chunk, so chunk edges fall everywhere)."""
+    from histmig.ops import undo_diff
     from histmig.ops.undo_diff import diff_against_backup
-    old, new = b"".join(a for a, _ in pairs), b"".join(b for _, b in pairs)
-    f, b = tmp_path / "f", tmp_path / "b"
-    f.write_bytes(new + b"".join(tail))
-    b.write_bytes(old)
-    d = diff_against_backup(str(f), str(b), len(new), hashlib.sha256(new).hexdigest(), len(old))
-    data, shift = bytearray(f.read_bytes()), 0
-    for p in d.patches:
-        at = p.offset + shift
-        assert bytes(data[at:at + len(p.old)]) == p.old
-        data[at:at + len(p.old)] = p.new
-        shift += p.delta
-    assert bytes(data) == old + b"".join(tail) and d.tail_start == len(new)
-    assert d.sha256 == hashlib.sha256(new + b"".join(tail)).hexdigest()
+    undo_diff.CHUNK = chunk
+    try:
+        old, new = b"".join(a for a, _ in pairs), b"".join(b for _, b in pairs)
+        f, b = tmp_path / "f", tmp_path / "b"
+        f.write_bytes(new + b"".join(tail))
+        b.write_bytes(old)
+        d = diff_against_backup(str(f), str(b), len(new), hashlib.sha256(new).hexdigest(), len(old))
+        data, shift = bytearray(f.read_bytes()), 0
+        for p in d.patches:
+            at = p.offset + shift
+            assert bytes(data[at:at + len(p.old)]) == p.old
+            data[at:at + len(p.old)] = p.new
+            shift += p.delta
+        assert bytes(data) == old + b"".join(tail) and d.tail_start == len(new)
+        assert d.sha256 == hashlib.sha256(new + b"".join(tail)).hexdigest()
+    finally:
+        undo_diff.CHUNK = 1 << 20
 
 
 def test_case2_claude_json_saved_by_claude_since_the_move_gets_only_its_project_key_back(tmp_path):
