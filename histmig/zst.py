@@ -57,7 +57,8 @@ def inspect_frames(fh: BinaryIO, path: str) -> FrameInfo:
     while pos < size:
         magic = struct.unpack("<I", read(4))[0]
         if 0x184D2A50 <= magic <= 0x184D2A5F:       # skippable frame
-            pos += struct.unpack("<I", read(4))[0]
+            skip = struct.unpack("<I", read(4))[0]   # not ``pos += ...``: read() moves pos first
+            pos += skip
             if pos > size:
                 raise HistmigInputError("truncated zstd frame", path=path)
             continue

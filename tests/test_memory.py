@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from clirun import histmig
+from histmig import zst
 from histmig.jsonl import RECORD_MAX_BYTES
 from memgen import CLAUDE_ID, big_transcript, peak_rss, zst_rollout
 
@@ -83,14 +84,18 @@ def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="apply/content.build_zstd decompresses, patches and recompresses a "
-                   ".jsonl.zst in memory (histmig/apply is outside this change)")
 def test_case9_three_million_line_zst_move_apply_stays_under_200mb(env, isolated_homes):
+    """apply/zstdfill.py streams the rewrite: decompress, patch, recompress into the temp, verify."""
     home = Path(isolated_homes["HOME"])
     app = home / "w" / "app"
     app.mkdir(parents=True)
-    zst_rollout(Path(isolated_homes["CODEX_HOME"]), str(app))
+    path = zst_rollout(Path(isolated_homes["CODEX_HOME"]), str(app))
     _under_limit(["move", app, home / "w" / "app2", "--apply"], env)
+    with zst.BoundedZstdReader(open(path, "rb"), path=str(path)) as r:   # moved: the new cwd, every line kept
+        head = r.read(4096)
+        lines = head.count(b"\n") + sum(chunk.count(b"\n") for chunk in iter(lambda: r.read(1 << 20), b""))
+    assert f'"cwd":"{home / "w" / "app2"}"'.encode() in head
+    assert lines == 2 + (3_000_000 - 2) // 3000 * 3000
 
 
 # ---- one record over the limit ------------------------------------------------------------------

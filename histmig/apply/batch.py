@@ -36,6 +36,7 @@ import os
 from dataclasses import dataclass
 
 from histmig import fsio
+from histmig.apply import zstdfill
 from histmig.apply.check import parallel_map
 from histmig.apply.content import stream_segments, write_segments
 from histmig.apply.files import (RETRY, Ctx, VerifyError, _changed, _unlink_quiet, copy_meta, make_backup,
@@ -100,8 +101,7 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
         live = _write_temps(ctx, live)
         ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live])
         _close(items, "tfd")
-        parallel_map(lambda it: verify(it.dfd, it.tmp, it.prep.post_sha, it.prep.post_size, it.label),
-                     [it for it in live if not it.prep.streamed])
+        parallel_map(_verify, [it for it in live if not it.prep.streamed or it.prep.plain_sha])
         _journal_ready(ctx, [it for it in live if it.prep.streamed])
         _replace_all(ctx, live)
         done = [it for it in live if it.replaced]
@@ -197,7 +197,8 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
 def _fill_temp(ctx: Ctx, it: Item) -> None:
     fs, p, label = ctx.fs, it.prep, it.label + " (temp)"
     if p.streamed:
-        pre, post, size = stream_segments(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
+        fill = zstdfill.fill if p.plain_sha else stream_segments
+        pre, post, size = fill(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
         if p.pre_sha is not None and pre != p.pre_sha:   # the plan's: same ctime, other bytes (cannot happen)
             os.close(it.tfd)
             it.tfd = -1
@@ -205,6 +206,8 @@ def _fill_temp(ctx: Ctx, it: Item) -> None:
             it.outcome = Skip(p.op.paths()[0], "content changed since plan (sha256); re-plan", "changed")
             return
         p.pre_sha, p.post_sha = pre, post
+        if p.plain_sha:                 # recompressed: its size is known only now
+            p.post_size = size
     else:
         size = write_segments(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
     if size != p.post_size:
@@ -212,6 +215,15 @@ def _fill_temp(ctx: Ctx, it: Item) -> None:
     fsio.start_writeback(it.tfd)
     copy_meta(ctx, it.st0, it.src, it.tfd, it.label)
     fs.utime(it.tfd, (it.st0.st_atime_ns, _mtime(it)), label)
+
+
+def _verify(it: Item) -> None:
+    """Re-read a durable temp: against the precheck's hash, or for a recompressed ``.zst`` against
+    the hash written and the patched content it must decompress to."""
+    if it.prep.plain_sha:
+        zstdfill.verify(it.dfd, it.tmp, it.prep, it.label)
+    else:
+        verify(it.dfd, it.tmp, it.prep.post_sha, it.prep.post_size, it.label)
 
 
 def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:

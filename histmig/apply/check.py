@@ -405,17 +405,11 @@ def read_range(fd: int, start: int, end: int, step: int = 1 << 20):
 
 def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     """Pre hash (checked against the plan), patch check and expected post hash, in one read."""
-    from histmig.apply.content import build_zstd, digest  # local: content imports this module
+    from histmig.apply.content import digest  # local: content imports this module
     op: WriteFile = prep.op
     if op.compression == "zstd":
-        if op.expect.sha256 and sha_range(src, 0, prep.st.st_size) != op.expect.sha256:
-            raise Stale(f"{op.path}: content changed since plan (sha256)")
-        try:
-            prep.content = build_zstd(op, src, opts)
-        except HistmigInputError as e:
-            mark_skip(prep, str(e), "bad-zstd")
-            return
-    elif op.new_bytes is not None:
+        return _digest_zstd(prep, op, src, opts)
+    if op.new_bytes is not None:
         prep.content = op.new_bytes
     prep.patches = op.patches
     same_len = all(len(p.old) == len(p.new) for p in op.patches)
@@ -427,6 +421,24 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, opts, stale=Stale)
     if op.expect.sha256 and prep.base_size == prep.st.st_size and prep.pre_sha != op.expect.sha256:
         raise Stale(f"{op.path}: content changed since plan (sha256)")
+
+
+def _digest_zstd(prep: Prepared, op: WriteFile, src: int, opts: ApplyOptions) -> None:
+    """A ``.zst`` rewrite: the compressed source's hash (checked against the plan), every patch's
+    old bytes and the patched content's hash, in one bounded decompression. The recompressed
+    bytes are hashed while the temp is written (streamed, see :mod:`histmig.apply.zstdfill`)."""
+    from histmig.apply import zstdfill
+    prep.pre_sha = sha_range(src, 0, prep.st.st_size)
+    if op.expect.sha256 and prep.pre_sha != op.expect.sha256:
+        raise Stale(f"{op.path}: content changed since plan (sha256)")
+    try:
+        prep.plain_sha, prep.plain_size = zstdfill.expect(op, src, opts)
+    except HistmigInputError as e:
+        mark_skip(prep, str(e), "bad-zstd")
+        return
+    prep.patches = op.patches
+    prep.streamed = True
+    prep.post_sha, prep.post_size = None, None
 
 
 def _streamable(prep: Prepared, op: WriteFile) -> bool:

@@ -4,7 +4,8 @@ A segment ``(start, end, new)`` covers the source bytes ``[start, end)``; ``new 
 "copy them unchanged", otherwise they are replaced by ``new`` (a patch, a transformed appended
 tail, or a whole new content). One function, :func:`segments`, defines what "post" means; the
 expected hashes (precheck, :func:`digest`) and the temp-file writer (:func:`write_segments`) both
-walk it, so they always agree.
+walk it, so they always agree. (A ``.jsonl.zst`` is rewritten by :mod:`histmig.apply.zstdfill`:
+its patches address the decompressed bytes.)
 
 Speed: a Claude transcript has one patch per line, so segments are many and small. They are served
 from a 1 MiB window read with one ``pread`` (:class:`Window`), gathered into one buffer and written
@@ -17,10 +18,8 @@ import hashlib
 import os
 from typing import Iterator
 
-from histmig import fsio, zst
+from histmig import fsio
 from histmig.apply.options import ApplyOptions, Prepared
-from histmig.diagnostics import HistmigInputError
-from histmig.plan import WriteFile
 
 Segment = tuple[int, int, bytes | None]
 WINDOW = 1 << 20
@@ -107,26 +106,6 @@ def digest(prep: Prepared, src: int, cur_size: int, opts: ApplyOptions, *, stale
         for chunk in win.chunks(pos, cur_size):
             pre.update(chunk)
     return pre.hexdigest(), post.hexdigest(), size
-
-
-def build_zstd(op: WriteFile, src: int, opts: ApplyOptions) -> bytes:
-    """Decompress (bounded window and output), patch, recompress, and check the round trip."""
-    with zst.BoundedZstdReader(os.fdopen(os.dup(src), "rb"), path=op.path,
-                               max_output=opts.max_decompressed) as r:
-        plain = r.read()
-    out, pos = bytearray(), 0
-    for p in op.patches:
-        if plain[p.offset:p.offset + len(p.old)] != p.old:
-            raise HistmigInputError("content changed since plan (decompressed bytes differ)", path=op.path)
-        out += plain[pos:p.offset] + p.new
-        pos = p.offset + len(p.old)
-    out += plain[pos:]
-    new = bytes(out) if op.patches or op.new_bytes is None else op.new_bytes
-    packed = zst.compress(new, op.level)
-    check = zst.zstandard.ZstdDecompressor(max_window_size=zst.MAX_WINDOW).decompress(packed)
-    if check != new:  # pragma: no cover - the library would have to be broken
-        raise HistmigInputError("zstd round trip differs", path=op.path)
-    return packed
 
 
 _NO_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF)

@@ -87,9 +87,11 @@ def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
 
 def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
     """The file changed after precheck. A pure append (same inode, longer, old prefix intact) is
-    retried with the new tail; anything else skips the file."""
+    retried with the new tail; anything else skips the file. A ``.zst`` has no appendable tail
+    (its patches address the decompressed bytes; precheck refuses a grown one too): skipped."""
     old = prep.st
-    if (st.st_dev, st.st_ino) == (old.st_dev, old.st_ino) and st.st_size > old.st_size:
+    if (st.st_dev, st.st_ino) == (old.st_dev, old.st_ino) and st.st_size > old.st_size \
+            and prep.plain_sha is None:
         cur = os.fstat(src)
         if sha_range(src, 0, old.st_size) == prep.pre_sha and cur.st_size >= st.st_size:
             _refresh(ctx, prep, src)

@@ -81,10 +81,12 @@ class Prepared:
     pre_sha: str | None = None
     base_size: int = 0           # bytes of the original the patches cover; beyond it: appended tail
     patches: tuple[Patch, ...] = ()
-    content: bytes | None = None  # whole new content (new_bytes, recompressed zstd)
+    content: bytes | None = None  # whole new content (new_bytes)
     post_sha: str | None = None
-    post_size: int = 0
+    post_size: int | None = 0     # None: a recompressed .zst, whose size is known once written
     streamed: bool = False       # hashes computed while writing (content.stream_segments), not in precheck
+    plain_sha: str | None = None  # a .zst rewrite: sha256 and size of the patched decompressed content
+    plain_size: int = 0
     dirs: list[str] = field(default_factory=list)   # folders to create (create / rename)
     dst: str = ""                # rename target (real path)
     skip: Skip | None = None
