@@ -69,17 +69,46 @@ def test_case9_one_gb_session_show_doctor_move_stay_under_200mb(env, isolated_ho
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="convert builds the converted session in memory (flatten -> items -> "
-                   "target lines -> CreateFile.data bytes); needs streaming writers and a CreateFile that apply "
-                   "copies from a spooled file (histmig/apply is outside this change)")
 def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
+    """Source and target stream: a dry run only counts and hashes the new lines, --apply spools
+    them under the state dir and copies them in chunks (docs/convert.md "Memory and the spool folder")."""
     big = Path(isolated_homes["HOME"]) / "w" / "big"
     big.mkdir(parents=True)
-    path = big_transcript(Path(isolated_homes["CLAUDE_CONFIG_DIR"]), str(big), size=256 << 20)
+    path = big_transcript(Path(isolated_homes["CLAUDE_CONFIG_DIR"]), str(big))
+    codex = Path(isolated_homes["CODEX_HOME"])
     try:
         _under_limit(["convert", "--to", "codex", CLAUDE_ID[:8]], env)
+        assert not list(codex.rglob("*.jsonl")) and not (Path(isolated_homes["HISTMIG_STATE_DIR"]) / "spool").exists()
+        _under_limit(["convert", "--to", "codex", CLAUDE_ID[:8], "--apply"], env)
+        [made] = codex.rglob("rollout-*.jsonl")
+        assert made.stat().st_size > 1 << 30
+        assert not any((Path(isolated_homes["HISTMIG_STATE_DIR"]) / "spool").iterdir())
     finally:
         path.unlink()
+        for p in codex.rglob("*.jsonl"):
+            p.unlink()
+        shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_case9_three_million_line_zst_convert_stays_under_200mb(env, isolated_homes):
+    home = Path(isolated_homes["HOME"])
+    app = home / "w" / "app"
+    app.mkdir(parents=True)
+    path = zst_rollout(Path(isolated_homes["CODEX_HOME"]), str(app))
+    claude = Path(isolated_homes["CLAUDE_CONFIG_DIR"])
+    try:
+        _under_limit(["convert", "--to", "claude-code", "019e9625"], env)
+        assert not list(claude.rglob("*.jsonl"))
+        _under_limit(["convert", "--to", "claude-code", "019e9625", "--apply"], env)
+        [made] = claude.rglob("*.jsonl")
+        with open(made, "rb") as fh:
+            assert sum(1 for _ in fh) == 1 + 2 * (3_000_000 - 2) // 3    # provenance + one per prompt / answer
+    finally:
+        path.unlink()
+        for p in claude.rglob("*.jsonl"):
+            p.unlink()
+        shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
 
 
 @pytest.mark.slow
