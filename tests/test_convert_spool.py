@@ -171,3 +171,17 @@ def test_case9_spooled_sha_is_the_files_sha(tmp_path):
     res = s.result()
     assert isinstance(res, Spooled) and res.size == 5
     assert res.sha256 == hashlib.sha256(b"a\nbc\n").hexdigest() == hashlib.sha256(Path(res.path).read_bytes()).hexdigest()
+
+
+def test_case9_a_killed_runs_spool_folder_is_removed_by_the_next_run(homes, proj):
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    base = Path(homes.state) / "spool"
+    orphan = base / f"{dead}-abc"
+    orphan.mkdir(parents=True)
+    (orphan / "x.part").write_bytes(b"partial")
+    write_codex(homes.codex, proj)
+    assert cli("convert", "--to", "claude-code", "--all", "--apply") == 0
+    assert not orphan.exists() and not any(base.iterdir())

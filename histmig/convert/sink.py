@@ -81,13 +81,33 @@ def discard(data: bytes | Spooled) -> None:
 
 
 class SpoolDir:
-    """``<state>/spool/<run>/`` (0700) for one convert run, removed with everything in it on close."""
+    """``<state>/spool/<pid>-<random>/`` (0700) for one convert run, removed with everything in it
+    on close. A run that was killed leaves its folder; the next run removes it (its pid is gone)."""
 
     def __init__(self, state: Path):
         Path(state).mkdir(parents=True, exist_ok=True, mode=0o700)
         base = Path(state) / "spool"
         base.mkdir(exist_ok=True, mode=0o700)
-        self.path = tempfile.mkdtemp(dir=base)        # 0700
+        _remove_orphans(base)
+        self.path = tempfile.mkdtemp(dir=base, prefix=f"{os.getpid()}-")        # 0700
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _remove_orphans(base: Path) -> None:
+    """Spool folders of runs whose process no longer exists (spool files are copies, never the only bytes)."""
+    for d in base.iterdir():
+        pid = d.name.split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # EPERM: someone else's process, alive
+        return True
+    return True
