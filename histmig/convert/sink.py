@@ -21,6 +21,16 @@ class TooLargeToEmbed(RefusedError):
     """``--plan-out`` embeds every converted file in the plan; this one is over the cap."""
 
 
+class SpoolError(RefusedError):
+    """The spool could not be written (a full disk for the state dir, ...): the run stops there,
+    exit 1; the session being converted and the rest of its batch are not applied."""
+
+    @classmethod
+    def of(cls, e: OSError, path: str | None) -> "SpoolError":
+        return cls(f"{e.strerror or e} while spooling a converted session; it and the rest of its batch were "
+                   "not applied (nothing of them written)", path=path)
+
+
 @dataclass(frozen=True)
 class Spooled:
     """A converted file that was not kept in memory: its spool file (None after a dry run), sha256, size."""
@@ -38,7 +48,10 @@ class Sink:
         self.path: str | None = None
         self.fh = None
         if mode == "spool":
-            fd, self.path = tempfile.mkstemp(dir=spool_dir, suffix=".part")   # 0600
+            try:
+                fd, self.path = tempfile.mkstemp(dir=spool_dir, suffix=".part")   # 0600
+            except OSError as e:
+                raise SpoolError.of(e, spool_dir) from None
             self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
 
     def write(self, data: bytes) -> None:
@@ -51,7 +64,11 @@ class Sink:
             return
         self.hash.update(data)
         if self.fh is not None:
-            self.fh.write(data)
+            try:
+                self.fh.write(data)
+            except OSError as e:
+                self.discard()
+                raise SpoolError.of(e, self.path) from None
 
     def result(self) -> bytes | Spooled:
         """The bytes (memory mode), else what apply needs to copy and verify them."""
@@ -59,14 +76,21 @@ class Sink:
             data, self.parts = b"".join(self.parts), []
             return data
         if self.fh is not None:
-            self.fh.close()
+            try:
+                self.fh.close()       # flushes the last buffer
+            except OSError as e:
+                self.discard()
+                raise SpoolError.of(e, self.path) from None
             self.fh = None
         return Spooled(self.path, self.hash.hexdigest(), self.size)
 
     def discard(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
+        fh, self.fh = self.fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass                  # a full disk: the buffer is dropped with the file
         if self.path:
             Path(self.path).unlink(missing_ok=True)
 
@@ -85,11 +109,14 @@ class SpoolDir:
     on close. A run that was killed leaves its folder; the next run removes it (its pid is gone)."""
 
     def __init__(self, state: Path):
-        Path(state).mkdir(parents=True, exist_ok=True, mode=0o700)
         base = Path(state) / "spool"
-        base.mkdir(exist_ok=True, mode=0o700)
-        _remove_orphans(base)
-        self.path = tempfile.mkdtemp(dir=base, prefix=f"{os.getpid()}-")        # 0700
+        try:
+            Path(state).mkdir(parents=True, exist_ok=True, mode=0o700)
+            base.mkdir(exist_ok=True, mode=0o700)
+            _remove_orphans(base)
+            self.path = tempfile.mkdtemp(dir=base, prefix=f"{os.getpid()}-")        # 0700
+        except OSError as e:
+            raise SpoolError.of(e, base) from None
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -17,7 +17,7 @@ from histmig.convert.common import Target, Written
 from histmig.convert.flatten import flatten
 from histmig.convert.ids import UUID_RE, Ids, parse_ts
 from histmig.convert.loss import LossReport
-from histmig.convert.sink import Sink, Spooled, TooLargeToEmbed, discard, size_of
+from histmig.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
 from histmig.convert.threads import ThreadsTables
 from histmig.diagnostics import HistmigError, Skip, Warning
 from histmig.model import SessionRef
@@ -124,7 +124,7 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     try:
         conv = flatten(session)
         return _write(run, session, conv, cwd, out)
-    except TooLargeToEmbed:
+    except (TooLargeToEmbed, SpoolError):    # the run's own limits, not this session's: stop, exit 1
         raise
     except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
         return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
