@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,7 +137,7 @@ class Op:
         return [getattr(self, "path", None) or getattr(self, "db")]
 
 
-_OMIT_WHEN_UNSET = {"new_bytes", "dir_mode", "mtime_ns"}
+_OMIT_WHEN_UNSET = {"new_bytes", "dir_mode", "mtime_ns", "data_path", "sha256", "size"}
 
 
 def _encode(value: Any) -> Any:
@@ -179,7 +180,10 @@ class WriteFile(Op):
 class CreateFile(Op):
     """Create a new file (parents created as needed, recorded so undo removes them).
     Refuses if the path exists. ``mtime_ns`` None means "now". ``dir_mode`` is the mode of the
-    folders apply creates for it (None: 0777 minus the umask, like the agents' own folders)."""
+    folders apply creates for it (None: 0777 minus the umask, like the agents' own folders).
+    A big converted session is not held in memory: ``data`` is empty and ``data_path`` names a spool
+    file under the state dir with the planned ``sha256`` and ``size``, which apply copies in chunks
+    and verifies before the rename. A spooled op only lives inside one process (never in a plan file)."""
 
     kind: ClassVar[str] = "create"
     path: str
@@ -189,9 +193,19 @@ class CreateFile(Op):
     session: dict[str, str] | None = None
     reason: str = ""
     dir_mode: int | None = None
+    data_path: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) if self.size is None else self.size
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.data).hexdigest() if self.sha256 is None else self.sha256
 
     def describe(self) -> str:
-        return f"create {self.path} ({len(self.data)} bytes{', ' + self.reason if self.reason else ''})"
+        return f"create {self.path} ({self.nbytes} bytes{', ' + self.reason if self.reason else ''})"
 
 
 @dataclass(frozen=True)
@@ -330,6 +344,8 @@ def op_from_dict(d: dict[str, Any]) -> Op:
         if "new_bytes" in d:
             d["new_bytes"] = _unb(d["new_bytes"])
     if cls is CreateFile:
+        if {"data_path", "sha256", "size"} & d.keys():   # a spool file is this process's, never a plan's
+            raise RefusedError("invalid plan: a create names a spool file instead of carrying its data")
         d["data"] = _unb(d["data"])
     if cls is SqlInsert:
         d["key"] = tuple(d.get("key", ("id",)))

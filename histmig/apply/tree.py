@@ -38,15 +38,17 @@ def make_dirs(ctx: Ctx, dirs: list[str], mode: int | None = None) -> None:
 
 def create(ctx: Ctx, prep: Prepared) -> Skip | None:
     op: CreateFile = prep.op
+    if op.sha256 is not None and op.data_path is None:
+        raise RefusedError(f"{prep.path}: planned without its data (a dry run's plan); nothing written")
     tmp = fsio.temp_name(prep.name, ctx.txid)
-    sha = hashlib.sha256(op.data).hexdigest()
+    sha, size = op.digest(), op.nbytes
     dirs = dirs_to_make(ctx, prep)
     ctx.journal.append("intent", n=prep.n, method="create", path=prep.path, dirs=dirs, tmp=tmp,
-                       post={"sha256": sha, "size": len(op.data)}, session=prep.session)
+                       post={"sha256": sha, "size": size}, session=prep.session)
     make_dirs(ctx, dirs, op.dir_mode)
     dfd = fsio.open_dir(prep.root, prep.parts)
     try:
-        write_new(ctx, dfd, tmp, op.data, op.mode, op.mtime_ns, prep.path)
+        write_new(ctx, dfd, tmp, op.data, op.mode, op.mtime_ns, prep.path, spool=op.data_path, sha=sha, size=size)
         try:
             ctx.fs.rename_noreplace(tmp, prep.name, src_dir_fd=dfd, dst_dir_fd=dfd, label=prep.path)
         except FileExistsError:
@@ -55,17 +57,24 @@ def create(ctx: Ctx, prep: Prepared) -> Skip | None:
         ctx.fs.fsync(dfd, os.path.dirname(prep.path))
     finally:
         os.close(dfd)
-    ctx.journal.append("done", n=prep.n, post={"sha256": sha, "size": len(op.data)})
+    ctx.journal.append("done", n=prep.n, post={"sha256": sha, "size": size})
     return None
 
 
 def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: int | None, label: str,
-              atime_ns: int | None = None) -> None:
-    """Temp file with ``data``, ``mode`` and times, fsynced and verified (the caller renames it)."""
+              atime_ns: int | None = None, *, spool: str | None = None, sha: str | None = None,
+              size: int | None = None) -> None:
+    """Temp file with ``data`` (or the spool file's bytes, copied in chunks and hashed on the way),
+    ``mode`` and times, fsynced and verified against ``sha``/``size`` (the caller renames it)."""
     fs = ctx.fs
+    if spool is None:
+        sha, size = hashlib.sha256(data).hexdigest(), len(data)
     tfd = fs.open_write(tmp, dir_fd=dfd, label=label + " (temp)")
     try:
-        fs.write(tfd, data, label + " (temp)")
+        if spool is None:
+            fs.write(tfd, data, label + " (temp)")
+        else:
+            _copy_spool(fs, spool, tfd, sha, size, label)
         fs.fchmod(tfd, mode, label + " (temp)")
         now = time.time_ns()
         fs.utime(tfd, (atime_ns or now, mtime_ns or now), label + " (temp)")
@@ -75,7 +84,20 @@ def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: in
         _unlink_quiet(fs, tmp, dfd)
         raise
     os.close(tfd)
-    verify(dfd, tmp, hashlib.sha256(data).hexdigest(), len(data), label)
+    verify(dfd, tmp, sha, size, label)
+
+
+def _copy_spool(fs, spool: str, tfd: int, sha: str, size: int, label: str) -> None:
+    """Copy a converted session's spool file into the temp, 1 MiB at a time; it must still be the
+    bytes that were planned (hashed here, and the temp is re-read by :func:`verify`)."""
+    h, n = hashlib.sha256(), 0
+    with open(spool, "rb", buffering=0) as src:
+        while chunk := src.read(1 << 20):
+            fs.write(tfd, chunk, label + " (temp)")
+            h.update(chunk)
+            n += len(chunk)
+    if n != size or h.hexdigest() != sha:
+        raise VerifyError(errno.EIO, f"spooled data changed since planning ({spool})", label)
 
 
 def delete(ctx: Ctx, prep: Prepared) -> Skip | None:

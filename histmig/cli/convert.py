@@ -1,12 +1,16 @@
 """``histmig convert --to TOOL``: write sessions as new native sessions of another tool."""
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import click
 
 from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
 from histmig.convert import select
 from histmig.convert.loss import LossReport
+from histmig.convert.sink import Sink, SpoolDir
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
 from histmig.ops.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
 
@@ -47,12 +51,25 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
     if keep_times and not as_json:
         diag("warning: --keep-times: files get their source times; Claude Code deletes transcripts older "
              "than cleanupPeriodDays (default 30) at its next start")
-    run = Run(ctx.homes, opts)
+    if plan_out:     # the plan file carries every new file's bytes: kept in memory, each up to BATCH_BYTES
+        run = _run(ctx, opts, functools.partial(Sink, "memory", cap=BATCH_BYTES))
+        return _whole(ctx, run, refs, apply, as_json, plan_out, named=bool(sessions))
+    if not apply:    # a dry run writes nothing at all: lines are only counted and hashed
+        return _stream(ctx, _run(ctx, opts, functools.partial(Sink, "count")), refs, apply, as_json,
+                       named=bool(sessions))
+    spool = SpoolDir(ctx.homes.state)   # <state>/spool/<run>/: one line at a time, never the file in memory
+    try:
+        run = _run(ctx, opts, functools.partial(Sink, "spool", spool.path))
+        return _stream(ctx, run, refs, apply, as_json, named=bool(sessions))
+    finally:
+        spool.close()
+
+
+def _run(ctx, opts, sink) -> Run:
+    run = Run(ctx.homes, opts, sink)
     if run.tables is not None:
         run.warnings += run.tables.warnings
-    if plan_out:
-        return _whole(ctx, run, refs, apply, as_json, plan_out, named=bool(sessions))
-    return _stream(ctx, run, refs, apply, as_json, named=bool(sessions))
+    return run
 
 
 def _refs(ctx, sessions, target, from_tool, cwd, all_) -> list:
@@ -71,7 +88,8 @@ def _refs(ctx, sessions, target, from_tool, cwd, all_) -> list:
 
 def _refuse_lossy(ctx, refs, opts) -> None:
     """--strict: a first pass that only measures loss, so nothing is written when one is lossy."""
-    lossy = [o for o, _ in iter_convert(Run(ctx.homes, opts), refs) if o.status == "convert" and o.loss.lossy]
+    counted = Run(ctx.homes, opts, functools.partial(Sink, "count"))
+    lossy = [o for o, _ in iter_convert(counted, refs) if o.status == "convert" and o.loss.lossy]
     if lossy:
         for o in lossy[:20]:
             diag(f"lossy: {o.tool} {o.source_id}: " + "; ".join(f"{c} {n} {k}" for c, k, n in o.loss.lossy_items()))
@@ -105,12 +123,17 @@ def _stream(ctx, run: Run, refs, apply: bool, as_json: bool, *, named: bool) -> 
 
 
 def _apply(ctx, plan, as_json: bool, txids: list) -> int:
-    if as_json:
-        from histmig.apply import apply_plan
-        res = apply_plan(plan, ctx.homes, options=current_options())
-        txids.append(res.to_dict())
-        return res.exit_code
-    return run_plan(ctx, plan, apply=True, as_json=False, plan_out=None, render_dry_run=None)
+    try:
+        if as_json:
+            from histmig.apply import apply_plan
+            res = apply_plan(plan, ctx.homes, options=current_options())
+            txids.append(res.to_dict())
+            return res.exit_code
+        return run_plan(ctx, plan, apply=True, as_json=False, plan_out=None, render_dry_run=None)
+    finally:    # this batch's spool files are copied (or rolled back): free the disk for the next one
+        for op in plan.operations:
+            if getattr(op, "data_path", None):
+                Path(op.data_path).unlink(missing_ok=True)
 
 
 def _whole(ctx, run: Run, refs, apply: bool, as_json: bool, plan_out: str, *, named: bool) -> int:

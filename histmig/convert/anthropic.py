@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -59,11 +59,17 @@ class Options:
 
 
 class _Builder:
+    """Messages are yielded in order as soon as nothing can change them any more: a message is
+    paired once the message after it is complete, and the last assistant message stays (a later
+    usage item attaches to it). Only that short window is held, never the conversation."""
+
     def __init__(self, conv: Conversation, target: str, opts: Options):
         self.conv, self.target, self.opts = conv, target, opts
         self.source = conv.source.format
         self.loss: LossReport = conv.loss
-        self.msgs: list[Msg] = []
+        self.msgs: list[Msg] = []                    # the window: messages not yielded yet
+        self.paired = 0                              # msgs[:paired] are paired
+        self.before: Msg | None = None               # the message just before the window
         self.taken: set[str] = set()
         self.call_ids: dict[str, list[str]] = {}     # source call id -> tool_use ids
         self.call_names: dict[str, str] = {}         # tool_use id -> target tool name
@@ -76,11 +82,26 @@ class _Builder:
         self.msgs.append(msg)
         return msg
 
-    def run(self) -> list[Msg]:
+    def run(self) -> Iterator[Msg]:
         for item in self.conv.items:
             getattr(self, "on_" + item.kind)(item)
-        _pair(self.msgs, self.loss)
-        return [m for m in self.msgs if m.blocks]
+            yield from self._ready(final=False)
+        yield from self._ready(final=True)
+
+    def _ready(self, *, final: bool) -> Iterator[Msg]:
+        msgs = self.msgs
+        # pair msgs[i] once msgs[i + 1] can no longer grow (it is not the current message)
+        while self.paired < len(msgs) and (final or self.paired + 2 < len(msgs)):
+            i = self.paired
+            _pair_one(msgs[i - 1] if i else self.before, msgs[i], msgs[i + 1] if i + 1 < len(msgs) else None,
+                      self.loss)
+            self.paired += 1
+        while self.paired and (final or msgs[0].role != "assistant"
+                               or any(m.role == "assistant" for m in msgs[1:])):
+            self.before = msgs.pop(0)
+            self.paired -= 1
+            if self.before.blocks:
+                yield self.before
 
     def on_user(self, item: Item) -> None:
         self.current("user", prompt=True, rec=item.rec).add({"type": "text", "text": item.text}, item.ts)
@@ -156,23 +177,24 @@ class _Builder:
                 msg.structured[tid] = structured
 
 
-def build_messages(conv: Conversation, target: str, opts: Options) -> list[Msg]:
+def build_messages(conv: Conversation, target: str, opts: Options) -> Iterator[Msg]:
+    """The messages, non-empty ones only, one at a time (see :class:`_Builder`)."""
     return _Builder(conv, target, opts).run()
 
 
-def _pair(msgs: list[Msg], loss: LossReport) -> None:
+def _pair_one(prev: Msg | None, msg: Msg, nxt: Msg | None, loss: LossReport) -> None:
     """Drop tool_use blocks not answered by the next message, and tool_results that answer
-    nothing in the message before (the API rejects both)."""
-    for i, msg in enumerate(msgs):
-        if msg.role == "assistant":
-            nxt = msgs[i + 1] if i + 1 < len(msgs) and msgs[i + 1].role == "user" else None
-            answered = {b.get("tool_use_id") for b in (nxt.blocks if nxt else []) if b["type"] == "tool_result"}
-            _keep(msg, lambda b: b["type"] != "tool_use" or b["id"] in answered, loss, "tool call without a result")
-        elif not msg.prompt:
-            prev = msgs[i - 1] if i > 0 and msgs[i - 1].role == "assistant" else None
-            offered = {b["id"] for b in (prev.blocks if prev else []) if b["type"] == "tool_use"}
-            _keep(msg, lambda b: b["type"] != "tool_result" or b["tool_use_id"] in offered, loss,
-                  "tool result out of order")
+    nothing in the message before (the API rejects both). Messages are paired in order, so
+    ``prev`` is already paired and ``nxt`` is not yet."""
+    if msg.role == "assistant":
+        nxt = nxt if nxt is not None and nxt.role == "user" else None
+        answered = {b.get("tool_use_id") for b in (nxt.blocks if nxt else []) if b["type"] == "tool_result"}
+        _keep(msg, lambda b: b["type"] != "tool_use" or b["id"] in answered, loss, "tool call without a result")
+    elif not msg.prompt:
+        prev = prev if prev is not None and prev.role == "assistant" else None
+        offered = {b["id"] for b in (prev.blocks if prev else []) if b["type"] == "tool_use"}
+        _keep(msg, lambda b: b["type"] != "tool_result" or b["tool_use_id"] in offered, loss,
+              "tool result out of order")
 
 
 def _keep(msg: Msg, ok, loss: LossReport, kind: str) -> None:

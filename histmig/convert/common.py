@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from histmig.convert.ids import Ids
+from histmig.convert.sink import Sink, Spooled
 
 
 @dataclass
@@ -21,11 +22,12 @@ class Target:
     keep_reasoning_text: bool = False
     provider: str = "openai"      # Codex: the configured model_provider
     model: str | None = None      # Codex: the model to record for resume
+    sink: Callable[[], Sink] = Sink   # where each new file's lines go (memory unless the planner says)
 
 
 @dataclass
 class Written:
-    files: list[tuple[Path, bytes]]          # absolute paths and their bytes (new files only)
+    files: list[tuple[Path, bytes | Spooled]]   # absolute paths and their bytes (new files only)
     session_id: str
     last_ts: str | None                       # the last record's time (for --keep-times)
     title: str | None

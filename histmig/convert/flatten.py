@@ -8,8 +8,10 @@ turn it belongs to. Everything the conversation does not carry is counted in the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Iterator
 
+from histmig.convert.ids import parse_ts
 from histmig.convert.loss import LossReport
 from histmig.formats.anthropic import message_model
 from histmig.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
@@ -31,74 +33,100 @@ class Item:
 
 @dataclass
 class Conversation:
+    """A session's conversation. ``items`` are produced again from the source's records on every
+    iteration (never held: a 1 GB session stays on disk); :func:`flatten` does one pass first that
+    counts the loss and keeps the few facts writers need before they start (small state only)."""
+
     source: Session
-    items: list[Item] = field(default_factory=list)
     loss: LossReport = field(default_factory=LossReport)
+    first_prompt: str | None = None          # the title
+    first_time: datetime | None = None       # the first item time that parses
+    last_ts: str | None = None
+    answered: set[str] = field(default_factory=set)            # call ids that have a result
+    patches: dict[str, Any] = field(default_factory=dict)      # call id -> Claude's structuredPatch result
 
-    def prompts(self) -> list[str]:
-        return [i.text for i in self.items if i.kind == "user" and i.text.strip()]
+    @property
+    def items(self) -> Iterator[Item]:
+        return _items(self.source, LossReport())     # loss was counted by flatten's pass
 
-    def last_ts(self) -> str | None:
-        return next((i.ts for i in reversed(self.items) if i.ts), None)
+    def _note(self, item: Item) -> None:
+        if item.kind == "user" and self.first_prompt is None and item.text.strip():
+            self.first_prompt = item.text
+        if item.ts:
+            self.last_ts = item.ts
+            if self.first_time is None:
+                self.first_time = parse_ts(item.ts)
+        if item.kind == "result":
+            res: ToolResult = item.part
+            self.answered.add(res.call_id)
+            s = res.structured
+            # only the diff is read later (tools.edit_to_patch); a Read's file content is not kept
+            self.patches[res.call_id] = {"structuredPatch": s["structuredPatch"]} \
+                if isinstance(s, dict) and "structuredPatch" in s else None
 
 
 def flatten(session: Session) -> Conversation:
     conv = Conversation(session)
-    for n, rec in enumerate(session.records):
-        if rec.opaque:
-            conv.loss.add("dropped", "unparseable line")
-        elif rec.kind in CONVERSATION_KINDS:
-            _content(conv, rec, n)
-        else:
-            _bookkeeping(conv, rec, n)
+    for item in _items(session, conv.loss):
+        conv._note(item)
     if session.subagents:
         conv.loss.add("dropped", "sub-agent transcript", len(session.subagents))
     return conv
 
 
-def _content(conv: Conversation, rec: Record, n: int) -> None:
+def _items(session: Session, loss: LossReport) -> Iterator[Item]:
+    for n, rec in enumerate(session.records):
+        if rec.opaque:
+            loss.add("dropped", "unparseable line")
+        elif rec.kind in CONVERSATION_KINDS:
+            yield from _content(loss, rec, n)
+        else:
+            yield from _bookkeeping(loss, rec, n)
+
+
+def _content(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
     model = message_model(rec)
     for p in rec.parts:
         if isinstance(p, Text):
-            _text(conv, rec, p, n)
+            yield from _text(loss, rec, p, n)
         elif isinstance(p, Reasoning):
-            conv.items.append(Item("reasoning", rec.timestamp, part=p, rec=n, model=model))
+            yield Item("reasoning", rec.timestamp, part=p, rec=n, model=model)
         elif isinstance(p, ToolCall):
-            conv.items.append(Item("call", rec.timestamp, part=p, rec=n, model=model))
+            yield Item("call", rec.timestamp, part=p, rec=n, model=model)
         elif isinstance(p, ToolResult):
-            conv.items.append(Item("result", rec.timestamp, part=p, rec=n))
+            yield Item("result", rec.timestamp, part=p, rec=n)
         elif isinstance(p, Attachment):
-            conv.items.append(Item("attachment", rec.timestamp, part=p, rec=n,
-                                   text="user" if rec.role != "assistant" else "assistant"))
+            yield Item("attachment", rec.timestamp, part=p, rec=n,
+                       text="user" if rec.role != "assistant" else "assistant")
         elif isinstance(p, Opaque):
-            conv.loss.add("dropped", f"unknown content ({p.note or 'opaque'})")
+            loss.add("dropped", f"unknown content ({p.note or 'opaque'})")
     if rec.usage and rec.role == "assistant":
-        conv.items.append(Item("usage", rec.timestamp, usage=usage_from(rec.usage), rec=n))
+        yield Item("usage", rec.timestamp, usage=usage_from(rec.usage), rec=n)
 
 
-def _text(conv: Conversation, rec: Record, p: Text, n: int) -> None:
+def _text(loss: LossReport, rec: Record, p: Text, n: int) -> Iterator[Item]:
     if not p.text.strip():
         return
     if rec.role in ("developer", "system"):
-        conv.loss.add("left-out", f"{rec.role} message")
+        loss.add("left-out", f"{rec.role} message")
     elif p.injected:
-        conv.loss.add("left-out", "injected context")
+        loss.add("left-out", "injected context")
     elif rec.role in ("user", "assistant"):
-        conv.items.append(Item(rec.role, rec.timestamp, text=p.text, rec=n, model=message_model(rec)))
+        yield Item(rec.role, rec.timestamp, text=p.text, rec=n, model=message_model(rec))
     else:
-        conv.loss.add("dropped", f"text with role {rec.role}")
+        loss.add("dropped", f"text with role {rec.role}")
 
 
-def _bookkeeping(conv: Conversation, rec: Record, n: int) -> None:
+def _bookkeeping(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
     usage = rec.usage or _codex_token_count(rec)
     if usage:
-        conv.items.append(Item("usage", rec.timestamp, usage=usage_from(usage), rec=n))
+        yield Item("usage", rec.timestamp, usage=usage_from(usage), rec=n)
         return
     if rec.kind == "summary" and any(isinstance(p, Text) and p.text.strip() for p in rec.parts):
-        conv.loss.add("not-carried", "summary / compaction record")
+        loss.add("not-carried", "summary / compaction record")
         return
     if rec.source_type not in ("blank", "histmig-provenance"):
-        conv.loss.add("not-carried", f"{rec.source_type or rec.kind}")
+        loss.add("not-carried", f"{rec.source_type or rec.kind}")
 
 
 def _codex_token_count(rec: Record) -> dict | None:

@@ -19,6 +19,7 @@ from histmig.convert.anthropic import Msg, Options, anthropic_usage, build_messa
 from histmig.convert.common import Target, Written
 from histmig.convert.flatten import Conversation
 from histmig.convert.ids import Clock, Ids, iso_z
+from histmig.convert.sink import Sink
 from histmig.paths import claude_slug
 
 CLAUDE_VERSION = "2.1.197"
@@ -30,10 +31,10 @@ def folder(homes: Any, cwd: str) -> Path:
 
 
 class _Writer:
-    def __init__(self, conv: Conversation, sid: str, cwd: str, ids: Ids, branch: str):
+    def __init__(self, conv: Conversation, sid: str, cwd: str, ids: Ids, branch: str, out: Sink):
         self.conv, self.sid, self.cwd, self.ids, self.branch = conv, sid, cwd, ids, branch
         self.parent: str | None = None
-        self.lines: list[bytes] = []
+        self.out = out
         self.clock = Clock(conv.source.created, ids.time())
 
     def tail(self) -> dict[str, Any]:
@@ -44,7 +45,7 @@ class _Writer:
         uid = self.ids.uuid4()
         rec = {"parentUuid": self.parent, "isSidechain": False, "type": type_, "message": message,
                "uuid": uid, "timestamp": iso_z(self.clock.at(ts)), **(after_ts or {}), **self.tail()}
-        self.lines.append(orjson.dumps(rec) + b"\n")
+        self.out.write(orjson.dumps(rec) + b"\n")
         self.parent = uid
         return uid
 
@@ -73,20 +74,19 @@ def write(conv: Conversation, t: Target) -> Written:
     """The new transcript. ``t.cwd`` must already be validated (absolute, sane)."""
     real = os.path.realpath(t.cwd)
     msgs = build_messages(conv, "claude-code", Options(t.keep_reasoning_text, real))
-    w = _Writer(conv, t.sid, real, t.ids, git_branch(conv.source))
+    w = _Writer(conv, t.sid, real, t.ids, git_branch(conv.source), t.sink())
     mark = provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
-    w.lines.append(orjson.dumps(mark) + b"\n")
+    w.out.write(orjson.dumps(mark) + b"\n")
     model = conv.source.model or "unknown"
-    last_assistant = None
+    last_assistant, any_msg = None, False
     for msg in msgs:
+        any_msg = True
         if msg.role == "assistant":
             last_assistant = w.assistant(msg, model)
         else:
             w.user(msg, last_assistant)
-    prompts = conv.prompts()
     path = Path(t.root) / "projects" / claude_slug(real) / f"{t.sid}.jsonl"
-    return Written([(path, b"".join(w.lines))], t.sid, iso_z(w.clock.last) if msgs else None,
-                   prompts[0] if prompts else None)
+    return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last) if any_msg else None, conv.first_prompt)
 
 
 def git_branch(session: Any) -> str:

@@ -43,18 +43,18 @@ class _Writer:
     def __init__(self, conv: Conversation, t: Target, cwd: str):
         self.conv, self.t, self.cwd = conv, t, cwd
         self.clock = Clock(conv.source.created, t.ids.time())
-        self.lines: list[bytes] = []
+        self.out = t.sink()
         self.kinds: dict[str, str] = {}           # call id -> "function" | "custom"
         self.total = dict(ZERO)
         self.tokens = 0
         self.turns = 0
         self.model = t.model or "gpt-5.5"
-        self.structured = {i.part.call_id: i.part.structured for i in conv.items if i.kind == "result"}
-        self.answered = {i.part.call_id for i in conv.items if i.kind == "result"}
+        self.structured = conv.patches
+        self.answered = conv.answered
 
     def emit(self, type_: str, payload: dict, ts: str | None) -> None:
         line = {"timestamp": iso_z(self.clock.at(ts)), "type": type_, "payload": payload}
-        self.lines.append(orjson.dumps(line) + b"\n")
+        self.out.write(orjson.dumps(line) + b"\n")
 
     def turn(self, ts: str | None) -> None:
         self.turns += 1
@@ -177,14 +177,12 @@ def _git(session: Any) -> dict | None:
 
 def write(conv: Conversation, t: Target) -> Written:
     cwd = os.path.realpath(t.cwd)
-    created = parse_ts(conv.source.created) or next(
-        (d for d in (parse_ts(i.ts) for i in conv.items) if d), None) or Clock(None, t.ids.time()).last
+    created = parse_ts(conv.source.created) or conv.first_time or Clock(None, t.ids.time()).last
     w = _Writer(conv, t, cwd)
     w.emit("session_meta", session_meta(conv, t, cwd, created), iso_z(created))
     for item in conv.items:
         getattr(w, "on_" + item.kind)(item)
-    prompts = conv.prompts()
     path = rollout_path(t.root, t.sid, created)
     info = {"created": created.timestamp(), "cwd": cwd, "model": t.model, "tokens_used": w.tokens,
             "git": _git(conv.source) or {}}
-    return Written([(path, b"".join(w.lines))], t.sid, iso_z(w.clock.last), prompts[0] if prompts else None, info)
+    return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last), conv.first_prompt, info)

@@ -44,19 +44,19 @@ def write(conv: Conversation, t: Target, *, folder: Path | None = None) -> Writt
     clock = Clock(conv.source.created, t.ids.time())
     created = iso_z(clock.last)
     source = {"tool": t.source_tool, "sessionId": t.source_id}
-    lines = []
+    out, any_msg = t.sink(), False
     for msg in msgs:
+        any_msg = True
         role = "tool" if msg.role == "user" and not msg.prompt else msg.role
         payload: dict[str, Any] = {"message": {"role": msg.role, "content": msg.content()}, "source": source}
         if msg.usage:
             payload["usage"] = anthropic_usage(msg.usage)
-        lines.append(orjson.dumps({"ts": iso_z(clock.at(msg.stamps[0])), "role": role, "payload": payload}) + b"\n")
+        out.write(orjson.dumps({"ts": iso_z(clock.at(msg.stamps[0])), "role": role, "payload": payload}) + b"\n")
     meta = {"sessionId": t.sid, "projectPath": cwd, "cwd": cwd, "cliVersion": f"histmig {__version__}",
             "model": conv.source.model or "", "createdAt": created, "updatedAt": iso_z(clock.last),
             provenance.MANIFEST_KEY: provenance.manifest_marker(t.source_tool, t.source_id,
                                                                 iso_z(Clock(None, t.ids.time()).last))}
     d = (folder or project_folder(t.root, cwd)) / "sessions" / t.sid
-    prompts = conv.prompts()
     files = [(d / "meta.json", orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"),
-             (d / "transcript.jsonl", b"".join(lines))]
-    return Written(files, t.sid, iso_z(clock.last) if msgs else None, prompts[0] if prompts else None)
+             (d / "transcript.jsonl", out.result())]
+    return Written(files, t.sid, iso_z(clock.last) if any_msg else None, conv.first_prompt)

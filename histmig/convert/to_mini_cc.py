@@ -31,18 +31,18 @@ def write(conv: Conversation, t: Target, *, project_folder: Path | None = None) 
     cwd = os.path.realpath(t.cwd)
     msgs = build_messages(conv, "mini-cc", Options(t.keep_reasoning_text, cwd))
     clock = Clock(conv.source.created, t.ids.time())
-    lines = [orjson.dumps(provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))) + b"\n"]
-    parent = None
+    out = t.sink()
+    out.write(orjson.dumps(provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))) + b"\n")
+    parent, any_msg = None, False
     for msg in msgs:
+        any_msg = True
         uid = t.ids.uuid4()
         rec: dict[str, Any] = {"type": msg.role, "uuid": uid, "parentUuid": parent, "sessionId": t.sid,
                                "timestamp": iso_offset(clock.at(msg.stamps[0])), "cwd": cwd,
                                "message": {"role": msg.role, "content": msg.content()}}
         if msg.role == "assistant" and msg.usage:
             rec["usage"] = anthropic_usage(msg.usage)
-        lines.append(orjson.dumps(rec) + b"\n")
+        out.write(orjson.dumps(rec) + b"\n")
         parent = uid
-    prompts = conv.prompts()
     path = (project_folder or folder(t.root, cwd)) / f"{t.sid}.jsonl"
-    return Written([(path, b"".join(lines))], t.sid, iso_z(clock.last) if msgs else None,
-                   prompts[0] if prompts else None)
+    return Written([(path, out.result())], t.sid, iso_z(clock.last) if any_msg else None, conv.first_prompt)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from histmig import registry
 from histmig.convert import provenance, to_claude, to_codex, to_manifest, to_mini_cc
@@ -17,6 +17,7 @@ from histmig.convert.common import Target, Written
 from histmig.convert.flatten import flatten
 from histmig.convert.ids import UUID_RE, Ids, parse_ts
 from histmig.convert.loss import LossReport
+from histmig.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
 from histmig.convert.threads import ThreadsTables
 from histmig.diagnostics import HistmigError, Skip, Warning
 from histmig.model import SessionRef
@@ -65,8 +66,9 @@ class Outcome:
 class Run:
     """State shared by every session of one run: target config, provenance index, DB schemas."""
 
-    def __init__(self, homes: Any, opts: ConvertOptions):
+    def __init__(self, homes: Any, opts: ConvertOptions, sink: Callable[[], Sink] = Sink):
         self.homes, self.opts = homes, opts
+        self.sink = sink          # memory (tests, --plan-out), count (dry run) or spool (apply): see convert.sink
         self.ids = Ids(opts.seed, opts.now)
         self.index = provenance.Index(homes, opts.target)
         self.root = Path({"codex": homes.codex, "claude-code": homes.claude, "mini-cc": homes.mini_cc,
@@ -122,11 +124,13 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     try:
         conv = flatten(session)
         return _write(run, session, conv, cwd, out)
+    except (TooLargeToEmbed, SpoolError):    # the run's own limits, not this session's: stop, exit 1
+        raise
     except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
         return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
     except MemoryError:
-        # the source streams, but the converted session is built whole (CreateFile holds its bytes);
-        # everything it held is freed by the time we get here, so the next session can go on
+        # source and target stream (one record, one line at a time): only a single huge record or
+        # a memory-mode run (tests) gets here; what it held is freed, so the next session can go on
         return _skip(out, "too-large", "not enough memory to build the converted session "
                      f"({_size(ref.path)} bytes of source)"), []
 
@@ -143,24 +147,34 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
     assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
                keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
-               model=run.model or (session.model if session.format == "codex" else None))
+               model=run.model or (session.model if session.format == "codex" else None), sink=run.sink)
     w: Written = WRITERS[run.opts.target](conv, t)
     for path, _ in w.files:
         if not all(safe_component(c) for c in path.relative_to(run.root).parts):
+            for _, data in w.files:
+                discard(data)
             return _skip(out, "invalid-path", f"unsafe target path {path}"), []
     mtime = _mtime_ns(run, w)
     tag = {"tool": run.opts.target, "id": sid}
     # Claude Code and mini-cc create their folders 0700; Codex leaves folders to the umask
     dir_mode = None if run.opts.target == "codex" else 0o700
-    ops: list[Op] = [CreateFile(str(p), data, 0o600, mtime, tag, f"convert {session.format} {out.source_id}",
-                                dir_mode=dir_mode)
+    ops: list[Op] = [_create(p, data, mtime, tag, f"convert {session.format} {out.source_id}", dir_mode)
                      for p, data in w.files]
     if run.tables is not None:
         ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
     out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
-    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(len(d) for _, d in w.files)
+    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files)
     run.index.add(session.format, out.source_id, out.paths[-1])
     return out, ops
+
+
+def _create(path: Path, data: bytes | Spooled, mtime: int | None, tag: dict, reason: str,
+            dir_mode: int | None) -> CreateFile:
+    if isinstance(data, bytes):
+        return CreateFile(str(path), data, 0o600, mtime, tag, reason, dir_mode=dir_mode)
+    # spooled (apply copies it in chunks) or only counted (a dry run: data_path None, never applied)
+    return CreateFile(str(path), b"", 0o600, mtime, tag, reason, dir_mode=dir_mode, data_path=data.path,
+                      sha256=data.sha256, size=data.size)
 
 
 def _mtime_ns(run: Run, w: Written) -> int | None:
