@@ -1,6 +1,6 @@
 """The one file-system facade: every mutating call histmig makes goes through an :class:`FS`.
 
-Why one facade (safety.md §0.1, chezmoi's ``System``): fault injection, crash simulation and
+Why one facade (docs/specs/safety.md §0.1, chezmoi's ``System``): fault injection, crash simulation and
 operation-order spying then come for free, and the write protocol can be tested at every step.
 
 * Every *mutating* operation (open-for-write, write, copy (copy_file_range), fsync, fchown, fchmod, setxattr, utime,
@@ -192,7 +192,7 @@ class FS:
         self._op(what, label)
 
     def fsync_batch(self, items: list[tuple[int, str]]) -> None:
-        """Make several open files (or folders) durable together (safety.md §1.x).
+        """Make several open files (or folders) durable together (docs/specs/safety.md §1.x).
 
         Each item counts as one ``fsync`` operation, so faults, crash points and the order spy see
         every file's durability step; then one ``syncfs(2)`` per file system does the work (one
@@ -223,7 +223,7 @@ class FS:
 def _naming(label, dir_fd: int | None = None) -> Iterator[None]:
     """An ``OSError`` of a call on a descriptor names no file, and one relative to a folder
     descriptor names only the entry (a temp's bare name): name the file the operation is for, so
-    the user's one error line says which file (safety.md "Faults mid-apply")."""
+    the user's one error line says which file (docs/safety.md "Faults mid-apply")."""
     try:
         yield
     except OSError as e:
@@ -347,7 +347,7 @@ class PathChanged(Exception):
 
 def open_dir(root: str, rel_parts: list[str]) -> int:
     """Open ``root/rel_parts...`` as a directory fd, one component at a time with O_NOFOLLOW, so a
-    folder swapped for a symlink after planning is caught (safety.md §1.3)."""
+    folder swapped for a symlink after planning is caught (docs/specs/safety.md §1.3)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     where = root
     for part in rel_parts:

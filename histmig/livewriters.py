@@ -1,7 +1,7 @@
 """Which processes hold a file open for writing (Linux ``/proc``; a no-op elsewhere).
 
 Codex keeps its rollout open ``O_APPEND`` for a whole session; replacing such a file loses every later
-append (safety.md §3.2). We look for the file's ``(st_dev, st_ino)`` among ``/proc/<pid>/fd/*`` and read
+append (docs/specs/safety.md §3.2). We look for the file's ``(st_dev, st_ino)`` among ``/proc/<pid>/fd/*`` and read
 ``/proc/<pid>/fdinfo/<fd>`` ``flags:`` (octal): access mode ``& 3 != 0`` means writable. This works
 unprivileged for the user's own processes, which is what matters (agents run as the user).
 """

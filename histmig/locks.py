@@ -1,14 +1,14 @@
 """Locks: histmig's own global flock, and the locks the agents use for live sessions.
 
 * Global: ``fcntl.flock(LOCK_EX | LOCK_NB)`` on ``<state dir>/lock``; the kernel drops it when the
-  process dies, so a SIGKILLed run leaves no stale lock (safety.md §3.3). The holder writes its pid
+  process dies, so a SIGKILLed run leaves no stale lock (docs/specs/safety.md §3.3). The holder writes its pid
   into the file so a second run can say who holds it.
 * Codex: ``thread-writer-locks/<thread_id>.lock`` (Rust ``File::try_lock`` = flock) marks a thread
   with a live writer; ``.tmp/rollout-maintenance.lock`` is shared by compression and migration, and
-  histmig holds it while replacing rollouts (codex.md §15.4).
-* Claude Code: ``<claude home>/sessions/<pid>.json`` lists live sessions (claude-code.md §1);
+  histmig holds it while replacing rollouts (docs/specs/codex.md §15.4).
+* Claude Code: ``<claude home>/sessions/<pid>.json`` lists live sessions (docs/specs/claude-code.md §1);
   ``~/.claude.json`` is guarded by ``~/.claude.json.lock``, a folder made with ``mkdir`` the way
-  proper-lockfile does it, stale after 10 s without an mtime refresh (safety.md §3.3, rows 35-36).
+  proper-lockfile does it, stale after 10 s without an mtime refresh (docs/specs/safety.md §3.3, rows 35-36).
 """
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def valid_cwd(cwd: str) -> bool:
 
 def slug_matches(name: str, path: str) -> bool:
     """``name`` is the Claude project folder of ``path``: exactly, or (long paths) same 200-char
-    prefix plus a hash suffix from another build (Bun-hash era, claude-code.md §2.3)."""
+    prefix plus a hash suffix from another build (Bun-hash era, docs/specs/claude-code.md §2.3)."""
     s = claude_slug(path)
     if name == s:
         return True

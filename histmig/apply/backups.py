@@ -1,5 +1,5 @@
 """Can a backup be trusted? Checks used before any backup is put back, and the rule for backups no
-journal record names (safety.md "Damaged backups and journals").
+journal record names (docs/safety.md "Damaged backups and journals").
 
     verify_backup(folder, rec) -> reason | None     # before restoring from rec's backup
     unnamed_backups(folder, records) -> (drop, keep) # backups in b/ that no intent names

@@ -1,4 +1,4 @@
-"""The rewrite protocol for many files at once (safety.md §1.2 made fast by §1.x).
+"""The rewrite protocol for many files at once (docs/specs/safety.md §1.2 made fast by §1.x).
 
 replace, per batch of files (plan order kept):
 

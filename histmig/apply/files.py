@@ -1,4 +1,4 @@
-"""Pieces of the per-file write protocol (safety.md §1.2) shared by the batch executor
+"""Pieces of the per-file write protocol (docs/specs/safety.md §1.2) shared by the batch executor
 (:mod:`histmig.apply.batch`, which runs them for many files at once, §1.x) and by create/delete/rename:
 the execution context, backups, metadata copying, verification by re-reading, append handling.
 
@@ -107,7 +107,7 @@ def _refresh(ctx: Ctx, prep: Prepared, src: int) -> None:
 
 def salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: int, still_held: bool) -> dict:
     """Appends that reached the old inode after our last check: copy their complete lines to the
-    new file (safety.md §3.3). The hard-link backup keeps the raw bytes for undo. ``still_held``:
+    new file (docs/specs/safety.md §3.3). The hard-link backup keeps the raw bytes for undo. ``still_held``:
     a writer still has the old inode open (from the batch's scan after the renames)."""
     grown = os.fstat(src).st_size - st0.st_size
     post = {"sha256": sha, "size": size}

@@ -2,7 +2,7 @@
 
 A plan file carries data, not code, so apply looks the transform up by the plan's command
 (``plan.op``) and arguments: ``histmig apply plan.json`` then treats an appended line exactly like
-``flip --apply`` / ``move --apply`` would (safety.md rows 23 and 29). Unknown commands keep
+``flip --apply`` / ``move --apply`` would (docs/specs/safety.md rows 23 and 29). Unknown commands keep
 appended bytes verbatim.
 """
 from __future__ import annotations

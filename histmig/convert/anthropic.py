@@ -4,7 +4,7 @@ flattened conversation, with every rule the Messages API enforces on history:
 - tool_use ids match ``[A-Za-z0-9_-]+`` and are unique; every tool_use is answered by a tool_result
   in the very next (user) message, and every tool_result answers a tool_use of the message before;
   unanswered calls and orphan results are dropped and reported;
-- ``thinking`` only with a genuine Anthropic signature (pitfall 24): reasoning from other
+- ``thinking`` only with a genuine Anthropic signature (docs/specs/pitfalls.md #24): reasoning from other
   providers is dropped, or carried as plain text with ``keep_reasoning_text``.
 """
 from __future__ import annotations

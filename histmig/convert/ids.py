@@ -1,6 +1,6 @@
 """Fresh identifiers and timestamps for converted sessions.
 
-A converted session never reuses its source's id (pitfall 18). ``Ids`` draws from the OS random
+A converted session never reuses its source's id (docs/specs/pitfalls.md #18). ``Ids`` draws from the OS random
 source, or from a seeded generator so golden tests are reproducible.
 """
 from __future__ import annotations

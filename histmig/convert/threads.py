@@ -1,4 +1,4 @@
-"""The ``threads`` row that registers a converted Codex session (codex.md §14, §15.5; pitfall 20).
+"""The ``threads`` row that registers a converted Codex session (docs/specs/codex.md §14, §15.5; docs/specs/pitfalls.md #20).
 
 One row per state database that exists and has a ``threads`` table. The columns are read with
 ``PRAGMA table_info`` and only those are filled; NOT NULL columns we have no value for get a neutral

@@ -1,4 +1,4 @@
-"""Write a conversation as a new Claude Code transcript (claude-code.md §0, §3.2, §12).
+"""Write a conversation as a new Claude Code transcript (docs/specs/claude-code.md §0, §3.2, §12).
 
 File: ``<config>/projects/<slug(realpath(cwd))>/<uuid4>.jsonl``. One record per content block,
 the blocks of one assistant message sharing ``message.id``; the envelope in Claude 2.1.x key order

@@ -1,4 +1,4 @@
-"""Write a conversation as a new Codex rollout (codex.md §0.2c, §3-§7, §15.5).
+"""Write a conversation as a new Codex rollout (docs/specs/codex.md §0.2c, §3-§7, §15.5).
 
 The legacy (non-paginated) layout the real 0.171.0 resumes: a ``session_meta`` first line (fresh
 UUIDv7 id, ``source:"cli"``, the configured ``model_provider``, never null), a ``turn_context`` per

@@ -1,4 +1,4 @@
-"""Write a conversation as a new manifest-layout session (manifest-layout.md §1, §2, §7).
+"""Write a conversation as a new manifest-layout session (docs/specs/manifest-layout.md §1, §2, §7).
 
 ``<root>/projects/<project>/sessions/<uuid4>/`` with ``transcript.jsonl`` (``{ts, role, payload}``
 per line, compact, payload = ``{"message": <Anthropic message>, "source": {...}}``; tool results have

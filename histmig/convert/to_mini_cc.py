@@ -1,4 +1,4 @@
-"""Write a conversation as a new mini-cc session (mini-cc.md §4, §11, §12).
+"""Write a conversation as a new mini-cc session (docs/specs/mini-cc.md §4, §11, §12).
 
 ``<MINI_CC_HOME>/projects/<folder>/<uuid4>.jsonl``: one record per message, keys in mini-cc's order
 ``type, uuid, parentUuid, sessionId, timestamp (+00:00), cwd, message[, usage]``, compact JSON as the

@@ -1,4 +1,4 @@
-"""Tool calls in each tool's own schema (pitfall 23: rename *and* reshape the arguments).
+"""Tool calls in each tool's own schema (docs/specs/pitfalls.md #23: rename *and* reshape the arguments).
 
 Codex -> Claude: ``exec_command``/``shell``/``shell_command``/``local_shell`` -> ``Bash {command}``;
 ``apply_patch`` -> one ``Write`` per added file and one ``Edit`` per update hunk when the patch

@@ -20,7 +20,7 @@ INJECTED_RE = re.compile(
     r"^\s*<(?:system-reminder|command-name|command-message|command-args|local-command-[\w-]+"
     r"|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr|task-notification)[\s>]"
     r"|^\[Request interrupted by user[^\]]*\]")
-# the picker's "not a real prompt" test, verbatim from the client (claude-code.md §5.1)
+# the picker's "not a real prompt" test, verbatim from the client (docs/specs/claude-code.md §5.1)
 NOT_PROMPT_RE = re.compile(r"^(?:\s*<[a-z][\w-]*[\s>]|\[Request interrupted by user[^\]]*\])")
 
 

@@ -1,4 +1,4 @@
-"""Claude Code transcripts: ``<config>/projects/<slug>/<uuid>.jsonl`` (claude-code.md §1-§6).
+"""Claude Code transcripts: ``<config>/projects/<slug>/<uuid>.jsonl`` (docs/specs/claude-code.md §1-§6).
 
 Reading keeps every line's bytes (``claude_records``); listing reads only each file's two ends
 (``claude_listing``); the block ↔ Part mapping is shared with mini-cc and manifest (``anthropic``).

@@ -1,4 +1,4 @@
-"""Finding and listing Claude Code sessions (claude-code.md §2, §5): project folders, the
+"""Finding and listing Claude Code sessions (docs/specs/claude-code.md §2, §5): project folders, the
 ``<uuid>.jsonl`` files Claude lists, their sub-agent transcripts, and a ref per session read from
 the file's two ends only.
 

@@ -1,4 +1,4 @@
-"""Claude Code transcript lines ↔ Records (claude-code.md §3-§4).
+"""Claude Code transcript lines ↔ Records (docs/specs/claude-code.md §3-§4).
 
 Adjacent assistant lines that share ``message.id`` (Claude writes one line per content block)
 become one Record whose ``raw`` is the concatenation of those lines, so the split is kept byte for

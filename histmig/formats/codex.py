@@ -4,7 +4,7 @@ Every line becomes one Record whose ``raw`` is the exact source bytes, so ``seri
 the file byte for byte: unknown line types (``token_usage_record``, ...) and damaged lines pass
 through untouched. Listing (``discover``) reads only the head of each file and, when the head did not
 reach the end, a 64 KB tail for the latest ``turn_context.cwd`` (what ``codex exec resume --last``
-matches on, codex.md §13).
+matches on, docs/specs/codex.md §13).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 NAME = "codex"
 ROLLOUT_RE = re.compile(r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-(.+)\.jsonl(\.zst)?$")
-# injected context that appears as role=user messages (codex.md §5): never a title
+# injected context that appears as role=user messages (docs/specs/codex.md §5): never a title
 INJECTED_PREFIXES = ("<environment_context", "# AGENTS.md instructions", "<permissions",
                      "<user_instructions", "<INSTRUCTIONS>", "<user_shell_command")
 TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
@@ -40,7 +40,7 @@ TOOL_RESULTS = {"function_call_output", "custom_tool_call_output", "tool_search_
 # ---- file names and discovery ------------------------------------------------------------------
 
 def parse_name(name: str) -> tuple[str, str, str | None] | None:
-    """``(timestamp, thread_id, rollout_id)`` from a rollout file name, or None (codex.md §2)."""
+    """``(timestamp, thread_id, rollout_id)`` from a rollout file name, or None (docs/specs/codex.md §2)."""
     m = ROLLOUT_RE.match(name)
     if not m:
         return None

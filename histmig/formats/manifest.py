@@ -1,4 +1,4 @@
-"""The "manifest" layout (manifest-layout.md): ``<claude home>/projects/<hash>/sessions/<id>/``
+"""The "manifest" layout (docs/specs/manifest-layout.md): ``<claude home>/projects/<hash>/sessions/<id>/``
 with ``transcript.jsonl`` (``{ts, role, payload}`` per line), ``meta.json`` and
 ``checkpoints/cp-NNNN.json``.
 

@@ -1,4 +1,4 @@
-"""mini-cc sessions: ``<MINI_CC_HOME>/projects/<slug>/<uuid>.jsonl`` (mini-cc.md).
+"""mini-cc sessions: ``<MINI_CC_HOME>/projects/<slug>/<uuid>.jsonl`` (docs/specs/mini-cc.md).
 
 One line per message: ``type`` (= role), ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``
 (``+00:00``), ``cwd``, ``message`` (Anthropic Messages form, verbatim), and ``usage`` at the top

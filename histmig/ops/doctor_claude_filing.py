@@ -1,7 +1,7 @@
 """Claude Code checks: is each session in the folder Claude reads for its cwd?
 
 Claude files a session under ``projects/<slug of realpath(cwd)>/`` and, started in a folder, reads
-only that folder's sessions (claude-code.md §2). ``check_slug`` (doctor_claude) reports a folder none
+only that folder's sessions (docs/specs/claude-code.md §2). ``check_slug`` (doctor_claude) reports a folder none
 of whose sessions belong to it; this module reports single sessions:
 
 - ``claude.session-cwd-mismatch``: a session whose cwd's folder is another one than the folder it is
@@ -43,7 +43,7 @@ def slug_matches(folder: str, cwd: str) -> bool:
     slug = claude_slug(cwd)
     if folder == slug:
         return True
-    # long paths: Bun-hash era folders share only the 200-character prefix (claude-code.md §2.3)
+    # long paths: Bun-hash era folders share only the 200-character prefix (docs/specs/claude-code.md §2.3)
     return len(slug) > SLUG_MAX and folder.startswith(slug_prefix(cwd) + "-")
 
 

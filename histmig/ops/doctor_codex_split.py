@@ -2,7 +2,7 @@
 
 Codex lists a thread by its first ``session_meta``'s provider, but when it rebuilds a ``threads`` row
 from the file (startup backfill, a deleted or reset ``state_5.sqlite``) the *last* same-id
-``session_meta`` / ``thread_settings_applied`` value wins (codex.md §14, §15.1). A line-1-only flip
+``session_meta`` / ``thread_settings_applied`` value wins (docs/specs/codex.md §14, §15.1). A line-1-only flip
 (the seed's naive script) leaves ``thread_settings_applied.model_provider_id`` on the old provider: a
 row repaired from line 1 is right today and wrong after the next rebuild.
 

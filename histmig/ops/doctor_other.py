@@ -1,5 +1,5 @@
-"""mini-cc and manifest-layout checks: the health checks their specs name (mini-cc.md §7-9,
-manifest-layout.md §3-5), evaluated read-only."""
+"""mini-cc and manifest-layout checks: the health checks their specs name (docs/specs/mini-cc.md §7-9,
+docs/specs/manifest-layout.md §3-5), evaluated read-only."""
 from __future__ import annotations
 
 from collections import defaultdict

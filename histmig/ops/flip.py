@@ -1,7 +1,7 @@
 """``histmig flip OLD NEW``: re-label Codex sessions from one model provider to another.
 
 Pure planner: reads the Codex home and returns a Plan; never writes. What a correct flip is was
-measured on Codex 0.171.0 (codex.md §0.4, §15.1): the provider value in every same-id
+measured on Codex 0.171.0 (docs/specs/codex.md §0.4, §15.1): the provider value in every same-id
 ``session_meta`` and every ``thread_settings_applied`` line, edited in place (only the value's bytes),
 **plus** ``threads.model_provider`` in every state DB, **plus** the thread's byte offsets in
 ``thread_history_1.sqlite`` when a line changes length.

@@ -1,6 +1,6 @@
 """Line 1 of every rollout: which sessions a flip from OLD touches, which providers are present.
 
-This is all a dry run reads (codex.md §15.1): the provider of a session is in its first line, so
+This is all a dry run reads (docs/specs/codex.md §15.1): the provider of a session is in its first line, so
 deciding what a flip affects never opens more than the head of each file.
 """
 from __future__ import annotations

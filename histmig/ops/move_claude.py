@@ -1,4 +1,4 @@
-"""Claude Code's part of a project move (claude-code.md §11).
+"""Claude Code's part of a project move (docs/specs/claude-code.md §11).
 
 1. ``projects/slug(OLD…)`` folders (sessions, ``<sid>/`` side folders with sub-agents, the git-root
    keyed ``memory/``) → ``slug(NEW…)``; ``cwd`` in every record of main and sub-agent files, the

@@ -1,4 +1,4 @@
-"""Codex's part of a project move (codex.md §0.5, §15.2).
+"""Codex's part of a project move (docs/specs/codex.md §0.5, §15.2).
 
 Every rollout (``sessions/``, ``archived_sessions/``, plain or ``.jsonl.zst``) is scanned; in
 ``session_meta``, ``turn_context``, ``world_state`` and ``thread_settings_applied`` lines every string

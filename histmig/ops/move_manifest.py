@@ -1,4 +1,4 @@
-"""The manifest layout's part of a project move (manifest-layout.md §7): ``meta.json`` ``projectPath``
+"""The manifest layout's part of a project move (docs/specs/manifest-layout.md §7): ``meta.json`` ``projectPath``
 and ``cwd`` rewritten in place (indent and key order kept). Folders named by the Claude slug move with
 Claude Code's folders (``move_folders``); opaque hash-named folders keep their name. Transcript
 ``payload`` text is left alone unless ``--rewrite-content``."""

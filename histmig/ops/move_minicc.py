@@ -1,4 +1,4 @@
-"""mini-cc's part of a project move (mini-cc.md §12): rename ``projects/<slug>/`` (located by the
+"""mini-cc's part of a project move (docs/specs/mini-cc.md §12): rename ``projects/<slug>/`` (located by the
 ``cwd`` its records carry, named with the Claude rule) and rewrite ``cwd`` in every record. mini-cc
 has no merge story, so an existing target folder refuses the plan."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The paths a move uses: what the clients record, not what the user typed.
 
-Claude Code and Codex both record ``realpath(getcwd())`` (claude-code.md §2.1, codex.md §14), so a
+Claude Code and Codex both record ``realpath(getcwd())`` (docs/specs/claude-code.md §2.1, docs/specs/codex.md §14), so a
 project opened through a symlink is on record under its target. OLD is used as its realpath (the
 typed spelling is matched too, by ``make_pathmap``). NEW is what a client started in NEW will record:
 its realpath when it exists, else the realpath of its parent plus its name.

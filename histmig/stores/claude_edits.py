@@ -5,7 +5,7 @@
   different values on both sides refuses without ``force``), re-encoding only the ``projects`` value
   with the file's own indent. ``githubRepoPaths`` path lists are rebased too. Claude writes this file
   under the ``~/.claude.json.lock`` directory lock (proper-lockfile, stale after 10 s): a fresh lock
-  makes us wait a little, then refuse (safety.md rows 35-37).
+  makes us wait a little, then refuse (docs/specs/safety.md rows 35-37).
 - ``history.jsonl``: the ``project`` field of each prompt, patched in place.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Claude Code files outside the transcripts that name projects or sessions (readers only).
 
 - ``~/.claude.json`` (or ``$CLAUDE_CONFIG_DIR/.claude.json``): ``projects`` keyed by git root or
-  cwd with forward slashes; the key may be absent altogether (claude-code.md §8, real 2.1.197).
+  cwd with forward slashes; the key may be absent altogether (docs/specs/claude-code.md §8, real 2.1.197).
 - ``<claude home>/history.jsonl``: prompt history, one line per prompt with a ``project`` field.
 - ``<claude home>/sessions/<pid>.json``: the live-session registry; an entry whose pid is alive
   means the session is open in a running client and must not be touched (§1, §11).

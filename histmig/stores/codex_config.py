@@ -12,7 +12,7 @@ from histmig.diagnostics import HistmigInputError
 from histmig.plan import CreateFile, Fingerprint, WriteFile
 
 DEFAULT_PROVIDER = "openai"
-# reserved ids Codex defines itself; a [model_providers.<id>] table for them is rejected (codex.md §16)
+# reserved ids Codex defines itself; a [model_providers.<id>] table for them is rejected (docs/specs/codex.md §16)
 BUILTIN_PROVIDERS = ("openai", "ollama", "lmstudio", "amazon-bedrock", "amazon-bedrock-runtime")
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -59,7 +59,7 @@ def defined_providers(cfg: dict) -> dict[str, dict]:
 
 
 def is_known_provider(cfg: dict, provider: str) -> bool:
-    """A built-in id or one defined under ``[model_providers]`` (else resume fails, pitfalls 14)."""
+    """A built-in id or one defined under ``[model_providers]`` (else resume fails, docs/specs/pitfalls.md #14)."""
     return provider in BUILTIN_PROVIDERS or provider in defined_providers(cfg)
 
 

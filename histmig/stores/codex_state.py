@@ -1,10 +1,10 @@
 """Codex's SQLite stores: ``state_5.sqlite`` (threads) and ``thread_history_1.sqlite`` (byte offsets
 into paginated rollouts). Read-only here; changes are returned as plan operations.
 
-Codex may read a state DB from several places (codex.md §1, pitfalls 6): the config key
+Codex may read a state DB from several places (docs/specs/codex.md §1, docs/specs/pitfalls.md #6): the config key
 ``sqlite_home``, the env ``CODEX_SQLITE_HOME``, CODEX_HOME itself, and (Codex Desktop) the
 ``sqlite/`` subfolder. A provider flip must change every one that has the thread, or the picker and
-resume keep the old provider (codex.md §0.4).
+resume keep the old provider (docs/specs/codex.md §0.4).
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def provider_update_ops(homes, thread_id: str, new: str, *, rows: dict[Path, dic
 def cwd_update_ops(homes, thread_id: str, new_cwd: str, *, rows: dict[Path, dict[str, dict]] | None = None,
                    reason: str = "project move") -> list[SqlUpdate]:
     """``UPDATE threads SET cwd = realpath(new_cwd)`` in every state DB that has the thread: Codex
-    filters ``--last`` and the picker on this column after canonicalising (codex.md §15.2)."""
+    filters ``--last`` and the picker on this column after canonicalising (docs/specs/codex.md §15.2)."""
     canonical = os.path.realpath(new_cwd) if os.path.isdir(new_cwd) else new_cwd
     return _thread_update_ops(homes, thread_id, "cwd", canonical, rows=rows, reason=reason)
 
