@@ -6,6 +6,9 @@ import os
 from pathlib import Path
 
 import orjson
+import pytest
+
+from histmig.homes import resolve_homes
 
 CODEX_ID = "019e9625-802f-7e91-840a-cfe88d14117a"
 CLAUDE_ID = "3a7770b4-aba3-46dd-b677-8fc2d71d4e06"
@@ -193,3 +196,28 @@ def make_state_db(codex_home: Path) -> Path:
     con.executescript(THREADS_SQL)
     con.close()
     return db
+
+
+# -- fixtures shared by the convert tests (imported by name: pytest finds them there) -------------
+@pytest.fixture
+def homes(isolated_homes):
+    h = resolve_homes()
+    for d in (h.codex, h.claude, h.mini_cc):
+        d.mkdir(parents=True, exist_ok=True)
+    return h
+
+
+@pytest.fixture
+def proj(isolated_homes):
+    p = Path(isolated_homes["HOME"]) / "work" / "my app"
+    p.mkdir(parents=True)
+    return str(p)
+
+
+def cli(*args: str) -> int:
+    try:
+        from histmig.cli import main
+        main(list(args))
+    except SystemExit as e:
+        return e.code
+    return 0

@@ -11,39 +11,17 @@ import orjson
 import pytest
 
 from histmig import registry
-from histmig.cli import main
 from histmig.formats.codex import parse_name
 from histmig.homes import resolve_homes
 from histmig.model import core
 from histmig.ops.convert import ConvertOptions, plan_convert
 
-from convert_fixtures import (CLAUDE_ID, CODEX_ID, make_state_db, write_claude, write_codex,
+from convert_fixtures import (cli, homes, proj, CLAUDE_ID, CODEX_ID, make_state_db, write_claude, write_codex,  # noqa: F401 (fixtures)
                               write_manifest, write_mini)
 
 UUID_LEN = 36
 
 
-@pytest.fixture
-def homes(isolated_homes):
-    h = resolve_homes()
-    for d in (h.codex, h.claude, h.mini_cc):
-        d.mkdir(parents=True, exist_ok=True)
-    return h
-
-
-@pytest.fixture
-def proj(isolated_homes):
-    p = Path(isolated_homes["HOME"]) / "work" / "my app"
-    p.mkdir(parents=True)
-    return str(p)
-
-
-def cli(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as e:
-        return e.code
-    return 0
 
 
 def lines_of(path: str | Path) -> list[dict]:

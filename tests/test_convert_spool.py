@@ -11,38 +11,15 @@ import pytest
 
 from histmig import registry
 from histmig.apply import apply_plan
-from histmig.cli import main
 from histmig.convert.sink import Sink, Spooled, SpoolDir
 from histmig.diagnostics import HistmigError, RefusedError
-from histmig.homes import resolve_homes
 from histmig.ops.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan, plan_convert
 from histmig.plan import CreateFile, Plan
 
 from clirun import histmig
-from convert_fixtures import CLAUDE_ID, write_claude, write_codex, write_mini
+from convert_fixtures import cli, homes, proj, CLAUDE_ID, write_claude, write_codex, write_mini  # noqa: F401 (fixtures)
 
 
-@pytest.fixture
-def homes(isolated_homes):
-    h = resolve_homes()
-    for d in (h.codex, h.claude, h.mini_cc):
-        d.mkdir(parents=True, exist_ok=True)
-    return h
-
-
-@pytest.fixture
-def proj(isolated_homes):
-    p = Path(isolated_homes["HOME"]) / "work" / "my app"
-    p.mkdir(parents=True)
-    return str(p)
-
-
-def cli(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as e:
-        return e.code
-    return 0
 
 
 def tree(root: Path) -> dict[str, bytes]:

@@ -172,11 +172,16 @@ def _deleted(env: Env, rec: dict) -> Member:
     if not env.restore_deleted:
         return Member.kept(path, f"deleted since the transaction; histmig undo {env.txid} --restore-deleted "
                                  "recreates it", "deleted")
+    return _recreate(env, rec, path, "undo --restore-deleted")
+
+
+def _recreate(env: Env, rec: dict, path: str, reason: str) -> Member:
+    """The file as it was before the transaction, made again from its verified backup."""
     if bad := backup_problem(env, rec):
         return Member.kept(path, bad, "bad-backup")
     data = env.backup(rec).read_bytes()[:rec["pre"]["size"]]
     return Member(path, [CreateFile(path=path, data=data, mode=rec["pre"]["mode"], mtime_ns=rec["pre"]["mtime_ns"],
-                                    session=rec.get("session"), reason="undo --restore-deleted")])
+                                    session=rec.get("session"), reason=reason)])
 
 
 def inverse_inplace(env: Env, rec: dict) -> Member:
@@ -241,11 +246,7 @@ def inverse_delete(env: Env, rec: dict) -> Member:
     path = rec["path"]
     if os.path.lexists(path):
         return Member.kept(path, "exists again since the transaction; kept", "modified")
-    if bad := backup_problem(env, rec):
-        return Member.kept(path, bad, "bad-backup")
-    data = env.backup(rec).read_bytes()[:rec["pre"]["size"]]
-    return Member(path, [CreateFile(path=path, data=data, mode=rec["pre"]["mode"], mtime_ns=rec["pre"]["mtime_ns"],
-                                    session=rec.get("session"), reason="undo: deleted by the transaction")])
+    return _recreate(env, rec, path, "undo: deleted by the transaction")
 
 
 def inverse_rmdir(env: Env, rec: dict) -> Member:
