@@ -47,7 +47,7 @@ def fork_map(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[i
     try:
         for i in groups[0]:
             results[i] = fn(items[i])
-        for (pid, fd), group in zip(children, groups[1:]):
+        for (_pid, fd), group in zip(children, groups[1:]):
             for i, r in zip(group, _collect(fd, len(group))):
                 results[i] = r if r is _MISSING or decode is None else decode(r)
         finished = True

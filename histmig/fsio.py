@@ -198,7 +198,7 @@ class FS:
         every file's durability step; then one ``syncfs(2)`` per file system does the work (one
         journal commit instead of one per file). Where ``syncfs`` is missing or cannot report
         write-back errors (Linux < 5.8 returned 0 regardless), each item is fsynced instead."""
-        for fd, label in items:
+        for _fd, label in items:
             self._op("fsync", label)
         if self.skip_fsync:
             return

@@ -165,7 +165,7 @@ def replace_values(body: bytes, edits: Sequence[tuple[Path, Any]]) -> bytes:
         spans.append((s, e, encode_value(value)))
         expected = _set_path(expected, path, value)
     spans.sort()
-    for (s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
+    for (_s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
         if s2 < e1:
             raise EditError("overlapping edits")
     out = bytearray()

@@ -134,7 +134,7 @@ class Op:
 
     def paths(self) -> list[str]:
         """Paths this operation writes (for root confinement checks): its file, or its database."""
-        return [getattr(self, "path", None) or getattr(self, "db")]
+        return [getattr(self, "path", None) or self.db]
 
 
 _OMIT_WHEN_UNSET = {"new_bytes", "dir_mode", "mtime_ns", "data_path", "sha256", "size"}

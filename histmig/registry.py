@@ -46,7 +46,7 @@ def adapter(name: str) -> Any:
 
 def adapters() -> Iterator[Any]:
     """Every adapter that is available, in table order."""
-    for name, module in FORMATS.items():
+    for _name, module in FORMATS.items():
         try:
             yield importlib.import_module(module).ADAPTER
         except ModuleNotFoundError as e:

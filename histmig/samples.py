@@ -61,7 +61,7 @@ def _merge_sqlite(src: Path, dst: Path) -> None:
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
-    for root, dirs, files in os.walk(src):
+    for root, _dirs, files in os.walk(src):
         rel = Path(root).relative_to(src)
         (dst / rel).mkdir(parents=True, exist_ok=True)
         for name in files:

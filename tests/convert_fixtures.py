@@ -130,7 +130,7 @@ def write_claude(claude_home: Path, cwd: str, sid: str = CLAUDE_ID, lines: list[
 
 def mini_lines(cwd: str, sid: str = MINI_ID) -> list[dict]:
     u = [f"10000000-0000-4000-8000-00000000000{i}" for i in range(4)]
-    head = lambda i, parent, ts: {"uuid": u[i], "parentUuid": parent, "sessionId": sid, "timestamp": ts, "cwd": cwd}
+    head = lambda i, parent, ts: {"uuid": u[i], "parentUuid": parent, "sessionId": sid, "timestamp": ts, "cwd": cwd}  # noqa: E731
     return [
         {"type": "user", **head(0, None, "2026-10-22T09:55:53.674+00:00"),
          "message": {"role": "user", "content": "记一下：测试命令是 npm test"}},

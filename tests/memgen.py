@@ -8,7 +8,6 @@ process that reports only that child's peak RSS.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from histmig import fsio
-from histmig.apply import ApplyOptions, apply_plan, transactions
+from histmig.apply import apply_plan, transactions
 from histmig.ops.undo_apply import undo
 from histmig.cli import cli
 from histmig.cli.common import Context
@@ -20,7 +20,7 @@ from histmig.diagnostics import RefusedError
 from histmig.journal import read_records, tx_root
 from histmig.plan import Plan
 from test_apply_fixtures import (NEW, OLD, db_rows, full_plan, homes, make_tree, move_plan, no_temps,
-                                 post_bytes, sha, snapshot, write_op)
+                                 post_bytes, sha, snapshot)
 
 
 def _meta(p: Path):
@@ -105,13 +105,13 @@ def test_row7_operation_order_per_file():
     with fsio.using(fs):
         apply_plan(move_plan(h, files), h)
     log = fs.log
-    journal_syncs = [i for i, (n, l) in enumerate(log) if n == "fsync" and l.endswith("journal.jsonl")]
+    journal_syncs = [i for i, (n, ln) in enumerate(log) if n == "fsync" and ln.endswith("journal.jsonl")]
     for f in map(str, files):
         def first(name, suffix=""):
-            return next(i for i, (n, l) in enumerate(log) if n == name and l == f + suffix)
+            return next(i for i, (n, ln) in enumerate(log) if n == name and ln == f + suffix)
         w = first("write", " (temp)")
         order = [max(j for j in journal_syncs if j < w), w, first("utime", " (temp)"), first("fsync", " (temp)"),
-                 first("replace"), next(i for i, (n, l) in enumerate(log) if n == "fsync" and l == os.path.dirname(f)
+                 first("replace"), next(i for i, (n, ln) in enumerate(log) if n == "fsync" and ln == os.path.dirname(f)
                                         and i > first("replace"))]
         assert order == sorted(order), f"wrong order for {f}: {order}"
 
@@ -222,8 +222,8 @@ def test_large_untouched_ranges_are_copied_in_the_kernel_or_by_fallback(kernel_c
     body = f.read_bytes() + b'{"pad":"' + b"x" * (3 << 20) + b'"}\n'
     f.write_bytes(body + b'{"cwd":"/a/proj"}\n')
     i = len(body) + len(b'{"cwd":"')
-    op = WriteFile(path=str(f), expect=Fingerprint.of(f, with_hash=False), patches=(Patch(8 + body.find(b"/a/proj") - 8, OLD, NEW),
-                                                                    Patch(i, OLD, b"/much/longer")))
+    op = WriteFile(path=str(f), expect=Fingerprint.of(f, with_hash=False),
+                   patches=(Patch(8 + body.find(b"/a/proj") - 8, OLD, NEW), Patch(i, OLD, b"/much/longer")))
     faults = [] if kernel_copy else [fsio.Fault(1, errno.EXDEV, op="copy")]
     fs = fsio.FS(faults=faults)
     with fsio.using(fs):
@@ -233,7 +233,7 @@ def test_large_untouched_ranges_are_copied_in_the_kernel_or_by_fallback(kernel_c
     assert data == body.replace(OLD, NEW, 1) + b'{"cwd":"/much/longer"}\n'
     copies = [n for n, _ in fs.log if n == "copy"]
     assert len(copies) == 1
-    writes = sum(1 for n, l in fs.log if n == "write" and l.endswith("(temp)"))
+    writes = sum(1 for n, ln in fs.log if n == "write" and ln.endswith("(temp)"))
     # kernel copy: only the two small buffers around the 3 MiB range go through write();
     # fallback: the range itself is written in 1 MiB chunks
     assert writes == 2 if kernel_copy else writes == 2 + 4

@@ -23,7 +23,6 @@ import pytest
 
 from histmig import fsio
 from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished, recover
-from histmig.apply import files as files_mod
 from histmig.journal import list_transactions, read_records
 from test_apply_fixtures import (NEW, OLD, db_rows, full_plan, homes, make_tree, move_plan, post_bytes,
                                  snapshot)
@@ -160,7 +159,7 @@ def test_row8_temp_is_not_discoverable_after_a_crash(tmp_path):
     fs = fsio.FS()
     with fsio.using(fs):
         apply_plan(full_plan(h, tree), h)
-    k = next(i for i, (n, l) in enumerate(fs.log, 1) if n == "open" and l.endswith("(temp)")) + 1
+    k = next(i for i, (n, ln) in enumerate(fs.log, 1) if n == "open" and ln.endswith("(temp)")) + 1
     tree = _reset(h)
     def visible(pattern):
         return sorted(p.name for p in h.home.rglob(pattern) if ".local" not in p.parts)
@@ -388,7 +387,7 @@ def test_row50_crash_during_cross_device_copy_keeps_the_source(tmp_path):
     probe = _reset(h)
     with fsio.using(fs):
         apply_plan(_rename_plan(h, probe["proj"], dst), h)
-    first_copy_write = next(i for i, (n, l) in enumerate(fs.log, 1) if n == "write" and "histmig-tmp" in l)
+    first_copy_write = next(i for i, (n, ln) in enumerate(fs.log, 1) if n == "write" and "histmig-tmp" in ln)
     tree = _reset(h)
     src = tree["proj"]
     (tmp_path / "plan.json").write_bytes(_rename_plan(h, src, dst).dumps())

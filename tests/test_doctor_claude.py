@@ -27,7 +27,7 @@ def rec(kind: str, uuid: str, parent: str | None, cwd: str, content, sid: str = 
 
 def transcript(cwd: str, *, dangling: bool = False, sid: str = SID) -> bytes:
     recs = [rec("user", "u1", None, cwd, "hello", sid),
-            rec("assistant", "a1", "u1", cwd, [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}], sid),
+            rec("assistant", "a1", "u1", cwd, [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}], sid),  # noqa: E501 (a literal record)
             rec("user", "u2", "a1", cwd, [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}], sid),
             rec("assistant", "a2", "u2", cwd, [{"type": "text", "text": "done"}], sid)]
     if dangling:

@@ -23,7 +23,7 @@ from histmig.homes import resolve_homes
 from histmig.ops.flip import plan_flip
 
 from clirun import histmig
-from codex_fixtures import home_with, rollout, session_meta, tid, write_rollout
+from codex_fixtures import home_with, rollout, tid, write_rollout
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "codex"

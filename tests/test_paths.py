@@ -54,7 +54,7 @@ def _random_paths(n: int) -> list[str]:
     rng = random.Random(20261130)
     alphabet = "abcXYZ019 _-.:\\/éデ😀\u00a0"
     out = []
-    for i in range(n):
+    for _i in range(n):
         parts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
                  for _ in range(rng.randint(1, 12))]
         out.append("/" + "/".join(parts))

@@ -61,7 +61,7 @@ def test_row10_eio_on_fsync_of_temp_never_replaces():
         with pytest.raises(ApplyFailedError) as ei:
             apply_plan(move_plan(h, [f]), h)
     assert str(f) in ei.value.path and ei.value.exit_code == 1
-    assert not [l for n, l in fs.log if n == "replace"]
+    assert not [ln for n, ln in fs.log if n == "replace"]
     assert f.read_bytes() == pre and no_temps(h.home)
 
 
@@ -354,7 +354,7 @@ def test_row41_follow_symlinks_rewrites_the_target_in_its_own_folder():
                          options=ApplyOptions(follow_symlinks=True))
     assert res.exit_code == 0 and real.read_bytes() == b'{"cwd":"/b/proj"}\n'
     assert link.is_symlink() and link.lstat().st_ino == ino
-    temps = [l for n, l in fs.log if n == "open" and l.endswith("(temp)")]
+    temps = [ln for n, ln in fs.log if n == "open" and ln.endswith("(temp)")]
     assert temps == [str(real) + " (temp)"]
 
 

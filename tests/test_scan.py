@@ -27,7 +27,7 @@ EXPECTED = {
     ("claude-code", "resumed"): [(f"{REC}/app", None, "RUN: ls -a", 6, "not in picker")],
     ("claude-code", "subagent"): [(f"{REC}/app", None, "AGENT: list the files in this folder", 4, "not in picker")],
     ("claude-code", "tool-thinking"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 4, "not in picker")],
-    ("claude-code", "unicode-cwd"): [(f"{REC}/my app/データ", None, "Hello from a folder with a space and データ.", 2, "not in picker")],
+    ("claude-code", "unicode-cwd"): [(f"{REC}/my app/データ", None, "Hello from a folder with a space and データ.", 2, "not in picker")],  # noqa: E501 (a literal record)
     ("mini-cc", "basic"): [("/home/user/work/app", None, "How many Python files are in src?", 4, "ok"),
                            ("/home/user/work/py-app", None, "记一下：测试命令是 uv run pytest -q", 4, "ok"),
                            ("/home/user/work/app", None, "记一下：测试命令是 npm test", 4, "ok")],

@@ -68,7 +68,8 @@ Examples:
               help="Claude Code config home (default $CLAUDE_CONFIG_DIR or ~/.claude).")
 @click.option("--mini-cc-home", type=click.Path(file_okay=False), help="mini-cc home (default $MINI_CC_HOME or ~/.mini_cc).")
 @click.option("--state-dir", type=click.Path(file_okay=False),
-              help="histmig's journal and backups (default $HISTMIG_STATE_DIR, $XDG_STATE_HOME/histmig or ~/.local/state/histmig).")
+              help="histmig's journal and backups "
+                   "(default $HISTMIG_STATE_DIR, $XDG_STATE_HOME/histmig or ~/.local/state/histmig).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final result.")
 @click.option("-v", "--verbose", count=True, help="Print more detail (repeat for more).")
 @click.pass_context

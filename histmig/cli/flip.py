@@ -79,7 +79,8 @@ def plan_summary(plan, *, rows_counted: bool = False) -> dict:
 def headline(plan, *, done: bool = False) -> str:
     s = plan.summary
     verb = "flipped" if done else "would flip"
-    text = f"{verb} {s['sessions']:,} session{'s' * (s['sessions'] != 1)} ({s['compressed']} compressed, {s['archived']} archived)"
+    text = (f"{verb} {s['sessions']:,} session{'s' * (s['sessions'] != 1)} "
+            f"({s['compressed']} compressed, {s['archived']} archived)")
     if plan.skips:
         reasons = sorted({k.code for k in plan.skips})
         text += f"; {len(plan.skips)} skipped: {', '.join(reasons)}"

@@ -23,7 +23,8 @@ def safety_flags(f: Callable) -> Callable:
     for opt in reversed([
         click.option("--follow-symlinks", is_flag=True, help="Rewrite a symlink's target (inside the tool homes only)."),
         click.option("--break-hardlinks", is_flag=True, help="Rewrite files with other hard links (those keep the old bytes)."),
-        click.option("--allow-appended", is_flag=True, help="Apply to files that only grew since the plan; the new tail is kept."),
+        click.option("--allow-appended", is_flag=True,
+                     help="Apply to files that only grew since the plan; the new tail is kept."),
         click.option("--quiet-seconds", type=float, default=None, metavar="N",
                      help="Skip files modified in the last N seconds (an agent may be writing)."),
         click.option("--include-active", is_flag=True, help="Do not skip recently modified files."),

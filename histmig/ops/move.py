@@ -2,8 +2,9 @@
 
 A pure planner: it reads the homes and returns a :class:`Plan`; nothing is written here. Operation
 order matters and is fixed: first every file edit (at the files' *old* paths), then database and
-config updates, then folder and file renames, then the removal of folders a merge emptied. A conflict anywhere (a session id in both the old and
-the target folder, two projects sharing a folder name, differing config entries without ``force``)
+config updates, then folder and file renames, then the removal of folders a merge emptied. A
+conflict anywhere (a session id in both the old and the target folder, two projects sharing a
+folder name, differing config entries without ``force``)
 raises ``RefusedError`` before any operation is returned.
 """
 from __future__ import annotations

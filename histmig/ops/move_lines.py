@@ -118,7 +118,7 @@ def _fast_spans(body: bytes, edits: Sequence[FieldEdit]) -> list[tuple[int, int,
 
 def _verified(body: bytes, spans: list[tuple[int, int, bytes]], expected: Any, base: int) -> list[Patch]:
     spans.sort()
-    for (s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
+    for (_s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
         if s2 < e1:
             raise EditError("overlapping edits")
     out, pos = bytearray(), 0

@@ -27,7 +27,8 @@ from histmig.ops import undo_files as uf
 from histmig.ops.undo_config import semantic_inverse
 from histmig.ops.undo_history import History, load, row_key
 from histmig.ops.undo_rows import RowReader, inverse_row
-from histmig.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate, WriteFile
+from histmig.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
+                          SqlUpdate, WriteFile)
 
 TRASH = "trash"
 

@@ -67,7 +67,8 @@ def _encode_at_depth(value: Any, indent: int | None, depth: int) -> bytes:
     return text.replace("\n", "\n" + " " * (indent * depth)).encode("utf-8", "surrogatepass")
 
 
-def rekey_projects(data: dict, rebase: Callable[[str], str | None], *, force: bool) -> tuple[dict, list[tuple[str, str]], list[str]]:
+def rekey_projects(data: dict, rebase: Callable[[str], str | None], *,
+                   force: bool) -> tuple[dict, list[tuple[str, str]], list[str]]:
     """New ``projects`` dict (order kept), the (old, new) key pairs, and the merge conflicts."""
     projects = data.get("projects")
     if not isinstance(projects, dict):

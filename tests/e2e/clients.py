@@ -243,7 +243,7 @@ def write_codex_config(scratch: Scratch, api: FakeAPI, provider: str = "openai",
     ]
     path = scratch.codex_home / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(l for l in lines if l is not None) + "\n")
+    path.write_text("\n".join(ln for ln in lines if ln is not None) + "\n")
     return path
 
 

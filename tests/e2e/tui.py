@@ -106,8 +106,8 @@ def choose(tmux: Tmux, text: str, label: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         lines = text.splitlines()
-        cursor = next((i for i, l in enumerate(lines) if l.lstrip().startswith(CURSOR)), None)
-        target = next((i for i, l in enumerate(lines) if _option(l) == label), None)
+        cursor = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(CURSOR)), None)
+        target = next((i for i, ln in enumerate(lines) if _option(ln) == label), None)
         if cursor is None or target is None:
             raise AssertionError(f"no menu with the option {label!r} on screen:\n{text}")
         if cursor == target:
