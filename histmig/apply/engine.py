@@ -38,7 +38,7 @@ def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> Ap
 def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult:
     opts = options or ApplyOptions()
     if opts.tail_transform is None:   # appended lines get the command's own per-line edit
-        from histmig.apply.tails import for_plan
+        from histmig.tail_rules import for_plan
         opts = dataclasses.replace(opts, tail_transform=for_plan(plan))
     roots = validate_plan(plan, homes)
     with GlobalLock(homes.state):

@@ -107,8 +107,20 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
       histmig apply flip.json
     """
     plan = Plan.loads(Path(plan_file).read_bytes())
+    _load_verb(plan.op)
     return run_plan(ctx, plan, apply=True, as_json=as_json, plan_out=None, render_dry_run=None,
                     options=_collect(flags))
+
+
+# The verb behind each plan kind: importing it registers its rule for lines appended after the
+# plan was made (histmig/tail_rules.py); the write path itself never imports a verb.
+_VERBS = {"flip": "histmig.ops.flip", "move": "histmig.ops.move"}
+
+
+def _load_verb(op: str) -> None:
+    if op in _VERBS:
+        import importlib
+        importlib.import_module(_VERBS[op])
 
 
 @click.command("undo")

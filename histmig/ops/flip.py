@@ -22,6 +22,7 @@ from histmig.forkmap import file_size, fork_map
 from histmig.formats import codex
 from histmig.jsonedit import EditError, _end_of_value, _set_path, encode_value, find_span
 from histmig.jsonl import open_stream, parse_json
+from histmig import tail_rules
 from histmig.plan import Fingerprint, Patch, Plan, WriteFile, compact
 from histmig.ops.flip_census import Census, Target, census, provider_census  # noqa: F401 (re-exported)
 from histmig.stores import codex_config, codex_state
@@ -415,3 +416,6 @@ def tail_transform(args: dict[str, Any]):
                     continue
         return _splice(data, patches, 0) if patches else data
     return transform
+
+
+tail_rules.register("flip", lambda plan: tail_transform(plan.args))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from histmig import locks
+from histmig import locks, tail_rules
 from histmig.ops import move_paths
 from histmig.ops.move_claude import plan_claude
 from histmig.ops.move_codex import plan_codex
@@ -125,3 +125,6 @@ def tail_transform(plan: Plan):
                 pos = p.offset + len(p.old)
         return bytes(out + data[pos:]) if pos else data
     return transform
+
+
+tail_rules.register("move", lambda plan: tail_transform(plan) if "old" in plan.summary and "new" in plan.summary else None)
