@@ -126,3 +126,18 @@ def test_code_comments_cite_documents_that_exist_in_the_repo():
     assert len(cited) > 30
     missing = sorted((f, m) for f, m in cited if not (root / m).is_file())
     assert not missing, missing
+
+
+@pytest.mark.parametrize("argv", [["move", "/nowhere/a", "/nowhere/b"], ["doctor"], ["convert", "--to", "claude-code", "--all"],
+                                  ["scan"]])
+def test_a_dry_run_never_loads_the_write_path(isolated_homes, tmp_path, argv):
+    """Issue 13 start-up: flip's discipline for move, doctor and convert too (checked on sys.modules)."""
+    import subprocess
+    import sys
+    probe = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
+             "code = run_guarded(cli, sys.argv[1:])\n"
+             "print(sorted(m for m in sys.modules if m.startswith(('histmig.apply', 'histmig.journal'))), code)\n")
+    out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=tmp_path,
+                         check=True).stdout
+    loaded, code = out.strip().splitlines()[-1].rsplit(" ", 1)
+    assert loaded == "[]" and code in ("0", "1", "3"), out

@@ -6,15 +6,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
-from histmig.apply import ApplyOptions, apply_plan, recover, transactions
 from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.plan import Plan
+
+if TYPE_CHECKING:      # the apply machinery loads only when something is applied (a dry run never)
+    from histmig.apply import ApplyOptions
 
 # The shared flags live in tx_options (no apply imports: a dry run parses them too).
 _flags = safety_flags
@@ -77,6 +79,7 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
         progress.step(0)
     opts.on_commit = on_commit
     try:
+        from histmig.apply import apply_plan
         res = apply_plan(plan, ctx.homes, options=opts)
     finally:
         progress.done()
@@ -189,6 +192,7 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
     Examples:
       histmig recover
     """
+    from histmig.apply import recover
     res = recover(ctx.homes)
     if as_json:
         emit_json(res.to_dict())
@@ -220,6 +224,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
     """
     from histmig.apply.gc import backup_size, gc_record
     from histmig.journal import tx_root
+    from histmig.apply import transactions
     txs = transactions(ctx.homes)
     folders = {t.txid: tx_root(ctx.homes.state) / t.txid for t in txs}
     sizes = {t.txid: backup_size(folders[t.txid]).bytes for t in txs}
