@@ -345,7 +345,7 @@ def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path,
     comparison chunk, so chunk edges fall everywhere)."""
     from histmig.ops import undo_diff
     from histmig.ops.undo_diff import diff_against_backup
-    undo_diff.CHUNK = chunk
+    undo_diff.CHUNK = undo_diff.SMALL = chunk
     try:
         old, new = b"".join(a for a, _ in pairs), b"".join(b for _, b in pairs)
         f, b = tmp_path / "f", tmp_path / "b"
@@ -361,7 +361,7 @@ def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path,
         assert bytes(data) == old + b"".join(tail) and d.tail_start == len(new)
         assert d.sha256 == hashlib.sha256(new + b"".join(tail)).hexdigest()
     finally:
-        undo_diff.CHUNK = 1 << 20
+        undo_diff.CHUNK, undo_diff.SMALL = 1 << 20, 1 << 14
 
 
 def test_case2_claude_json_saved_by_claude_since_the_move_gets_only_its_project_key_back(tmp_path):

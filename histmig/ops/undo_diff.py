@@ -89,13 +89,16 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
 def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: list[Patch]) -> tuple[int, int]:
     """Walk both files in step until either ends; returns the two positions reached."""
     pos = opos = 0
+    step = SMALL
     while pos < post_size and opos < pre_size:
-        n = min(CHUNK, post_size - pos, pre_size - opos)
+        n = min(step, post_size - pos, pre_size - opos)
         a, b = os.pread(cfd, n, pos), os.pread(ofd, n, opos)
         if a == b and len(a) == n:
             applied.update(a)
             pos, opos = pos + n, opos + n
+            step = min(step * 4, CHUNK)     # long equal stretches: bigger reads
             continue
+        step = SMALL                        # edits cluster (a move edits every line): small reads
         k = _agree(min(len(a), len(b)), lambda k: a[:k] == b[:k])
         start = a.rfind(b"\n", 0, k) + 1           # the differing line starts here in both files
         applied.update(a[:start])
@@ -111,6 +114,7 @@ def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patc
 
 
 CHUNK = 1 << 20
+SMALL = 1 << 14
 
 
 def _line_at(fd: int, pos: int, limit: int) -> bytes:
