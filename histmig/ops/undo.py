@@ -102,6 +102,7 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     begin = check_undoable(folder, records)
     history = load(homes.state, folder.name, records)
     intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
+    del records                   # a flip of thousands of sessions journals tens of thousands of rows
     locator = Locator(homes, intents)
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
                  tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
@@ -115,7 +116,7 @@ def _done_intents(records: list[dict]) -> list[dict]:
     latest: dict[int, dict] = {}
     for r in records:
         if r["kind"] == "intent":
-            latest[r["n"]] = dict(r)
+            latest[r["n"]] = r            # the records are read for this alone: no copy
         elif r["kind"] in ("done", "salvaged") and r["n"] in latest:
             latest[r["n"]]["done" if r["kind"] == "done" else "salvaged_raw"] = r.get("raw", True)
             if r.get("post"):
