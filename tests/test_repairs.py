@@ -24,15 +24,9 @@ from histmig.paths import claude_slug
 from histmig.plan import WriteFile
 from test_apply_fixtures import snapshot
 from test_doctor_claude import SID, SID2, put, transcript
+from test_doctor_codex import rows
 from test_move_fixtures import claude_session, structured_leftovers
 
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def codes(homes, tools=("codex",)) -> list[str]:

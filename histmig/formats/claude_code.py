@@ -50,20 +50,20 @@ def _session(path: Path, records: Any) -> Session:
 
 def read(src: Any) -> Session:
     """The session with every line kept; sub-agent transcripts attached as ``subagents``."""
-    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
-    session = read_file(path)
-    if not is_agent_file(path):
-        session.subagents = [read_file(p) for p in subagent_files(path)]
-    return session
+    return _with_subagents(src, read_file)
 
 
 def stream(src: Any) -> Session:
     """:func:`read` with every file's records read again on each iteration, one at a time
     (bounded memory for ``show`` and ``convert``); a record over the limit is refused."""
+    return _with_subagents(src, stream_file)
+
+
+def _with_subagents(src: Any, read_one) -> Session:
     path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
-    session = stream_file(path)
+    session = read_one(path)
     if not is_agent_file(path):
-        session.subagents = [stream_file(p) for p in subagent_files(path)]
+        session.subagents = [read_one(p) for p in subagent_files(path)]
     return session
 
 
