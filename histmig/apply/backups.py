@@ -126,24 +126,24 @@ def _starts_with(path: str, backup: Path, size: int) -> bool:
 def sql_probe(ops: list) -> dict | None:
     """The first operation of a database's group whose effect is visible by one query: all of a
     group commits together, so that one row tells whether the transaction did."""
-    from histmig.apply.sqlops import _enc
+    from histmig.apply.sqlops import encode_value
     from histmig.plan import SqlDelete, SqlInsert, SqlUpdate
     for op in ops:
         if isinstance(op, SqlUpdate) and op.set != {k: op.expect.get(k) for k in op.set}:
-            return {"table": op.table, "key": {k: _enc(v) for k, v in op.key.items()},
-                    "set": {k: _enc(v) for k, v in op.set.items()}}
+            return {"table": op.table, "key": {k: encode_value(v) for k, v in op.key.items()},
+                    "set": {k: encode_value(v) for k, v in op.set.items()}}
         if isinstance(op, SqlInsert):
-            return {"table": op.table, "key": {k: _enc(op.row[k]) for k in op.key}, "exists": True}
+            return {"table": op.table, "key": {k: encode_value(op.row[k]) for k in op.key}, "exists": True}
         if isinstance(op, SqlDelete) and op.expect_count:
-            return {"table": op.table, "key": {k: _enc(v) for k, v in op.where.items()}, "exists": False}
+            return {"table": op.table, "key": {k: encode_value(v) for k, v in op.where.items()}, "exists": False}
     return None
 
 
 def _committed(db: str, probe: dict) -> bool:
     """Does the database hold the probe's planned result? Unreadable counts as yes (keep)."""
-    from histmig.apply.sqlops import _dec, _where, connect
-    key = {k: _dec(v) for k, v in probe["key"].items()}
-    w, args = _where(key)
+    from histmig.apply.sqlops import decode_value, where_clause, connect
+    key = {k: decode_value(v) for k, v in probe["key"].items()}
+    w, args = where_clause(key)
     t = probe["table"]
     try:
         con = connect(db, readonly=True)
@@ -152,7 +152,7 @@ def _committed(db: str, probe: dict) -> bool:
                 cols = list(probe["set"])
                 row = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{t}" WHERE {w}',
                                   args).fetchone()
-                return row is not None and list(row) == [_dec(probe["set"][c]) for c in cols]
+                return row is not None and list(row) == [decode_value(probe["set"][c]) for c in cols]
             n = con.execute(f'SELECT count(*) FROM "{t}" WHERE {w}', args).fetchone()[0]
             return (n > 0) == probe["exists"]
         finally:

@@ -31,13 +31,14 @@ def connect(db: str, *, readonly: bool = False) -> sqlite3.Connection:
     return con
 
 
-def _where(cols: dict[str, Any]) -> tuple[str, list[Any]]:
+def where_clause(cols: dict[str, Any]) -> tuple[str, list[Any]]:
+    """``"c1" IS ? AND "c2" IS ?`` and its arguments (IS: a NULL key matches NULL)."""
     return " AND ".join(f'"{c}" IS ?' for c in cols), list(cols.values())
 
 
 def _mismatch(con: sqlite3.Connection, op) -> str | None:
     if isinstance(op, SqlUpdate):
-        w, args = _where(op.key)
+        w, args = where_clause(op.key)
         row = con.execute(f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in op.expect)} '
                           f'FROM "{op.table}" WHERE {w}', args).fetchall()
         if len(row) != 1:
@@ -45,10 +46,10 @@ def _mismatch(con: sqlite3.Connection, op) -> str | None:
         got = dict(zip(op.expect, row[0]))
         return None if got == op.expect else f"row {op.key} holds {got}, plan expected {op.expect}"
     if isinstance(op, SqlInsert):
-        w, args = _where({k: op.row[k] for k in op.key})
+        w, args = where_clause({k: op.row[k] for k in op.key})
         n = con.execute(f'SELECT count(*) FROM "{op.table}" WHERE {w}', args).fetchone()[0]
         return f"a row with {dict((k, op.row[k]) for k in op.key)} already exists" if n else None
-    w, args = _where(op.where)
+    w, args = where_clause(op.where)
     n = con.execute(f'SELECT count(*) FROM "{op.table}" WHERE {w}', args).fetchone()[0]
     return None if n == op.expect_count else f"{n} rows match {op.where}, plan expected {op.expect_count}"
 
@@ -117,11 +118,12 @@ def check_expectations(db: str, ops: list) -> list[tuple[int | None, str]]:
         con.close()
 
 
-def _enc(v: Any) -> Any:
+def encode_value(v: Any) -> Any:
+    """A row value as JSON for the journal (bytes as ``{"$b64": ...}``); :func:`decode_value` inverts it."""
     return {"$b64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
 
 
-def _dec(v: Any) -> Any:
+def decode_value(v: Any) -> Any:
     return base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v
 
 
@@ -234,14 +236,14 @@ def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
 def _row_change(con: sqlite3.Connection, op) -> dict[str, Any]:
     if isinstance(op, SqlUpdate):
         return {"kind": "update", "table": op.table, "key": op.key, "old": op.expect,
-                "new": {k: _enc(v) for k, v in op.set.items()}}
+                "new": {k: encode_value(v) for k, v in op.set.items()}}
     if isinstance(op, SqlInsert):
         return {"kind": "insert", "table": op.table, "key": {k: op.row[k] for k in op.key},
-                "new": {k: _enc(v) for k, v in op.row.items()}}
-    w, args = _where(op.where)
+                "new": {k: encode_value(v) for k, v in op.row.items()}}
+    w, args = where_clause(op.where)
     cur = con.execute(f'SELECT * FROM "{op.table}" WHERE {w}', args)
     cols = [d[0] for d in cur.description]
-    return {"kind": "delete", "table": op.table, "rows": [{c: _enc(v) for c, v in zip(cols, r)} for r in cur]}
+    return {"kind": "delete", "table": op.table, "rows": [{c: encode_value(v) for c, v in zip(cols, r)} for r in cur]}
 
 
 def _execute_all(con: sqlite3.Connection, ops: list) -> None:
@@ -255,7 +257,7 @@ def _execute_all(con: sqlite3.Connection, ops: list) -> None:
 
 
 def _update_sql(op: SqlUpdate) -> str:
-    w, _ = _where(op.key)
+    w, _ = where_clause(op.key)
     sets = ", ".join(f'"{c}" = ?' for c in op.set)
     return f'UPDATE "{op.table}" SET {sets} WHERE {w}'
 
@@ -267,7 +269,7 @@ def _execute(con: sqlite3.Connection, op) -> None:
         con.execute(f'INSERT INTO "{op.table}" ({cols}) VALUES ({", ".join("?" for _ in op.row)})',
                     list(op.row.values()))
     elif isinstance(op, SqlDelete):
-        w, args = _where(op.where)
+        w, args = where_clause(op.where)
         con.execute(f'DELETE FROM "{op.table}" WHERE {w}', args)
 
 
@@ -289,8 +291,8 @@ def revert_db(fs, rec: dict[str, Any], *, strict: bool) -> list[Warning]:
 def _revert_row(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
     t = row["table"]
     if row["kind"] == "update":
-        w, args = _where(row["key"])
-        new = {k: _dec(v) for k, v in row["new"].items()}
+        w, args = where_clause(row["key"])
+        new = {k: decode_value(v) for k, v in row["new"].items()}
         got = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in new)} FROM "{t}" WHERE {w}',
                           args).fetchone()
         if got is None:
@@ -302,12 +304,12 @@ def _revert_row(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
         sets = ", ".join(f'"{c}" = ?' for c in row["old"])
         con.execute(f'UPDATE "{t}" SET {sets} WHERE {w}', [*row["old"].values(), *args])
     elif row["kind"] == "insert":
-        w, args = _where(row["key"])
+        w, args = where_clause(row["key"])
         con.execute(f'DELETE FROM "{t}" WHERE {w}', args)
     else:
         for r in row["rows"]:
-            vals = {k: _dec(v) for k, v in r.items()}
-            w, args = _where(vals)
+            vals = {k: decode_value(v) for k, v in r.items()}
+            w, args = where_clause(vals)
             if con.execute(f'SELECT count(*) FROM "{t}" WHERE {w}', args).fetchone()[0] == 0:
                 cols = ", ".join(f'"{c}"' for c in vals)
                 con.execute(f'INSERT INTO "{t}" ({cols}) VALUES ({", ".join("?" for _ in vals)})',

@@ -24,6 +24,7 @@ from histmig import locks
 from histmig.diagnostics import HistmigInputError, NotFoundError, RefusedError, Skip, Warning
 from histmig.journal import read_records, tx_root, tx_state, txid_sort_key
 from histmig.ops import undo_files as uf
+from histmig.ops.move_common import dir_fingerprint
 from histmig.ops.undo_config import semantic_inverse
 from histmig.ops.undo_history import History, load, row_key
 from histmig.ops.undo_rows import RowReader, inverse_row
@@ -336,8 +337,7 @@ def _emptied_dirs(made: list[str], ops: list[Op]) -> list[RmDir]:
         if not os.path.isdir(d) or os.path.islink(d) or d in leaving:
             continue
         if all(os.path.join(d, e) in leaving for e in os.listdir(d)):
-            st = os.lstat(d)
-            out.append(RmDir(path=d, expect=Fingerprint(dev=st.st_dev, ino=st.st_ino), reason="undo: folder it created"))
+            out.append(RmDir(path=d, expect=dir_fingerprint(d), reason="undo: folder it created"))
             leaving.add(d)
     return out
 

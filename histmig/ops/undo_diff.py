@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from histmig import fsio
+from histmig.apply.check import read_range, sha_range
 from histmig.plan import Patch, compact
 
 
@@ -77,13 +78,21 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
         if opos < pre_size or (pos < post_size and not salvaged):
             raise LinesDiffer()
         out.tail_start = pos
-        pos += _hash_range(cfd, pos, post_size, applied)
-        if post_sha is not None and applied.hexdigest() != post_sha:
-            raise DiffError("changed since the transaction (not only appended to)")
-        whole = applied.copy()            # the file now: what the apply wrote, then what came since
-        _hash_range(cfd, pos, size, whole)
+        try:
+            _feed(applied, read_range(cfd, pos, post_size))
+            if post_sha is not None and applied.hexdigest() != post_sha:
+                raise DiffError("changed since the transaction (not only appended to)")
+            whole = applied.copy()            # the file now: what the apply wrote, then what came since
+            _feed(whole, read_range(cfd, post_size, size))
+        except OSError as e:                  # it shrank while read: not what the apply left
+            raise DiffError(f"changed while being read ({e.strerror})") from None
         out.sha256 = whole.hexdigest()
         return out
+
+
+def _feed(h, chunks) -> None:
+    for chunk in chunks:
+        h.update(chunk)
 
 
 def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: list[Patch]) -> tuple[int, int]:
@@ -132,18 +141,6 @@ def _line_at(fd: int, pos: int, limit: int) -> bytes:
     return bytes(buf)
 
 
-def _hash_range(fd: int, start: int, end: int, *hashers) -> int:
-    done = 0
-    while start + done < end:
-        chunk = os.pread(fd, min(CHUNK, end - start - done), start + done)
-        if not chunk:
-            break
-        for h in hashers:
-            h.update(chunk)
-        done += len(chunk)
-    return done
-
-
 def whole_patch(path: str, backup: str, post_size: int, pre_size: int) -> Patch:
     """One patch putting the backup's bytes over the first ``post_size`` bytes (held in memory:
     only for the rare rewrite that added or removed lines)."""
@@ -178,9 +175,8 @@ def starts_with(path: str, backup: str, size: int, sha: str | None) -> bool:
     except OSError:
         return False
     try:
-        if os.fstat(fd).st_size < size:
-            return False
-        h = hashlib.sha256()
-        return _hash_range(fd, 0, size, h) == size and h.hexdigest() == sha
+        return os.fstat(fd).st_size >= size and sha_range(fd, 0, size) == sha
+    except OSError:
+        return False              # shrank while read
     finally:
         os.close(fd)

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from histmig import fsio
+from histmig.apply.backups import verify_backup
 from histmig.diagnostics import Warning
+from histmig.ops.move_common import dir_fingerprint
 from histmig.ops.undo_diff import (Diff, DiffError, LinesDiffer, diff_against_backup, starts_with, tail_patches,
                                    whole_patch)
 from histmig.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, _unb
@@ -58,24 +60,14 @@ class Env:
         return self.folder / "b" / rec["backup"]["name"]
 
 
-def backup_problem(env: Env, rec: dict) -> str | None:
-    """Why the backup cannot be used (missing, or not the bytes the journal hashed), else None."""
-    path, pre = env.backup(rec), rec["pre"]
-    try:
-        with open(path, "rb") as fh:
-            h, size = hashlib.sha256(), 0
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                take = chunk[:max(0, pre["size"] - size)]
-                h.update(take)
-                size += len(take)
-    except FileNotFoundError:
-        return f"backup {path} is missing (removed by gc?)"
-    if size != pre["size"] or (pre.get("sha256") and h.hexdigest() != pre["sha256"]):
-        return f"backup {path} does not match its journaled sha256"
-    return None
+def _old_bytes(env: Env, rec: dict) -> bytes:
+    """The file's bytes before the transaction (the backup was verified first)."""
+    with open(env.backup(rec), "rb") as fh:
+        return fh.read(rec["pre"]["size"])
 
 
 def _fingerprint(path: str, sha: str) -> Fingerprint:
+    """The file as it is now, with a hash the caller already computed while reading it."""
     st = os.lstat(path)
     return Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns,
                        sha256=sha, ctime_ns=st.st_ctime_ns)
@@ -95,7 +87,7 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     path = env.locate(rec["path"])
     if path is None:
         return _deleted(env, rec)
-    if bad := backup_problem(env, rec):
+    if bad := verify_backup(env.folder, rec):
         return Member.kept(path, bad, "bad-backup")
     pre, post = rec["pre"], rec.get("post") or {}
     backup = str(env.backup(rec))
@@ -112,7 +104,7 @@ def inverse_replace(env: Env, rec: dict) -> Member:
         return _changed(env, rec, path, backup, str(e))
     except LinesDiffer:
         d = Diff(patches=[whole_patch(path, backup, post["size"], pre["size"])], tail_start=post["size"],
-                 size=os.path.getsize(path), sha256=_sha(path))
+                 size=os.path.getsize(path), sha256=Fingerprint.of(path).sha256)
         if d.patches[0].old and hashlib.sha256(d.patches[0].old).hexdigest() != post.get("sha256"):
             return _changed(env, rec, path, backup, "changed since the transaction (not only appended to)")
     tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
@@ -135,22 +127,12 @@ def _is_zst(path: str) -> bool:
 
 def _inverse_whole(env: Env, rec: dict, path: str, backup: str) -> Member:
     """A compressed file is put back whole, and only when it is exactly what the apply wrote."""
-    post = rec.get("post") or {}
-    sha = _sha(path)
-    if sha != post.get("sha256"):
+    now = Fingerprint.of(path)
+    if now.sha256 != (rec.get("post") or {}).get("sha256"):
         return _changed(env, rec, path, backup, "changed since the transaction")
-    data = Path(backup).read_bytes()[:rec["pre"]["size"]]
-    op = WriteFile(path=path, expect=_fingerprint(path, sha), new_bytes=data, session=rec.get("session"),
+    op = WriteFile(path=path, expect=now, new_bytes=_old_bytes(env, rec), session=rec.get("session"),
                    reason="undo", mtime_ns=rec["pre"]["mtime_ns"])
     return Member(path, [op])
-
-
-def _sha(path: str) -> str:
-    h = hashlib.sha256()
-    with os.fdopen(fsio.open_read(path), "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _changed(env: Env, rec: dict, path: str, backup: str, why: str) -> Member:
@@ -161,8 +143,7 @@ def _changed(env: Env, rec: dict, path: str, backup: str, why: str) -> Member:
     if not env.force:
         return Member.kept(path, f"{why}; kept as it is (histmig undo {env.txid} --force puts the old "
                                  f"bytes back and keeps these in the undo's backup)", "modified")
-    data = Path(backup).read_bytes()[:rec["pre"]["size"]]
-    op = WriteFile(path=path, expect=_fingerprint(path, _sha(path)), new_bytes=data,
+    op = WriteFile(path=path, expect=Fingerprint.of(path), new_bytes=_old_bytes(env, rec),
                    session=rec.get("session"), reason="undo --force", mtime_ns=rec["pre"]["mtime_ns"])
     return Member(path, [op])
 
@@ -177,10 +158,10 @@ def _deleted(env: Env, rec: dict) -> Member:
 
 def _recreate(env: Env, rec: dict, path: str, reason: str) -> Member:
     """The file as it was before the transaction, made again from its verified backup."""
-    if bad := backup_problem(env, rec):
+    if bad := verify_backup(env.folder, rec):
         return Member.kept(path, bad, "bad-backup")
-    data = env.backup(rec).read_bytes()[:rec["pre"]["size"]]
-    return Member(path, [CreateFile(path=path, data=data, mode=rec["pre"]["mode"], mtime_ns=rec["pre"]["mtime_ns"],
+    pre = rec["pre"]
+    return Member(path, [CreateFile(path=path, data=_old_bytes(env, rec), mode=pre["mode"], mtime_ns=pre["mtime_ns"],
                                     session=rec.get("session"), reason=reason)])
 
 
@@ -220,11 +201,11 @@ def inverse_create(env: Env, rec: dict) -> Member:
     if path is None:
         return Member(rec["path"])
     post = rec.get("post") or {}
-    sha = _sha(path)
-    if sha == post.get("sha256"):
-        ops: list[Op] = [Delete(path=path, expect=_fingerprint(path, sha), session=rec.get("session"),
+    now = Fingerprint.of(path)
+    if now.sha256 == post.get("sha256"):
+        ops: list[Op] = [Delete(path=path, expect=now, session=rec.get("session"),
                                 reason="undo: created by the transaction")]
-        ops += [RmDir(path=d, expect=_dir_fp(d), session=rec.get("session"), reason="undo")
+        ops += [RmDir(path=d, expect=dir_fingerprint(d), session=rec.get("session"), reason="undo")
                 for d in reversed(rec.get("dirs", [])) if os.path.isdir(d)]
         return Member(path, ops)
     grown = os.path.getsize(path) - post.get("size", 0)
@@ -233,13 +214,8 @@ def inverse_create(env: Env, rec: dict) -> Member:
         return Member.kept(path, f"{what}; kept (histmig undo {env.txid} --force moves it to {env.trash}/)",
                            "kept-continued")
     dst = env.trash / f"{rec['n']}-{os.path.basename(path)}"
-    return Member(path, [Rename(src=path, dst=str(dst), expect=_fingerprint(path, sha), session=rec.get("session"),
+    return Member(path, [Rename(src=path, dst=str(dst), expect=now, session=rec.get("session"),
                                 reason="undo --force: to the trash")])
-
-
-def _dir_fp(path: str) -> Fingerprint:
-    st = os.lstat(path)
-    return Fingerprint(dev=st.st_dev, ino=st.st_ino)
 
 
 def inverse_delete(env: Env, rec: dict) -> Member:
@@ -282,12 +258,12 @@ def inverse_rename(env: Env, rec: dict, session_of: Callable[[str], dict | None]
     members = [_rename_back(os.path.join(dst, e), os.path.join(src, e), session_of(e)) for e in sorted(now & moved)]
     whole = None
     if now <= moved and not os.path.lexists(src):
-        whole = Rename(src=dst, dst=src, expect=_dir_fp(dst), session=rec.get("session"), reason="undo: move back")
+        whole = Rename(src=dst, dst=src, expect=dir_fingerprint(dst), session=rec.get("session"), reason="undo: move back")
     return Renamed(members, whole)
 
 
 def _rename_back(cur: str, back: str, session: dict | None) -> Member:
     if os.path.lexists(back):
         return Member.kept(cur, f"{back} exists again; not moved back", "target-exists")
-    op = Rename(src=cur, dst=back, expect=_dir_fp(cur), session=session, reason="undo: move back")
+    op = Rename(src=cur, dst=back, expect=dir_fingerprint(cur), session=session, reason="undo: move back")
     return Member(cur, [op])

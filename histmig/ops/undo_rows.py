@@ -10,24 +10,15 @@ journal: they are recomputed from the file edits of the inverse plan
 """
 from __future__ import annotations
 
-import base64
 import sqlite3
-from typing import Any
 
+from histmig.apply.sqlops import decode_value, where_clause
 from histmig.diagnostics import HistmigInputError
 from histmig.ops.undo_files import Member
 from histmig.plan import Op, SqlDelete, SqlInsert, SqlUpdate
 from histmig.stores.codex_state import connect_ro
 
 OFFSET_TABLES = ("thread_turns", "thread_history_projection_state")
-
-
-def _dec(v: Any) -> Any:
-    return base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v
-
-
-def _where(cols: dict[str, Any]) -> tuple[str, list[Any]]:
-    return " AND ".join(f'"{c}" IS ?' for c in cols), list(cols.values())
 
 
 def _q(name: str) -> str:
@@ -74,8 +65,8 @@ def inverse_row(reader: RowReader, db: str, row: dict) -> Member:
 
 
 def _update(con, db: str, row: dict) -> list[Op] | str:
-    new = {k: _dec(v) for k, v in row["new"].items()}
-    w, args = _where(row["key"])
+    new = {k: decode_value(v) for k, v in row["new"].items()}
+    w, args = where_clause(row["key"])
     got = con.execute(f'SELECT {", ".join(map(_q, new))} FROM {_q(row["table"])} WHERE {w}', args).fetchall()
     if len(got) != 1:
         return f"row {row['key']} is gone from {row['table']}; not restored"
@@ -89,7 +80,7 @@ def _update(con, db: str, row: dict) -> list[Op] | str:
 
 
 def _insert(con, db: str, row: dict) -> list[Op] | str:
-    w, args = _where(row["key"])
+    w, args = where_clause(row["key"])
     n = con.execute(f'SELECT count(*) FROM {_q(row["table"])} WHERE {w}', args).fetchone()[0]
     if n == 0:
         return []
@@ -100,8 +91,8 @@ def _insert(con, db: str, row: dict) -> list[Op] | str:
 def _delete(con, db: str, row: dict) -> list[Op] | str:
     ops: list[Op] = []
     for r in row["rows"]:
-        vals = {k: _dec(v) for k, v in r.items()}
-        w, args = _where(vals)
+        vals = {k: decode_value(v) for k, v in r.items()}
+        w, args = where_clause(vals)
         if con.execute(f'SELECT count(*) FROM {_q(row["table"])} WHERE {w}', args).fetchone()[0]:
             continue
         ops.append(SqlInsert(db=db, table=row["table"], row=vals, key=tuple(vals), session=row.get("session"),
