@@ -54,3 +54,14 @@ def isolated_homes(tmp_path_factory, monkeypatch):
     after = _snapshot(REAL_HOME)
     changed = sorted(set(before.items()) ^ set(after.items()))
     assert not changed, f"test wrote outside its temporary home: {changed[:5]}"
+
+
+@pytest.fixture
+def codex_world(isolated_homes):
+    """(homes, codex home, an existing project folder) in the isolated home."""
+    from histmig.homes import resolve_homes
+    homes = resolve_homes()
+    proj = Path(isolated_homes["HOME"]) / "code" / "app"
+    proj.mkdir(parents=True)
+    homes.codex.mkdir(parents=True, exist_ok=True)
+    return homes, homes.codex, str(proj)

@@ -11,20 +11,15 @@ from codex_fixtures import (home_with, naive_flip, rollout, rollout_path, state_
                             write_rollout)
 from histmig.apply import apply_plan
 from histmig.ops.undo_apply import undo
-from histmig.homes import resolve_homes
 from histmig.ops.doctor import diagnose, plan_repair
 
 
 
 @pytest.fixture
-def world(isolated_homes):
-    """(homes, codex home, an existing project folder) with config selecting my-provider."""
-    homes = resolve_homes()
-    proj = Path(isolated_homes["HOME"]) / "code" / "app"
-    proj.mkdir(parents=True)
-    homes.codex.mkdir(parents=True, exist_ok=True)
-    write_config(homes.codex, "my-provider")
-    return homes, homes.codex, str(proj)
+def world(codex_world):
+    """``codex_world`` (tests/conftest.py) with config selecting my-provider."""
+    write_config(codex_world[1], "my-provider")
+    return codex_world
 
 
 def write_config(codex: Path, provider: str, *, define: bool = True) -> None:

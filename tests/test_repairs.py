@@ -49,15 +49,6 @@ def recorded_providers(data: bytes, thread: str) -> list[str]:
 
 # ---- 1. doctor --repair fixes every provider value a rebuild reads ----------------------------
 
-@pytest.fixture
-def codex_world(isolated_homes):
-    homes = resolve_homes()
-    proj = Path(isolated_homes["HOME"]) / "code" / "app"
-    proj.mkdir(parents=True)
-    homes.codex.mkdir(parents=True, exist_ok=True)
-    return homes, homes.codex, str(proj)
-
-
 def config(codex: Path, provider: str) -> None:
     (codex / "config.toml").write_text(f'model_provider = "{provider}"\n[model_providers.{provider}]\n'
                                        'name = "x"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n')

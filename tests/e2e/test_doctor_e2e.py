@@ -25,12 +25,18 @@ def histmig(scratch, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env=env)
 
 
-def test_naive_flip_state_fails_resume_and_doctor_repair_makes_it_resume(clients, scratch, fake_api):
+def naive_flipped(clients, scratch, fake_api):
+    """A session made under openai, then the seed's naive flip to the custom provider; its folder."""
     codex_setup(clients, scratch, fake_api)
     proj = scratch.project("app")
     run_codex(clients, scratch, fake_api, "made-under-openai", proj).check()
     write_codex_config(scratch, fake_api, provider=CUSTOM_PROVIDER)
     assert naive_flip(scratch.codex_home, "openai", CUSTOM_PROVIDER) == 1
+    return proj
+
+
+def test_naive_flip_state_fails_resume_and_doctor_repair_makes_it_resume(clients, scratch, fake_api):
+    proj = naive_flipped(clients, scratch, fake_api)
 
     failed = run_codex(clients, scratch, fake_api, "after the naive flip", proj, resume="last")
     assert failed.returncode != 0

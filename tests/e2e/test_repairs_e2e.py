@@ -6,21 +6,13 @@ import sqlite3
 
 import pytest
 
-from codex_fixtures import naive_flip
 
 from .clients import CUSTOM_PROVIDER, carried, codex_setup, run_codex, write_codex_config
-from .test_doctor_e2e import histmig
+from .test_doctor_e2e import histmig, naive_flipped
 
 pytestmark = pytest.mark.e2e
 
 
-def _naive_flipped(clients, scratch, fake_api):
-    codex_setup(clients, scratch, fake_api)
-    proj = scratch.project("app")
-    run_codex(clients, scratch, fake_api, "made-under-openai", proj).check()
-    write_codex_config(scratch, fake_api, provider=CUSTOM_PROVIDER)
-    assert naive_flip(scratch.codex_home, "openai", CUSTOM_PROVIDER) == 1
-    return proj
 
 
 def _rebuild(codex_home) -> None:
@@ -31,7 +23,7 @@ def _rebuild(codex_home) -> None:
 
 
 def test_case8_repair_survives_a_codex_database_rebuild(clients, scratch, fake_api):
-    proj = _naive_flipped(clients, scratch, fake_api)
+    proj = naive_flipped(clients, scratch, fake_api)
     fixed = histmig(scratch, "doctor", "--tool", "codex", "--repair", "--apply")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     _rebuild(scratch.codex_home)
@@ -50,7 +42,7 @@ def test_case8_repair_survives_a_codex_database_rebuild(clients, scratch, fake_a
 def test_case8_a_row_only_repair_breaks_again_after_the_rebuild(clients, scratch, fake_api):
     """The repair as it was before (rows and offsets only: the split check ignored) is undone by the
     rebuild: the thread_settings_applied line still says openai."""
-    proj = _naive_flipped(clients, scratch, fake_api)
+    proj = naive_flipped(clients, scratch, fake_api)
     fixed = histmig(scratch, "doctor", "--tool", "codex", "--repair", "--apply",
                     "--ignore", "codex.rollout-provider-split")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
