@@ -1,9 +1,10 @@
-"""Going back: ``recover`` (roll back an unfinished apply) and ``undo`` (reverse a committed one).
+"""Going back by restoring journaled bytes: ``recover`` (roll back an unfinished apply, or finish an
+undo an older histmig began) and the automatic rollback of a failed apply. ``histmig undo`` is an
+inverse plan instead (:mod:`histmig.ops.undo`), applied like any other plan.
 
-Both read the journal and restore journaled bytes and metadata; neither runs a transform backwards
-(a cwd move A → B cannot be inverted when the file already held B). Every step first looks at the
-disk and does nothing if the old state is already there, so both are idempotent and safe to crash:
-run them again and they finish.
+Restores put back journaled bytes and metadata and never run a transform backwards. Every step
+first looks at the disk and does nothing if the old state is already there, so a rollback is
+idempotent and safe to crash: run it again and it finishes.
 """
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ from histmig.plan import _unb
 class Undo:
     """What to do when a file is not exactly as the apply left it."""
 
-    strict: bool                  # undo: refuse changed files; recover: roll back whatever is ours
-    keep_appended: bool = False
-    restore_deleted: bool = False
-    force: bool = False
+    # True: finishing an undo an older histmig began (it leaves anything changed since alone);
+    # False: rolling back an unfinished apply (whatever is ours goes back). Undo itself is an
+    # inverse plan now (histmig/ops/undo.py) and does not come here.
+    strict: bool
     restored: list[str] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
@@ -106,15 +107,14 @@ def _revert_replace(fs: fsio.FS, folder: Path, rec: dict, how: Undo) -> None:
         return
     keep = pre["size"] + rec.get("salvaged_raw", 0)
     if st is None:
-        if how.strict and not how.restore_deleted:
-            return how.skip(path, "deleted since apply; use --restore-deleted", "deleted")
+        if how.strict:
+            return how.skip(path, "deleted since apply; not restored", "deleted")
         return _restore(fs, folder, rec, backup, keep, b"", how)
     tail = _tail_after_post(path, rec)
-    if tail is None and how.strict and not how.force:
-        return how.skip(path, "modified since apply; not restored (use --force)", "modified")
-    if tail and how.strict and not how.keep_appended:
-        return how.skip(path, f"modified since apply ({len(tail)} bytes appended); use --keep-appended",
-                        "appended")
+    if tail is None and how.strict:
+        return how.skip(path, "modified since apply; not restored", "modified")
+    if tail and how.strict:
+        return how.skip(path, f"modified since apply ({len(tail)} bytes appended); not restored", "appended")
     _restore(fs, folder, rec, backup, keep if how.strict else None, tail or b"", how, st)
 
 
@@ -220,8 +220,8 @@ def _revert_inplace(fs, folder, rec, how: Undo) -> None:
         cur = [os.pread(fd, len(old), off) for off, old, _ in spans]
         if all(c == old for c, (_, old, _) in zip(cur, spans)):
             return how.restored.append(path)
-        if how.strict and not how.force and any(c != new for c, (_, _, new) in zip(cur, spans)):
-            return how.skip(path, "modified since apply; not restored (use --force)", "modified")
+        if how.strict and any(c != new for c, (_, _, new) in zip(cur, spans)):
+            return how.skip(path, "modified since apply; not restored", "modified")
         for off, old, _ in spans:
             fs.pwrite(fd, old, off, path)
         grown = st.st_size > rec["post"]["size"]
@@ -238,8 +238,8 @@ def _revert_create(fs, folder, rec, how: Undo) -> None:
     if os.path.lexists(path):
         with open(path, "rb") as fh:
             same = hashlib.sha256(fh.read()).hexdigest() == rec["post"]["sha256"]
-        if not same and how.strict and not how.force:
-            return how.skip(path, "modified since apply; not removed (use --force)", "modified")
+        if not same and how.strict:
+            return how.skip(path, "modified since apply; not removed", "modified")
         if not same and not how.strict:
             how.warnings.append(Warning("not-removed", "created file changed since; left in place", path))
             return
@@ -317,7 +317,7 @@ def _revert_rename(fs, folder, rec, how: Undo) -> None:
         how.restored.append(src)
     elif not src_there and os.path.lexists(dst):
         st = os.lstat(dst)
-        if (st.st_dev, st.st_ino) != (pre["dev"], pre["ino"]) and how.strict and not how.force:
+        if (st.st_dev, st.st_ino) != (pre["dev"], pre["ino"]) and how.strict:
             return how.skip(dst, "replaced since apply; not moved back", "modified")
         fs.rename_noreplace(dst, src, label=f"{dst} -> {src}")
         fs.fsync_dir(os.path.dirname(src))
@@ -353,7 +353,7 @@ def _rmtree(fs, path: str) -> None:
 
 def _revert_sql(fs, folder, rec, how: Undo) -> None:
     warnings = revert_db(fs, rec, strict=how.strict)
-    if warnings and how.strict and not how.force:
+    if warnings and how.strict:
         for w in warnings:
             how.skip(w.path or rec["path"], w.detail, "row-changed")
     else:
