@@ -40,7 +40,7 @@ def generate(codex_home: Path, n: int, projects: int = 20) -> None:
 def precreate_projects(home: Path, projects: int = 20) -> None:
     """The Claude project folders exist, as they do for projects Claude was used in. (Also works
     around apply creating a shared new parent folder once per file: see docs/convert.md.)"""
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     for i in range(projects):
         (home / ".claude" / "projects" / claude_slug(f"/srv/work/project-{i}")).mkdir(parents=True, exist_ok=True)
 

@@ -87,7 +87,7 @@ def codex_rollout(tid: str, cwd: str, target: int, rng: random.Random) -> tuple[
 def generate(root: Path, sessions: int, mb: float, old: str) -> dict:
     rng = random.Random(7)
     claude_home, codex_home = root / ".claude", root / ".codex"
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     proj = claude_home / "projects" / claude_slug(old)
     proj.mkdir(parents=True)
     n_codex = sessions // 4

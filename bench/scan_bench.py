@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from histmig import samples  # noqa: E402
+from histmig.cli import samples
 
 
 def build(home: Path, n: int) -> int:

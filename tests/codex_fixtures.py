@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from histmig import zst
+from histmig.jsonio import zst
 
 TS = "2026-11-29T10:00:00.000Z"
 

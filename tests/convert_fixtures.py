@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.homes import resolve_homes
+from histmig.core.homes import resolve_homes
 
 CODEX_ID = "019e9625-802f-7e91-840a-cfe88d14117a"
 CLAUDE_ID = "3a7770b4-aba3-46dd-b677-8fc2d71d4e06"
@@ -117,7 +117,7 @@ def claude_lines(cwd: str, sid: str = CLAUDE_ID) -> list[dict]:
 
 
 def claude_slug_dir(claude_home: Path, cwd: str) -> Path:
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     return claude_home / "projects" / claude_slug(os.path.realpath(cwd))
 
 
@@ -148,7 +148,7 @@ def mini_lines(cwd: str, sid: str = MINI_ID) -> list[dict]:
 
 
 def write_mini(mini_home: Path, cwd: str, sid: str = MINI_ID, lines: list[dict] | None = None) -> Path:
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     path = mini_home / "projects" / claude_slug(cwd) / f"{sid}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in (lines or mini_lines(cwd, sid))))
@@ -159,7 +159,7 @@ MANIFEST_ID = "7b1c0d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
 
 
 def write_manifest(claude_home: Path, cwd: str, sid: str = MANIFEST_ID) -> Path:
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     d = claude_home / "projects" / claude_slug(cwd) / "sessions" / sid
     d.mkdir(parents=True, exist_ok=True)
     meta = {"sessionId": sid, "projectPath": cwd, "cwd": cwd, "cliVersion": "0.3.0", "model": "claude-sonnet-4",

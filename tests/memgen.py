@@ -46,7 +46,7 @@ def zst_rollout(codex_home: Path, cwd: str, lines: int = 3_000_000) -> Path:
 
 def big_transcript(claude_home: Path, cwd: str, size: int = 1 << 30, line_bytes: int = 1 << 20) -> Path:
     """A Claude Code transcript of ``size`` bytes: alternating prompts and answers of ``line_bytes``."""
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     folder = claude_home / "projects" / claude_slug(cwd)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{CLAUDE_ID}.jsonl"

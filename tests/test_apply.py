@@ -10,15 +10,15 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import apply_plan, transactions
-from histmig.ops.undo_apply import undo
+from histmig.verbs.undo.run import undo
 from histmig.cli import cli
 from histmig.cli.common import Context
 from histmig.cli.tx import apply_options, run_plan
-from histmig.diagnostics import RefusedError
-from histmig.journal import read_records, tx_root
-from histmig.plan import Plan
+from histmig.core.diagnostics import RefusedError
+from histmig.apply.journal import read_records, tx_root
+from histmig.core.plan import Plan
 from test_apply_fixtures import (NEW, OLD, db_rows, full_plan, homes, make_tree, move_plan, no_temps,
                                  post_bytes, sha, snapshot)
 
@@ -194,8 +194,8 @@ def test_inplace_patch_keeps_inode_and_undo_restores():
 
 
 def test_zstd_write_patches_decompressed_bytes_and_verifies():
-    from histmig import zst
-    from histmig.plan import Fingerprint, Patch, WriteFile
+    from histmig.jsonio import zst
+    from histmig.core.plan import Fingerprint, Patch, WriteFile
     h = homes()
     f = make_tree(h, n_claude=0, db=False)["files"][0]
     plain = f.read_bytes()
@@ -216,7 +216,7 @@ def test_zstd_write_patches_decompressed_bytes_and_verifies():
 def test_large_untouched_ranges_are_copied_in_the_kernel_or_by_fallback(kernel_copy):
     """The digest path (a fingerprint without a content hash: precheck reads the file, the temp
     is verified by re-reading it) copies long unchanged ranges with copy_file_range."""
-    from histmig.plan import Fingerprint, Patch, WriteFile
+    from histmig.core.plan import Fingerprint, Patch, WriteFile
     h = homes()
     f = make_tree(h, n_claude=0, db=False)["files"][0]
     body = f.read_bytes() + b'{"pad":"' + b"x" * (3 << 20) + b'"}\n'
@@ -382,7 +382,7 @@ def test_apply_options_collects_safety_flags():
 
 
 def test_two_new_files_in_one_new_folder_and_undo_removes_the_folder():
-    from histmig.plan import CreateFile
+    from histmig.core.plan import CreateFile
     h = homes()
     make_tree(h, db=False)
     new_dir = h.claude / "projects" / "-new-proj" / "sub"

@@ -9,8 +9,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from histmig.homes import resolve_homes
-from histmig.plan import Fingerprint, Patch, Plan, Rename, SqlUpdate, WriteFile
+from histmig.core.homes import resolve_homes
+from histmig.core.plan import Fingerprint, Patch, Plan, Rename, SqlUpdate, WriteFile
 
 OLD, NEW = b"/a/proj", b"/b/proj"   # same length on purpose: in-place tests can reuse the tree
 
@@ -80,7 +80,7 @@ def patches_for(data: bytes, old: bytes = OLD, new: bytes = NEW) -> tuple[Patch,
 
 
 def read_noatime(path: Path) -> bytes:
-    from histmig.fsio import open_read
+    from histmig.apply.fsio import open_read
     with os.fdopen(open_read(path), "rb") as fh:
         return fh.read()
 

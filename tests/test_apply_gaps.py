@@ -11,14 +11,14 @@ import orjson
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
+from histmig.verbs.undo.run import undo
 from histmig.apply.options import ApplyOptions
-from histmig.diagnostics import LockedError, RefusedError
-from histmig.homes import resolve_homes
-from histmig.ops.flip import plan_flip
-from histmig.ops.move import plan_move
-from histmig.paths import claude_slug
-from histmig.plan import CreateFile, Fingerprint, Plan, Patch, RmDir, WriteFile, op_from_dict
+from histmig.core.diagnostics import LockedError, RefusedError
+from histmig.core.homes import resolve_homes
+from histmig.verbs.flip import plan_flip
+from histmig.verbs.move import plan_move
+from histmig.core.paths import claude_slug
+from histmig.core.plan import CreateFile, Fingerprint, Plan, Patch, RmDir, WriteFile, op_from_dict
 
 from codex_fixtures import dumps, home_with, rollout, settings, tid
 from test_move_fixtures import claude_session, homes, jl, sid
@@ -129,7 +129,7 @@ def test_stale_claude_json_lock_is_taken_over_and_released():
     t = time.time() - 60
     os.utime(lock, (t, t))
     taken = []
-    from histmig import fsio
+    from histmig.apply import fsio
     fs = fsio.FS(hooks={"before-replace": lambda label: taken.append(os.path.isdir(lock))})
     with fsio.using(fs):
         res = apply_plan(plan, h)

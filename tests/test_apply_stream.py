@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
-from histmig.journal import read_records, tx_root
-from histmig.plan import Fingerprint, Patch, Plan, WriteFile
+from histmig.verbs.undo.run import undo
+from histmig.apply.journal import read_records, tx_root
+from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
 from test_apply_fixtures import NEW, OLD, homes, make_tree, no_temps
 
 

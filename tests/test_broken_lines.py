@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from histmig.formats import claude_code as cc
-from histmig.formats import manifest as mf
-from histmig.formats import mini_cc as mc
-from histmig.homes import resolve_homes
+from histmig.tools.claude_code import adapter as cc
+from histmig.tools.manifest import adapter as mf
+from histmig.tools.mini_cc import adapter as mc
+from histmig.core.homes import resolve_homes
 
 BROKEN = Path(__file__).resolve().parent.parent / "samples" / "broken"
 TOOLS = {"claude-code": cc, "mini-cc": mc}
@@ -104,7 +104,7 @@ def test_manifest_torn_tail_is_kept_and_reported(isolated_homes):
 
 def test_an_over_limit_line_is_copied_from_the_source_without_being_held(monkeypatch):
     import functools
-    from histmig import jsonl
+    from histmig.jsonio import jsonl
     path = next((BROKEN / "claude-code").rglob("00000005-*.jsonl"))      # has a 200,000-byte line
     monkeypatch.setattr(cc, "read_lines", functools.partial(jsonl.read_lines, max_line_bytes=10_000))
     session = cc.read(path)

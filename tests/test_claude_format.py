@@ -8,11 +8,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.formats import anthropic
-from histmig.formats import claude_code as cc
-from histmig.homes import resolve_homes
-from histmig.model import Attachment, Opaque, Reasoning, Text, ToolCall, ToolResult
-from histmig.paths import claude_slug
+from histmig.tools.claude_family import blocks as anthropic
+from histmig.tools.claude_code import adapter as cc
+from histmig.core.homes import resolve_homes
+from histmig.core.model import Attachment, Opaque, Reasoning, Text, ToolCall, ToolResult
+from histmig.core.paths import claude_slug
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -303,9 +303,9 @@ def test_detect_tells_claude_from_mini_cc_files(home, tmp_path):
     assert not cc.detect(tmp_path / "projects" / "-x" / "sessions" / "s" / "transcript.jsonl")
 
 
-# ---- side stores (histmig.stores.claude_files) --------------------------------------------------
+# ---- side stores (histmig.tools.claude_code.files) --------------------------------------------------
 
-from histmig.stores import claude_files as cf  # noqa: E402
+from histmig.tools.claude_code import files as cf  # noqa: E402
 
 
 def test_claude_json_may_lack_projects_or_be_missing(home):

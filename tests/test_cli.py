@@ -136,7 +136,7 @@ def test_a_dry_run_never_loads_the_write_path(isolated_homes, tmp_path, argv):
     import sys
     probe = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
              "code = run_guarded(cli, sys.argv[1:])\n"
-             "print(sorted(m for m in sys.modules if m.startswith(('histmig.apply', 'histmig.journal'))), code)\n")
+             "print(sorted(m for m in sys.modules if m.startswith(('histmig.apply', 'histmig.apply.journal'))), code)\n")
     out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=tmp_path,
                          check=True).stdout
     loaded, code = out.strip().splitlines()[-1].rsplit(" ", 1)

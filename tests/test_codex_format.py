@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from histmig import zst
-from histmig.formats import codex
-from histmig.homes import resolve_homes
+from histmig.jsonio import zst
+from histmig.tools.codex import adapter as codex
+from histmig.core.homes import resolve_homes
 
 from codex_fixtures import TS, dumps, rollout, session_meta, tid, write_rollout
 

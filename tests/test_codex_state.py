@@ -7,10 +7,11 @@ import tomllib
 
 import pytest
 
-from histmig.diagnostics import HistmigInputError
-from histmig.homes import resolve_homes
-from histmig.plan import CreateFile, WriteFile
-from histmig.stores import codex_config, codex_state
+from histmig.core.diagnostics import HistmigInputError
+from histmig.core.homes import resolve_homes
+from histmig.core.plan import CreateFile, WriteFile
+from histmig.tools.codex import config as codex_config
+from histmig.tools.codex import state as codex_state
 
 from codex_fixtures import history_db, rollout, state_db, tid, turn_offsets
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig import registry
-from histmig.formats.codex import parse_name
-from histmig.homes import resolve_homes
-from histmig.model import core
-from histmig.ops.convert import ConvertOptions, plan_convert
+from histmig import tools as registry
+from histmig.tools.codex.adapter import parse_name
+from histmig.core.homes import resolve_homes
+from histmig.core.model import core
+from histmig.verbs.convert import ConvertOptions, plan_convert
 
 from convert_fixtures import (cli, homes, proj, CLAUDE_ID, CODEX_ID, make_state_db, write_claude, write_codex,  # noqa: F401 (fixtures)
                               write_manifest, write_mini)

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histmig import registry
-from histmig.convert.common import Target
-from histmig.convert.flatten import flatten
-from histmig.convert.ids import Ids
-from histmig.model import Record, Session, Text, ToolCall, ToolResult, core
-from histmig.ops.convert import WRITERS
+from histmig import tools as registry
+from histmig.toolkit.convert.common import Target
+from histmig.toolkit.convert.flatten import flatten
+from histmig.toolkit.convert.ids import Ids
+from histmig.core.model import Record, Session, Text, ToolCall, ToolResult, core
+from histmig.verbs.convert import WRITERS
 
 PAIRS = [("codex", "claude-code"), ("claude-code", "codex"), ("claude-code", "mini-cc"), ("mini-cc", "claude-code"),
          ("claude-code", "manifest"), ("manifest", "claude-code"), ("codex", "mini-cc"), ("mini-cc", "codex")]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from histmig import registry
+from histmig import tools as registry
 from histmig.apply import apply_plan
-from histmig.convert.sink import Sink, Spooled, SpoolDir
-from histmig.diagnostics import HistmigError, RefusedError
-from histmig.ops.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan, plan_convert
-from histmig.plan import CreateFile, Plan
+from histmig.toolkit.convert.sink import Sink, Spooled, SpoolDir
+from histmig.core.diagnostics import HistmigError, RefusedError
+from histmig.verbs.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan, plan_convert
+from histmig.core.plan import CreateFile, Plan
 
 from clirun import histmig
 from convert_fixtures import cli, homes, proj, CLAUDE_ID, write_claude, write_codex, write_mini  # noqa: F401 (fixtures)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histmig.convert import tools
-from histmig.convert.patch import FileOp, hunk_from_strings, parse_patch, render_patch
+from histmig.toolkit.convert import calls as tools
+from histmig.toolkit.convert.patch import FileOp, hunk_from_strings, parse_patch, render_patch
 
 PATCH = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def f():\n x = 1\n-y = 2\n+y = 3\n"
          "*** Add File: b.txt\n+hello\n*** Delete File: c\n*** End Patch\n")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished, recover
-from histmig.journal import list_transactions, read_records
+from histmig.apply.journal import list_transactions, read_records
 from test_apply_fixtures import (NEW, OLD, db_rows, full_plan, homes, make_tree, move_plan, post_bytes,
                                  snapshot)
 
@@ -355,8 +355,8 @@ def test_row17_recover_survives_being_killed(tmp_path):
 
 
 def test_row34_sigkilled_run_leaves_no_lock_but_asks_for_recover(tmp_path):
-    from histmig.diagnostics import UnfinishedTransactionError
-    from histmig.locks import GlobalLock
+    from histmig.core.diagnostics import UnfinishedTransactionError
+    from histmig.core.locks import GlobalLock
     h = homes()
     tree = _reset(h)
     r = _run_killed(h, tmp_path, full_plan(h, tree), 20)
@@ -378,7 +378,7 @@ def test_row50_crash_during_cross_device_copy_keeps_the_source(tmp_path):
     want = {p.name: p.read_bytes() for p in src.iterdir()}
     script = (
         "import sys, errno; sys.path.insert(0, %r)\n"
-        "from histmig import fsio\n"
+        "from histmig.apply import fsio\n"
         "fs = fsio.FS.from_env(); fs.faults.append(fsio.Fault(1, errno.EXDEV, op='rename', path_contains=' -> '))\n"
         "fsio._current = fs\n"
         "from histmig.cli import main; main(['apply', %r])\n" % (str(TESTS), str(tmp_path / "plan.json")))

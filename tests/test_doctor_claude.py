@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
-from histmig.homes import resolve_homes
-from histmig.ops.doctor import diagnose, plan_repair
-from histmig.paths import claude_slug
+from histmig.verbs.undo.run import undo
+from histmig.core.homes import resolve_homes
+from histmig.verbs.doctor import diagnose, plan_repair
+from histmig.core.paths import claude_slug
 
 SID = "6f1d2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
 SID2 = "7a1d2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"

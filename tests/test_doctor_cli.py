@@ -8,7 +8,7 @@ from pathlib import Path
 from codex_fixtures import home_with, rollout, tid
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
-from histmig.ops.doctor_base import CHECKS
+from histmig.toolkit.doctor.base import CHECKS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "doctor.md"
 

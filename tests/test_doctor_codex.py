@@ -10,8 +10,8 @@ import pytest
 from codex_fixtures import (home_with, naive_flip, rollout, rollout_path, state_db, tid, turn_offsets,
                             write_rollout)
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
-from histmig.ops.doctor import diagnose, plan_repair
+from histmig.verbs.undo.run import undo
+from histmig.verbs.doctor import diagnose, plan_repair
 
 
 

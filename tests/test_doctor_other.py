@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.homes import resolve_homes
-from histmig.ops.doctor import diagnose, plan_repair
-from histmig.paths import claude_slug
+from histmig.core.homes import resolve_homes
+from histmig.verbs.doctor import diagnose, plan_repair
+from histmig.core.paths import claude_slug
 
 SID = "b25c2034-1111-4222-8333-444455556666"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from histmig import samples
-from histmig.homes import resolve_homes
-from histmig.ops.doctor import diagnose, environment_codes
+from histmig.cli import samples
+from histmig.core.homes import resolve_homes
+from histmig.verbs.doctor import diagnose, environment_codes
 
 CASES = [(tool, case) for tool in samples.TOOL_DIRS for case in samples.cases(tool)]
 

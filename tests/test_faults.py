@@ -28,11 +28,11 @@ import pytest
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid
 from convert_fixtures import make_state_db, write_claude
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished
-from histmig.diagnostics import UnfinishedTransactionError
-from histmig.homes import resolve_homes
-from histmig.journal import list_transactions, read_records
+from histmig.core.diagnostics import UnfinishedTransactionError
+from histmig.core.homes import resolve_homes
+from histmig.apply.journal import list_transactions, read_records
 from test_apply_fixtures import full_plan, make_tree, move_plan, no_temps, snapshot
 from test_move_fixtures import claude_session
 
@@ -397,7 +397,7 @@ def test_case4_failed_rollback_says_recover_and_the_next_command_refuses(tmp_pat
 def test_case4_a_failed_journal_write_leaves_no_glued_record(tmp_path):
     """ENOSPC part-way through a journal append leaves half a line; the next record (the
     rollback's) must start on its own line, or it would be lost with the torn one."""
-    from histmig.journal import Journal, new_txid
+    from histmig.apply.journal import Journal, new_txid
 
     class HalfWrite(fsio.FS):
         def write_parts(self, fd, parts, label):

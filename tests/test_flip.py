@@ -12,12 +12,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig import zst
-from histmig.homes import resolve_homes
-from histmig.formats import codex
-from histmig.ops.flip import marked_lines, plan_flip, provider_census
-from histmig.plan import CreateFile, Plan, SqlUpdate, WriteFile
-from histmig.stores import codex_state
+from histmig.jsonio import zst
+from histmig.core.homes import resolve_homes
+from histmig.tools.codex import adapter as codex
+from histmig.verbs.flip import marked_lines, plan_flip, provider_census
+from histmig.core.plan import CreateFile, Plan, SqlUpdate, WriteFile
+from histmig.tools.codex import state as codex_state
 
 from codex_fixtures import TS, home_with, rollout, session_meta, settings, tid, write_rollout
 
@@ -364,7 +364,7 @@ def _rows(codex_home: Path) -> list:
 @pytest.mark.parametrize("new", ["my-provider", "ab"])
 def test_apply_flips_files_and_rows_and_undo_restores_bytes_mtimes_rows(tmp_path, new):
     from histmig.apply import ApplyOptions, apply_plan
-    from histmig.ops.undo_apply import undo
+    from histmig.verbs.undo.run import undo
     codex_home = tmp_path / ".codex"
     sessions = {tid(1): rollout(tid(1), turns=3), tid(2): rollout(tid(2), "zz"), tid(3): rollout(tid(3))}
     paths = home_with(codex_home, sessions, provider_rows={tid(2): "zz"}, compressed={tid(3)}, archived={tid(3)})

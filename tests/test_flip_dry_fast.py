@@ -17,10 +17,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.diagnostics import HistmigInputError
-from histmig.formats import codex
-from histmig.homes import resolve_homes
-from histmig.ops.flip import plan_flip
+from histmig.core.diagnostics import HistmigInputError
+from histmig.tools.codex import adapter as codex
+from histmig.core.homes import resolve_homes
+from histmig.verbs.flip import plan_flip
 
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid, write_rollout
@@ -59,7 +59,7 @@ def old_rollout_files(codex_home: Path, *, archived: bool = True):
 
 
 def old_first_line(path: Path, *, limit: int = 64 * 1024 * 1024) -> bytes:
-    from histmig.jsonl import open_stream
+    from histmig.jsonio.jsonl import open_stream
     buf = bytearray()
     with open_stream(path) as fh:
         while len(buf) <= limit:
@@ -281,5 +281,5 @@ def test_a_dry_run_does_not_import_the_apply_machinery(tmp_path):
                          cwd=tmp_path, check=True).stdout
     assert "would flip 1 session" in out
     loaded = out.strip().splitlines()[-1]
-    assert loaded.startswith("[") and "histmig.apply" not in loaded and "histmig.journal" not in loaded \
+    assert loaded.startswith("[") and "histmig.apply" not in loaded and "histmig.apply.journal" not in loaded \
         and "histmig.cli.tx'" not in loaded, loaded

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from histmig import forkmap
-from histmig.forkmap import fork_map
+from histmig.core import forkmap
+from histmig.core.forkmap import fork_map
 
 PARENT = os.getpid()
 
@@ -49,8 +49,8 @@ def test_small_inputs_run_in_this_process():
 
 def test_flip_scan_through_forked_workers_equals_the_sequential_scan(tmp_path, monkeypatch):
     from codex_fixtures import home_with, rollout, session_meta, settings, tid
-    from histmig.homes import resolve_homes
-    from histmig.ops import flip
+    from histmig.core.homes import resolve_homes
+    from histmig.verbs import flip
     sessions = {tid(i): rollout(tid(i), extra_lines=[session_meta(tid(i), "openai"), settings("openai")] * i)
                 for i in range(1, 9)}
     home_with(tmp_path / ".codex", sessions)

@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from histmig.apply.gc import gc, gc_record, parse_age, plan_gc
-from histmig.diagnostics import UsageError
-from histmig.homes import resolve_homes
-from histmig.journal import JOURNAL, tx_root
-from histmig.locks import GlobalLock
+from histmig.core.diagnostics import UsageError
+from histmig.core.homes import resolve_homes
+from histmig.apply.journal import JOURNAL, tx_root
+from histmig.core.locks import GlobalLock
 
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid
@@ -85,7 +85,7 @@ def test_gc_apply_removes_backups_and_log_and_undo_say_so():
     txid = flipped()
     age(txid, 40)
     size = sum(p.stat().st_size for p in (tx_root(state()) / txid / "b").iterdir())
-    from histmig.catalog import fmt_size
+    from histmig.verbs.catalog import fmt_size
     assert f"backups {fmt_size(size)}" in histmig("log").stdout          # e.g. "backups 12.0K"
     logged = orjson.loads(histmig("log", "--json").stdout)
     assert logged[0]["backup_bytes"] == size and logged[0]["gc"] is None

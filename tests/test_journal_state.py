@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from histmig.journal import JOURNAL, read_records, state_of, tx_state
+from histmig.apply.journal import JOURNAL, read_records, state_of, tx_state
 
 KINDS = ["begin", "intent", "ready", "done", "commit", "rolled-back", "undo-start", "undo-done",
          "undo-stopped", "undone"]

@@ -5,7 +5,7 @@ import io
 
 from hypothesis import given, settings, strategies as st
 
-from histmig.jsonl import BOM, iter_lines, parse_json, read_lines, head_lines, tail_lines
+from histmig.jsonio.jsonl import BOM, iter_lines, parse_json, read_lines, head_lines, tail_lines
 
 DAMAGED = {
     "truncated tail": b'{"type":"user","cwd":"/a',

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from histmig.formats import claude_code as cc
-from histmig.formats import manifest as mf
-from histmig.homes import resolve_homes
-from histmig.model import Text, ToolCall, ToolResult
+from histmig.tools.claude_code import adapter as cc
+from histmig.tools.manifest import adapter as mf
+from histmig.core.homes import resolve_homes
+from histmig.core.model import Text, ToolCall, ToolResult
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 HEALTHY = SAMPLES / "manifest" / "healthy"

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from clirun import histmig
-from histmig import zst
-from histmig.jsonl import RECORD_MAX_BYTES
+from histmig.jsonio import zst
+from histmig.jsonio.jsonl import RECORD_MAX_BYTES
 from memgen import CLAUDE_ID, big_transcript, peak_rss, zst_rollout
 
 LIMIT_MB = 200

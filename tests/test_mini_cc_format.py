@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from histmig.formats import mini_cc as mc
-from histmig.homes import resolve_homes
-from histmig.model import Reasoning, Text, ToolCall, ToolResult
+from histmig.tools.mini_cc import adapter as mc
+from histmig.core.homes import resolve_homes
+from histmig.core.model import Reasoning, Text, ToolCall, ToolResult
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BASIC = SAMPLES / "mini-cc" / "basic"

@@ -10,10 +10,10 @@ import pytest
 from histmig.apply import apply_plan
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
-from histmig.diagnostics import RefusedError
-from histmig.ops.move import plan_move
-from histmig.paths import claude_slug
-from histmig.plan import Rename, WriteFile
+from histmig.core.diagnostics import RefusedError
+from histmig.verbs.move import plan_move
+from histmig.core.paths import claude_slug
+from histmig.core.plan import Rename, WriteFile
 
 from test_apply_fixtures import snapshot
 from test_move_fixtures import MTIME, claude_session, homes, jl, sid, structured_leftovers, tool_trees
@@ -238,7 +238,7 @@ def test_neither_path_existing_warns(h, tmp_path):
 
 @pytest.mark.parametrize("new", ["same", "inside"])
 def test_nonsense_moves_are_usage_errors(h, tmp_path, new):
-    from histmig.diagnostics import UsageError
+    from histmig.core.diagnostics import UsageError
     old = str(tmp_path / "a")
     with pytest.raises(UsageError):
         plan_move(h, old, old if new == "same" else old + "/b")

@@ -7,12 +7,12 @@ import tomllib
 import orjson
 import pytest
 
-from histmig import zst
+from histmig.jsonio import zst
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
-from histmig.diagnostics import RefusedError
-from histmig.ops.move import plan_move
-from histmig.plan import SqlUpdate, WriteFile
+from histmig.verbs.undo.run import undo
+from histmig.core.diagnostics import RefusedError
+from histmig.verbs.move import plan_move
+from histmig.core.plan import SqlUpdate, WriteFile
 
 from codex_fixtures import TS, history_db, rollout, state_db, tid, turn_offsets, write_rollout
 from test_move_fixtures import homes, structured_leftovers, tool_trees

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 
-from histmig.homes import resolve_homes
-from histmig.paths import claude_slug
+from histmig.core.homes import resolve_homes
+from histmig.core.paths import claude_slug
 
 MTIME = 1_780_000_000_123_456_789
 
@@ -111,7 +111,7 @@ STRUCTURED_KEYS = {"cwd", "project", "projectPath", "relocatedCwd", "originalCwd
 def structured_leftovers(root: Path, old: str) -> list[str]:
     """``file:key`` for every structured path field under ``root`` that still equals OLD or lies
     below it (message text is not a structured field and is ignored)."""
-    from histmig.paths import is_under
+    from histmig.core.paths import is_under
     out: list[str] = []
 
     def walk(value, key, where):

@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.diagnostics import LockedError, RefusedError
-from histmig.ops.move import plan_move
-from histmig.paths import claude_slug
+from histmig.core.diagnostics import LockedError, RefusedError
+from histmig.verbs.move import plan_move
+from histmig.core.paths import claude_slug
 
 from test_move_fixtures import claude_session, homes, manifest_session, minicc_session, structured_leftovers
 
@@ -103,7 +103,7 @@ def test_claude_json_merge_keeps_flags_and_conflict_needs_force(h, tmp_path):
 
 
 def test_claude_json_fresh_lock_refuses_and_stale_lock_is_ignored(h, tmp_path, monkeypatch):
-    from histmig.stores import claude_edits
+    from histmig.tools.claude_code import edits as claude_edits
     old, new = str(tmp_path / "a/app"), str(tmp_path / "b/app")
     h.claude_json.parent.mkdir(parents=True, exist_ok=True)
     h.claude_json.write_text(json.dumps({"projects": {old: {}}}))

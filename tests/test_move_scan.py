@@ -8,11 +8,11 @@ import os
 import orjson
 import pytest
 
-from histmig import jsonl
-from histmig.ops import move_parallel
-from histmig.ops.move import plan_move
-from histmig.ops.move_claude import claude_fields
-from histmig.ops.move_common import make_pathmap, scan_file
+from histmig.jsonio import jsonl
+from histmig.toolkit.move import parallel as move_parallel
+from histmig.verbs.move import plan_move
+from histmig.tools.claude_code.move import claude_fields
+from histmig.toolkit.move.common import make_pathmap, scan_file
 
 from test_move_codex import codex_home
 from test_move_fixtures import claude_session, homes

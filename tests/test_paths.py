@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from histmig.paths import claude_slug, is_under, rebase, safe_component, slug_prefix
+from histmig.core.paths import claude_slug, is_under, rebase, safe_component, slug_prefix
 
 LONG = "/home/user/" + "/".join(f"a-very-long-folder-name-{i:02d}" for i in range(9)) + "/app"
 # computed with the JavaScript rule of Claude Code (tests/test_paths.py::JS_SLUG) under node 20

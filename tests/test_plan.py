@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from histmig.diagnostics import RefusedError
-from histmig.plan import (CreateFile, Delete, Fingerprint, Patch, Plan, Rename, SqlDelete, SqlInsert, SqlUpdate,
+from histmig.core.diagnostics import RefusedError
+from histmig.core.plan import (CreateFile, Delete, Fingerprint, Patch, Plan, Rename, SqlDelete, SqlInsert, SqlUpdate,
                           WriteFile)
 
 
@@ -37,7 +37,7 @@ def test_edited_plan_body_is_refused():
 def test_unknown_operation_kind_is_refused():
     import hashlib
     import orjson
-    from histmig.plan import _canonical
+    from histmig.core.plan import _canonical
     d = _plan().to_dict()
     d.pop("sha256")
     d["operations"].append({"kind": "chmod"})

@@ -13,15 +13,15 @@ import pytest
 
 from codex_fixtures import home_with, naive_flip, rollout, rollout_path, state_db, tid, turn_offsets, write_rollout
 from histmig.apply import apply_plan
-from histmig.ops.undo_apply import undo
+from histmig.verbs.undo.run import undo
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
-from histmig.formats.codex import scan_thread
-from histmig.homes import resolve_homes
-from histmig.ops.doctor import diagnose, plan_repair
-from histmig.ops.move import plan_move
-from histmig.paths import claude_slug
-from histmig.plan import WriteFile
+from histmig.tools.codex.adapter import scan_thread
+from histmig.core.homes import resolve_homes
+from histmig.verbs.doctor import diagnose, plan_repair
+from histmig.verbs.move import plan_move
+from histmig.core.paths import claude_slug
+from histmig.core.plan import WriteFile
 from test_apply_fixtures import snapshot
 from test_doctor_claude import SID, SID2, put, transcript
 from test_doctor_codex import rows
@@ -349,7 +349,7 @@ def test_case8_doctor_sees_history_filed_under_a_symlinked_cwd(linked, capsys):
 
 
 def test_case8_split_in_a_compressed_archived_rollout_is_repaired(codex_world):
-    from histmig import zst
+    from histmig.jsonio import zst
     homes, codex, proj = codex_world
     config(codex, "my-provider")
     data = rollout(tid(1), "my-provider", cwd=proj, settings_provider="openai")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import ApplyFailedError, ApplyOptions, apply_plan, check_no_unfinished
-from histmig.ops.undo_apply import undo
-from histmig.diagnostics import LockedError, RefusedError, StalePlanError, UnfinishedTransactionError
-from histmig.journal import Journal, new_txid
-from histmig.locks import GlobalLock
-from histmig.plan import Fingerprint, Plan, Rename, WriteFile
+from histmig.verbs.undo.run import undo
+from histmig.core.diagnostics import LockedError, RefusedError, StalePlanError, UnfinishedTransactionError
+from histmig.apply.journal import Journal, new_txid
+from histmig.core.locks import GlobalLock
+from histmig.core.plan import Fingerprint, Plan, Rename, WriteFile
 from test_apply_fixtures import (NEW, OLD, homes, make_tree, move_plan, no_temps, post_bytes, sha, snapshot,
                                  write_op)
 

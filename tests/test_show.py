@@ -5,7 +5,7 @@ import json
 
 from clirun import histmig
 
-from histmig import samples
+from histmig.cli import samples
 
 
 def run(home, *args):

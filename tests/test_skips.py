@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.homes import resolve_homes
-from histmig.ops.move import plan_move
-from histmig.paths import claude_slug
+from histmig.core.homes import resolve_homes
+from histmig.verbs.move import plan_move
+from histmig.core.paths import claude_slug
 
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid
@@ -65,7 +65,7 @@ def test_case6_grown_rollout_is_skipped_while_the_others_flip(monkeypatch):
     rows) is skipped and named, every other session is flipped, exit 3 — no whole-plan refusal."""
     home = h()
     paths = flip_home(home)
-    import histmig.ops.flip as flip
+    import histmig.verbs.flip as flip
     real = flip.plan_flip
 
     def plan_then_append(*a, **kw):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from histmig.apply.sqlops import _mismatch, _mismatches
-from histmig.plan import SqlUpdate
+from histmig.core.plan import SqlUpdate
 
 KEYS = st.tuples(st.sampled_from(["t1", "t2", "t3", None]), st.integers(0, 3))
 ROWS = st.lists(st.tuples(KEYS, st.sampled_from(["a", "b", None])), max_size=12)

@@ -1,5 +1,5 @@
 """Issue 12, case 7: typos and unsafe config are refused before anything is written, and every
-home path is made absolute at start (one place: ``histmig.homes.resolve_homes``)."""
+home path is made absolute at start (one place: ``histmig.core.homes.resolve_homes``)."""
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.homes import resolve_homes
-from histmig.journal import read_records, tx_root
-from histmig.ops.flip_names import did_you_mean, known_providers
-from histmig.stores import codex_config
+from histmig.core.homes import resolve_homes
+from histmig.apply.journal import read_records, tx_root
+from histmig.verbs.flip.names import did_you_mean, known_providers
+from histmig.tools.codex import config as codex_config
 
 from clirun import histmig
 from codex_fixtures import home_with, rollout, tid

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histmig import registry
+from histmig import tools as registry
 from histmig.apply import apply_plan
-from histmig.journal import list_transactions, new_txid, txid_sort_key
-from histmig.ops.convert import ConvertOptions, plan_convert
-from histmig.ops.doctor import diagnose
-from histmig.ops.flip import plan_flip
-from histmig.ops.move import plan_move
-from histmig.ops.undo import pick_transaction
-from histmig.ops.undo_apply import undo
-from histmig.paths import claude_slug
-from histmig.stores import codex_state
+from histmig.apply.journal import list_transactions, new_txid, txid_sort_key
+from histmig.verbs.convert import ConvertOptions, plan_convert
+from histmig.verbs.doctor import diagnose
+from histmig.verbs.flip import plan_flip
+from histmig.verbs.move import plan_move
+from histmig.verbs.undo import pick_transaction
+from histmig.verbs.undo.run import undo
+from histmig.core.paths import claude_slug
+from histmig.tools.codex import state as codex_state
 
 from clirun import histmig
 from codex_fixtures import dumps, home_with, rollout, tid, turn
@@ -343,8 +343,8 @@ def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path,
     """Property: whatever value edits a transaction made inside lines, the diff's patches turn
     the file back into the backup's bytes, followed by the appended tail unchanged (whatever the
     comparison chunk, so chunk edges fall everywhere)."""
-    from histmig.ops import undo_diff
-    from histmig.ops.undo_diff import diff_against_backup
+    from histmig.verbs.undo import diff as undo_diff
+    from histmig.verbs.undo.diff import diff_against_backup
     undo_diff.CHUNK = undo_diff.SMALL = chunk
     try:
         old, new = b"".join(a for a, _ in pairs), b"".join(b for _, b in pairs)

@@ -7,9 +7,9 @@ import sys
 import pytest
 import zstandard
 
-from histmig.diagnostics import HistmigInputError
-from histmig.jsonl import read_lines
-from histmig.zst import compress, decompress_all
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.jsonl import read_lines
+from histmig.jsonio.zst import compress, decompress_all
 
 DATA = b"".join(b'{"n":%d,"t":"line"}\n' % i for i in range(2000))
 
@@ -56,8 +56,8 @@ def _stream_compress(path, size, **params):
 
 BOMB_CHILD = r"""
 import resource, sys
-from histmig.jsonl import read_lines
-from histmig.diagnostics import HistmigInputError
+from histmig.jsonio.jsonl import read_lines
+from histmig.core.diagnostics import HistmigInputError
 try:
     for _ in read_lines(sys.argv[1], max_decompressed=64 * 1024 * 1024):
         pass

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from histmig import fsio, zst
+from histmig.apply import fsio
+from histmig.jsonio import zst
 from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished, recover
 from histmig.apply import batch as batch_mod
 from histmig.apply import zstdfill
-from histmig.journal import read_records, tx_root
-from histmig.ops.undo_apply import undo
-from histmig.plan import Fingerprint, Patch, Plan, WriteFile
+from histmig.apply.journal import read_records, tx_root
+from histmig.verbs.undo.run import undo
+from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
 from test_apply_fixtures import homes, no_temps, snapshot
 from test_crash import _run_killed
 

@@ -1,5 +1,5 @@
-"""histmig's one write path: apply a :class:`~histmig.plan.Plan`, recover from a crash (undo is an
-inverse plan made by :mod:`histmig.ops.undo` and applied here like any other).
+"""histmig's one write path: apply a :class:`~histmig.core.plan.Plan`, recover from a crash (undo is an
+inverse plan made by :mod:`histmig.verbs.undo` and applied here like any other).
 
     apply_plan(plan, homes, options=None) -> ApplyResult      (exit 0 all applied, 3 some skipped)
     recover(homes) -> RecoverResult
@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from histmig.apply.options import ApplyOptions, ApplyResult, RecoverResult
-from histmig.diagnostics import RefusedError
-from histmig.journal import TxInfo, list_transactions, unfinished_transactions
+from histmig.core.diagnostics import RefusedError
+from histmig.apply.journal import TxInfo, list_transactions, unfinished_transactions
 
 __all__ = ["ApplyOptions", "ApplyResult", "RecoverResult", "TxInfo", "ApplyFailedError", "apply_plan",
            "recover", "transactions", "check_no_unfinished"]
@@ -34,7 +34,7 @@ def transactions(homes) -> list[TxInfo]:
 
 
 def check_no_unfinished(homes) -> None:
-    from histmig.diagnostics import UnfinishedTransactionError
+    from histmig.core.diagnostics import UnfinishedTransactionError
     for txid in unfinished_transactions(homes.state):
         raise UnfinishedTransactionError(f"unfinished transaction {txid}; run histmig recover")
 

@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from histmig import fsio
+from histmig.apply import fsio
 
 CHUNK = 1 << 20
 
@@ -127,7 +127,7 @@ def sql_probe(ops: list) -> dict | None:
     """The first operation of a database's group whose effect is visible by one query: all of a
     group commits together, so that one row tells whether the transaction did."""
     from histmig.apply.sqlops import encode_value
-    from histmig.plan import SqlDelete, SqlInsert, SqlUpdate
+    from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
     for op in ops:
         if isinstance(op, SqlUpdate) and op.set != {k: op.expect.get(k) for k in op.set}:
             return {"table": op.table, "key": {k: encode_value(v) for k, v in op.key.items()},

@@ -35,16 +35,16 @@ import errno
 import os
 from dataclasses import dataclass
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply import zstdfill
 from histmig.apply.check import parallel_map
 from histmig.apply.content import stream_segments, write_segments
 from histmig.apply.files import (RETRY, Ctx, VerifyError, _changed, _unlink_quiet, copy_meta, make_backup,
                                  pre_state, salvage, verify)
 from histmig.apply.options import Prepared, key
-from histmig.diagnostics import Skip
-from histmig.livewriters import open_writers
-from histmig.plan import _b
+from histmig.core.diagnostics import Skip
+from histmig.core.livewriters import open_writers
+from histmig.core.plan import _b
 
 PARALLEL_MIN = 256 << 10   # files at least this big are filled two at a time
 BATCH = 64     # files per batch: bounds open descriptors (3 per file) and the work a rollback undoes

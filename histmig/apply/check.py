@@ -20,13 +20,13 @@ import re
 import stat
 from pathlib import Path
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply.options import ApplyOptions, Prepared
 from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
                                     propagate_session_skips, mark_skip)
-from histmig.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
-from histmig.homes import Homes
-from histmig.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
+from histmig.core.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
+from histmig.core.homes import Homes
+from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
                           WriteFile)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

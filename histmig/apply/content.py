@@ -18,7 +18,7 @@ import hashlib
 import os
 from typing import Iterator
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply.options import ApplyOptions, Prepared
 
 Segment = tuple[int, int, bytes | None]

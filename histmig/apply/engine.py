@@ -10,7 +10,8 @@ from pathlib import Path
 
 import orjson
 
-from histmig import __version__, fsio
+from histmig import __version__
+from histmig.apply import fsio
 from histmig.apply import backups, batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.files import Ctx, patch_in_place, rewrite
@@ -18,11 +19,11 @@ from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverRe
 from histmig.apply.skipping import skips_of
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
-from histmig.diagnostics import (HistmigError, RefusedError, Skip,
+from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
-from histmig.homes import Homes
-from histmig.journal import Journal, new_txid, read_records, tx_root
-from histmig.locks import GlobalLock, check_claude_json_lock, claude_json_lock, codex_maintenance_lock, ensure_private_dir
+from histmig.core.homes import Homes
+from histmig.apply.journal import Journal, new_txid, read_records, tx_root
+from histmig.core.locks import GlobalLock, check_claude_json_lock, claude_json_lock, codex_maintenance_lock, ensure_private_dir
 
 from histmig.apply import ApplyFailedError, check_no_unfinished, transactions
 
@@ -38,7 +39,7 @@ def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> Ap
 def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult:
     opts = options or ApplyOptions()
     if opts.tail_transform is None:   # appended lines get the command's own per-line edit
-        from histmig.tail_rules import for_plan
+        from histmig.core.tail_rules import for_plan
         opts = dataclasses.replace(opts, tail_transform=for_plan(plan))
     roots = validate_plan(plan, homes)
     with GlobalLock(homes.state):

@@ -12,12 +12,12 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply.check import read_range, sha_range
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared
-from histmig.diagnostics import Skip, Warning
-from histmig.journal import Journal
-from histmig.plan import _b
+from histmig.core.diagnostics import Skip, Warning
+from histmig.apply.journal import Journal
+from histmig.core.plan import _b
 
 RETRY = object()
 _LINK_FALLBACK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES)

@@ -26,10 +26,10 @@ from typing import Any
 
 import orjson
 
-from histmig import fsio
-from histmig.diagnostics import RefusedError, UsageError
-from histmig.journal import JOURNAL, Journal, tx_root, tx_state
-from histmig.locks import GlobalLock
+from histmig.apply import fsio
+from histmig.core.diagnostics import RefusedError, UsageError
+from histmig.apply.journal import JOURNAL, Journal, tx_root, tx_state
+from histmig.core.locks import GlobalLock
 
 DEFAULT_OLDER_THAN = "30d"
 GC_RECORD = "gc"

@@ -5,8 +5,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from histmig.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, Skip, Warning
-from histmig.plan import Op, Patch
+from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, Skip, Warning
+from histmig.core.plan import Op, Patch
 
 
 @dataclass
@@ -17,7 +17,7 @@ class ApplyOptions:
     quiet_seconds: float | None = None  # skip files modified less than this many seconds ago
     include_active: bool = False       # ... unless this is set
     max_line_bytes: int = 64 * 1024 * 1024  # for tail_transform implementations (apply itself never parses)
-    max_decompressed: int | None = None     # zstd output cap (None: histmig.zst default)
+    max_decompressed: int | None = None     # zstd output cap (None: histmig.jsonio.zst default)
     # Transforms bytes appended after the plan was made (allow_appended, append races, salvage).
     # Must be deterministic: it runs once to compute the expected hash and once while writing.
     # Default: keep the appended bytes verbatim.

@@ -1,6 +1,6 @@
 """Going back by restoring journaled bytes: ``recover`` (roll back an unfinished apply, or finish an
 undo an older histmig began) and the automatic rollback of a failed apply. ``histmig undo`` is an
-inverse plan instead (:mod:`histmig.ops.undo`), applied like any other plan.
+inverse plan instead (:mod:`histmig.verbs.undo`), applied like any other plan.
 
 Restores put back journaled bytes and metadata and never run a transform backwards. Every step
 first looks at the disk and does nothing if the old state is already there, so a rollback is
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply.backups import unnamed_backups, verify_backup
 from histmig.apply.check import sha_range
 from histmig.apply.files import _unlink_quiet
 from histmig.apply.sqlops import revert_db
-from histmig.diagnostics import Skip, Warning
-from histmig.journal import Journal, read_records
-from histmig.plan import _unb
+from histmig.core.diagnostics import Skip, Warning
+from histmig.apply.journal import Journal, read_records
+from histmig.core.plan import _unb
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Undo:
 
     # True: finishing an undo an older histmig began (it leaves anything changed since alone);
     # False: rolling back an unfinished apply (whatever is ours goes back). Undo itself is an
-    # inverse plan now (histmig/ops/undo.py) and does not come here.
+    # inverse plan now (histmig/verbs/undo/__init__.py) and does not come here.
     strict: bool
     restored: list[str] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)

@@ -11,12 +11,12 @@ import os
 import stat
 import time
 
-from histmig import locks
+from histmig.core import locks
 from histmig.apply.options import ApplyOptions, Prepared
-from histmig.diagnostics import Skip
-from histmig.homes import Homes
-from histmig.livewriters import open_writers
-from histmig.paths import slug_matches
+from histmig.core.diagnostics import Skip
+from histmig.core.homes import Homes
+from histmig.core.livewriters import open_writers
+from histmig.core.paths import slug_matches
 
 
 def mark_skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:

@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
-from histmig.diagnostics import StalePlanError, Warning
-from histmig.plan import SqlDelete, SqlInsert, SqlUpdate
+from histmig.core.diagnostics import StalePlanError, Warning
+from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 
 BUSY_MS = 5000
 

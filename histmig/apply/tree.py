@@ -7,12 +7,12 @@ import os
 import stat
 import time
 
-from histmig import fsio
+from histmig.apply import fsio
 from histmig.apply.check import sha_range
 from histmig.apply.files import Ctx, VerifyError, _unlink_quiet, make_backup, pre_state, verify
 from histmig.apply.options import Prepared, key
-from histmig.diagnostics import RefusedError, Skip
-from histmig.plan import CreateFile
+from histmig.core.diagnostics import RefusedError, Skip
+from histmig.core.plan import CreateFile
 
 
 def dirs_to_make(ctx: Ctx, prep: Prepared) -> list[str]:

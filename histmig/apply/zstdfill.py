@@ -4,7 +4,7 @@ The patches address the decompressed bytes (sorted, not overlapping). Neither th
 content is ever held whole: a 20 KB file that inflates to 250 MB costs a few MiB of buffers plus the
 zstd windows. Three bounded passes:
 
-1. precheck (:func:`expect`): decompress (:class:`histmig.zst.BoundedZstdReader`: window and
+1. precheck (:func:`expect`): decompress (:class:`histmig.jsonio.zst.BoundedZstdReader`: window and
    output capped), check every patch's old bytes, hash the patched content: the sha256 and size
    the temp must decompress to;
 2. fill (:func:`fill`): decompress again, patch, compress at the operation's level straight into
@@ -24,11 +24,12 @@ from typing import Callable, Iterator
 
 import zstandard
 
-from histmig import fsio, zst
+from histmig.apply import fsio
+from histmig.jsonio import zst
 from histmig.apply.files import VerifyError
 from histmig.apply.options import ApplyOptions, Prepared
-from histmig.diagnostics import HistmigInputError
-from histmig.plan import WriteFile
+from histmig.core.diagnostics import HistmigInputError
+from histmig.core.plan import WriteFile
 
 CHUNK = 1 << 20
 

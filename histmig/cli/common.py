@@ -10,8 +10,8 @@ from typing import Any, Iterable
 import click
 import orjson
 
-from histmig.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
-from histmig.homes import Homes, resolve_homes
+from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
+from histmig.core.homes import Homes, resolve_homes
 
 
 @dataclass
@@ -42,8 +42,8 @@ def emit_json(data: Any) -> None:
 
 
 def emit_json_stream(data: Any) -> None:
-    """:func:`emit_json` written a piece at a time (``Lazy`` lists: see histmig.jsonstream)."""
-    from histmig.jsonstream import write_json
+    """:func:`emit_json` written a piece at a time (``Lazy`` lists: see histmig.jsonio.jsonstream)."""
+    from histmig.jsonio.jsonstream import write_json
     with echo_chunks() as write:
         write_json(data, write, default=_json_default)
         write("\n")
@@ -176,7 +176,7 @@ class ToolName(click.ParamType):
     name = "tool"
 
     def convert(self, value, param, ctx):
-        from histmig.registry import FORMATS, canonical
+        from histmig.tools import FORMATS, canonical
         try:
             return canonical(value)
         except HistmigError:

@@ -8,11 +8,11 @@ import click
 
 from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
-from histmig.convert import select
-from histmig.convert.loss import LossReport
-from histmig.convert.sink import Sink, SpoolDir
-from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
-from histmig.ops.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
+from histmig.verbs.convert import select
+from histmig.toolkit.convert.loss import LossReport
+from histmig.toolkit.convert.sink import Sink, SpoolDir
+from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
+from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
 

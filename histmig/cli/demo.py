@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from histmig import samples
+from histmig.cli import samples
 from histmig.cli.common import diag, info, style
 
 EXAMPLES = """
@@ -31,7 +31,7 @@ def _steps(home: Path, first_cwd: str | None) -> list[list[str]]:
 @click.option("--keep", is_flag=True, help="Keep the temporary home and print its path.")
 @click.pass_obj
 def command(ctx, keep):
-    from histmig.catalog import discover_all
+    from histmig.verbs.catalog import discover_all
     from histmig.cli import cli
 
     tmp = Path(tempfile.mkdtemp(prefix="histmig-demo-"))

@@ -7,8 +7,8 @@ import click
 
 from histmig.cli.common import TOOL, emit_json, info
 from histmig.cli.tx import apply_options, run_plan
-from histmig.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
-from histmig.ops.doctor import TOOLS, Report, diagnose, plan_repair
+from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
+from histmig.verbs.doctor import TOOLS, Report, diagnose, plan_repair
 
 EXAMPLES = """
 \b

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig.cli.common import emit_json, info, print_warnings
-from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
+from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
 from histmig.cli.tx_options import apply_options
 
 # The planner and the apply machinery are imported where they are used: a dry run is measured
@@ -42,9 +42,9 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
     if not old or not new:
         raise UsageError("flip needs OLD and NEW (or --list)")
     exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
-    from histmig.ops.flip import check_names, plan_flip
-    from histmig.ops.flip_names import check_new, check_old
-    from histmig.stores.codex_config import load_config
+    from histmig.verbs.flip import check_names, plan_flip
+    from histmig.verbs.flip.names import check_new, check_old
+    from histmig.tools.codex.config import load_config
     check_names(old, new)
     cfg = load_config(ctx.homes)
     check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
@@ -106,7 +106,7 @@ def render(ctx, plan) -> None:
         info(ctx, f"line 1 of each file changes by {len(args['new']) - len(args['old']):+d} bytes "
                   "(exact edits are computed on --apply or --exact)")
     shown = s["sample"][: 5 if not ctx.verbose else 10]
-    from histmig.idprefix import unique_prefixes
+    from histmig.core.ids import unique_prefixes
     short = unique_prefixes([item["id"] for item in shown])
     width = max((len(v) for v in short.values()), default=0)
     for item in shown:
@@ -115,7 +115,7 @@ def render(ctx, plan) -> None:
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:
-    from histmig.ops.flip_census import provider_census
+    from histmig.tools.codex.census import provider_census
     c = provider_census(ctx.homes, archived=archived)
     if as_json:
         emit_json(c)

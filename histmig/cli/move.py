@@ -5,8 +5,8 @@ import click
 
 from histmig.cli.common import TOOL, info
 from histmig.cli.tx import apply_options, run_plan
-from histmig.ops.move import plan_move
-from histmig.plan import Rename
+from histmig.verbs.move import plan_move
+from histmig.core.plan import Rename
 
 EXAMPLES = """
 \b

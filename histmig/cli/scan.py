@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from histmig.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since, unique_prefixes
+from histmig.verbs.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since, unique_prefixes
 from histmig.cli.common import TOOL, Progress, emit_json, info, style
-from histmig.registry import FORMATS
+from histmig.tools import FORMATS
 
 EXAMPLES = """
 \b

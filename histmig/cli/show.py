@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import click
 
-from histmig.catalog import resolve
+from histmig.verbs.catalog import resolve
 from histmig.cli.common import TOOL, echo_chunks, emit_json_stream
-from histmig.native import native_view
-from histmig.registry import adapter
-from histmig.render import json_view, write_text
+from histmig.cli.native import native_view
+from histmig.tools import adapter
+from histmig.cli.render import json_view, write_text
 
 EXAMPLES = """
 \b

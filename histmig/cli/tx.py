@@ -12,8 +12,8 @@ import click
 
 from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
-from histmig.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
-from histmig.plan import Plan
+from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
+from histmig.core.plan import Plan
 
 if TYPE_CHECKING:      # the apply machinery loads only when something is applied (a dry run never)
     from histmig.apply import ApplyOptions
@@ -116,8 +116,8 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
 
 
 # The verb behind each plan kind: importing it registers its rule for lines appended after the
-# plan was made (histmig/tail_rules.py); the write path itself never imports a verb.
-_VERBS = {"flip": "histmig.ops.flip", "move": "histmig.ops.move"}
+# plan was made (histmig/core/tail_rules.py); the write path itself never imports a verb.
+_VERBS = {"flip": "histmig.verbs.flip", "move": "histmig.verbs.move"}
 
 
 def _load_verb(op: str) -> None:
@@ -150,7 +150,7 @@ def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force,
       histmig undo
       histmig undo 20261130T050933.123456Z-141272 --force
     """
-    from histmig.ops.undo_apply import undo
+    from histmig.verbs.undo.run import undo
     res = undo(ctx.homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run,
                argv=sys.argv[1:])
     if as_json:
@@ -223,7 +223,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
       histmig log --json
     """
     from histmig.apply.gc import backup_size, gc_record
-    from histmig.journal import tx_root
+    from histmig.apply.journal import tx_root
     from histmig.apply import transactions
     txs = transactions(ctx.homes)
     folders = {t.txid: tx_root(ctx.homes.state) / t.txid for t in txs}
@@ -245,7 +245,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
 
 def _backups_note(state: str, size: int, gc_rec: dict | None) -> str:
     from histmig.apply.gc import UNDOABLE
-    from histmig.catalog import fmt_size
+    from histmig.verbs.catalog import fmt_size
     if gc_rec is None:
         return f"backups {fmt_size(size)}"
     return "backups removed by gc" + ("; cannot be undone" if state in UNDOABLE else "")
@@ -278,7 +278,7 @@ def gc_cmd(ctx: Context, older_than: str, apply: bool, as_json: bool) -> int:
 
 
 def _render_gc(ctx: Context, res, older_than: str) -> None:
-    from histmig.catalog import fmt_size
+    from histmig.verbs.catalog import fmt_size
     verb = "removed" if res.applied else "would remove"
     for e in res.entries:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.last_write_ns / 1e9))

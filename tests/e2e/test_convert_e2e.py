@@ -108,7 +108,7 @@ def test_mini_cc_to_claude_resumes_and_claude_to_mini_cc_passes_the_api_rules(cl
          "cwd": str(project), "message": {"role": "assistant", "content": [{"type": "text", "text": "It printed mini-marker."}]},
          "usage": {"input_tokens": 10, "output_tokens": 5}},
     ]
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
     f = scratch.home / ".mini_cc" / "projects" / claude_slug(os.path.realpath(project)) / f"{sid}.jsonl"
     f.parent.mkdir(parents=True)
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))

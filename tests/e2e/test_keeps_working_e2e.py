@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from histmig.paths import claude_slug
+from histmig.core.paths import claude_slug
 
 from .clients import (CUSTOM_PROVIDER, Clients, Run, Scratch, carried, claude_setup, claude_transcripts,
                       client_env, codex_session_id, codex_setup, run, run_claude, run_codex, write_codex_config)

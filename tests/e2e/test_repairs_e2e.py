@@ -90,7 +90,7 @@ def test_case8_symlinked_project_claude_records_the_target_and_move_follows(clie
     """Claude started in a symlink records the target's path. `move LINK NEWLINK` before the rename
     is refused (nothing written); after `mv LINK NEWLINK` it has nothing to do, and `claude -c` in
     NEWLINK continues the session."""
-    from histmig.paths import claude_slug
+    from histmig.core.paths import claude_slug
 
     from .clients import claude_setup, claude_transcripts, run_claude
     claude_setup(scratch)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from histmig.paths import claude_slug
+from histmig.core.paths import claude_slug
 
 from . import tui
 from .clients import carried, codex_setup, run_claude, run_codex

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from histmig.stores.codex_config import BUILTIN_PROVIDERS
+from histmig.tools.codex.config import BUILTIN_PROVIDERS
 
 from .clients import client_env, write_codex_config
 

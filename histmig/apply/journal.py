@@ -1,0 +1,307 @@
+"""The write-ahead journal: ``<state dir>/tx/<txid>/journal.jsonl`` plus backups in ``b/``.
+
+One JSON record a line, each appended and fsynced before the step it announces (SQLite's rule:
+the journal is durable before the data it protects is touched). Record kinds:
+
+``begin`` (op, argv, version, roots) · ``intent`` (n, method, path, pre-state, backup, post) ·
+``done`` (n, post) · ``salvaged`` · ``skip`` · ``commit`` · ``rolled-back`` (apply failed or
+``recover``; with ``incomplete``, what could not be put back: state ``partly-rolled-back``) ·
+``undo-start`` · ``undo-done`` (n) · ``undone``. ``begin`` lists every planned operation
+(``ops``: n, method, path) so that backups whose intent was lost can be told apart.
+
+A transaction is *unfinished* when it has ``begin`` but neither ``commit`` nor ``rolled-back``, or
+``undo-start`` without ``undone``; every mutating command refuses until ``histmig recover`` ran.
+The folder is 0700 and every file is created 0600 at ``open()`` (never chmod-ed afterwards).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig.apply import fsio
+from histmig.core.locks import ensure_private_dir
+
+JOURNAL = "journal.jsonl"
+
+
+def new_txid(state_dir: Path | None = None) -> str:
+    """Sortable by time exactly: UTC time to the microsecond, then 6 random hex digits. Two
+    transactions in the same microsecond (or a clock that stepped back) still sort in the order
+    they began: the id is made later than every id already in ``state_dir``."""
+    now = time.time_ns()
+    latest = _latest_txid(state_dir)
+    while True:
+        secs, ns = divmod(now, 1_000_000_000)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(secs)) + f".{ns // 1000:06d}Z"
+        txid = stamp + "-" + secrets.token_hex(3)
+        if latest is None or stamp > txid_sort_key(latest).split("-")[0]:
+            return txid
+        now += 1000
+
+
+def _latest_txid(state_dir: Path | None) -> str | None:
+    if state_dir is None:
+        return None
+    try:
+        names = [e.name for e in os.scandir(tx_root(state_dir)) if e.is_dir()]
+    except FileNotFoundError:
+        return None
+    return max(names, default=None, key=txid_sort_key)
+
+
+def txid_sort_key(txid: str) -> str:
+    """Older ids (``20261130T050933Z-…``, whole seconds) sort with the new ones
+    (``20261130T050933.123456Z-…``): a whole second is the start of that second."""
+    stamp = txid.split("-")[0]
+    return stamp.replace("Z", ".000000Z") if "." not in stamp else stamp
+
+
+def tx_root(state_dir: Path) -> Path:
+    return Path(state_dir) / "tx"
+
+
+class Journal:
+    def __init__(self, fs: fsio.FS, folder: Path, fd: int):
+        self.fs, self.folder, self.fd = fs, Path(folder), fd
+        self.txid = self.folder.name
+        self.torn = False     # the file may end in half a record (a failed write, a crash)
+
+    @classmethod
+    def create(cls, fs: fsio.FS, state_dir: Path, txid: str) -> "Journal":
+        root = tx_root(state_dir)
+        ensure_private_dir(root)
+        folder = root / txid
+        fs.mkdir(str(folder), 0o700)
+        fs.mkdir(str(folder / "b"), 0o700)
+        fd = fs.open_write(str(folder / JOURNAL), flags=fsio.WRITE_FLAGS | os.O_APPEND)
+        j = cls(fs, folder, fd)
+        fs.fsync_dir(str(folder))
+        fs.fsync_dir(str(root))
+        return j
+
+    @classmethod
+    def reopen(cls, fs: fsio.FS, folder: Path) -> "Journal":
+        fd = os.open(Path(folder) / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        j = cls(fs, folder, fd)
+        size = os.fstat(fd).st_size
+        with open(Path(folder) / JOURNAL, "rb") as fh:
+            j.torn = size > 0 and os.pread(fh.fileno(), 1, size - 1) != b"\n"
+        return j
+
+    @property
+    def backups(self) -> Path:
+        return self.folder / "b"
+
+    def append(self, kind: str, **data: Any) -> None:
+        rec = {"kind": kind, "t": time.time_ns(), **data}
+        self._write([orjson.dumps(rec) + b"\n"])
+
+    def append_many(self, records: list[tuple[str, dict[str, Any]]]) -> None:
+        """Several records made durable by one write and one fsync (a batch's intents or dones):
+        a crash leaves a prefix of them (a torn last line is ignored by :func:`read_records`)."""
+        if not records:
+            return
+        t = time.time_ns()
+        data = b"".join(orjson.dumps({"kind": kind, "t": t, **rec}) + b"\n" for kind, rec in records)
+        self._write([data])
+
+    def append_stream(self, kind: str, head: dict[str, Any], key: str, items) -> None:
+        """One record whose ``key`` is a long list, encoded item by item (the items are generated
+        and dropped one at a time; only the encoded bytes are held)."""
+        rec = orjson.dumps({"kind": kind, "t": time.time_ns(), **head})
+        parts, chunk = [], []
+        for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
+            chunk.append(item)
+            if len(chunk) == 512:
+                parts.append(orjson.dumps(chunk)[1:-1])
+                chunk = []
+        if chunk:
+            parts.append(orjson.dumps(chunk)[1:-1])
+        out = [rec[:-1] + b',"' + key.encode() + b'":[']
+        for i, part in enumerate(parts):
+            out += [b",", part] if i else [part]
+        out.append(b"]}\n")
+        self._write(out)
+
+    def _write(self, parts: list[bytes]) -> None:
+        """One counted write and its fsync. A write that failed part-way (disk full) or a crash
+        mid-append leaves half a record: the next one starts on a new line, so it is not glued to
+        that torn line (which :func:`read_records` skips) and lost with it."""
+        label = str(self.folder / JOURNAL)
+        if self.torn:
+            parts = [b"\n", *parts]
+        try:
+            self.fs.write_parts(self.fd, parts, label)
+        except BaseException:
+            self.torn = True
+            raise
+        self.torn = False
+        self.fs.fsync(self.fd, label)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def read_records(folder: Path) -> list[dict[str, Any]]:
+    """All complete records; a torn line (crash mid-append) is skipped — its step never ran,
+    because every step waits for its record's fsync."""
+    try:
+        data = (Path(folder) / JOURNAL).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue   # torn (its fsync never completed, so its step never ran); later records are valid
+    return out
+
+
+def state_of(records: list[dict[str, Any]]) -> str:
+    kinds = [r["kind"] for r in records]
+    if "undone" in kinds:
+        return "undone"
+    undo_marks = [k for k in kinds if k in ("undo-start", "undo-stopped")]
+    if undo_marks:
+        return "undoing" if undo_marks[-1] == "undo-start" else "partly-undone"
+    if "rolled-back" in kinds:
+        last = [r for r in records if r["kind"] == "rolled-back"][-1]
+        return "partly-rolled-back" if last.get("incomplete") else "rolled-back"
+    if "commit" in kinds:
+        return "committed"
+    return "applying" if kinds else "empty"
+
+
+UNFINISHED = ("applying", "undoing")
+
+
+@dataclass
+class TxInfo:
+    txid: str
+    state: str
+    op: str = ""
+    argv: list[str] = field(default_factory=list)
+    started_ns: int = 0
+    changes: int = 0
+    paths: list[str] = field(default_factory=list)
+    kept: list[dict[str, str]] = field(default_factory=list)   # partly-undone: what undo kept, and why
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in UNFINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"txid": self.txid, "state": self.state, "op": self.op, "argv": self.argv,
+                "started_ns": self.started_ns, "changes": self.changes, "paths": self.paths, "kept": self.kept}
+
+
+def tx_info(folder: Path) -> TxInfo:
+    recs = read_records(folder)
+    begin = next((r for r in recs if r["kind"] == "begin"), {})
+    done = {r["n"] for r in recs if r["kind"] == "done"}
+    paths = []
+    for r in recs:
+        if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
+            paths.append(r["path"])
+    state = _lost_begin(folder, state_of(recs))
+    stopped = [r for r in recs if r["kind"] == "undo-stopped"]
+    kept = [k if isinstance(k, dict) else {"path": k, "reason": "", "code": ""}
+            for k in (stopped[-1].get("skipped", []) if stopped and state == "partly-undone" else [])]
+    return TxInfo(txid=Path(folder).name, state=state, op=begin.get("op", ""), argv=begin.get("argv", []),
+                  started_ns=begin.get("t", 0), changes=len(done), paths=paths, kept=kept)
+
+
+_STATE_KINDS = ("undone", "undo-start", "undo-stopped", "rolled-back", "commit")
+
+
+def tx_state(folder: Path) -> str:
+    """:func:`state_of` without parsing every record: a transaction of 30,000 records is decided by
+    the few state records in it, found by their first bytes (every record starts with its kind) and
+    parsed alone so a torn line still does not count."""
+    try:
+        data = (Path(folder) / JOURNAL).read_bytes()
+    except FileNotFoundError:
+        return "empty"
+    last = {k: _last_record(data, k) for k in _STATE_KINDS}
+    if last["undone"] >= 0:
+        return "undone"
+    if max(last["undo-start"], last["undo-stopped"]) >= 0:
+        return "undoing" if last["undo-start"] > last["undo-stopped"] else "partly-undone"
+    if last["rolled-back"] >= 0:
+        rec = orjson.loads(data[last["rolled-back"]:data.find(b"\n", last["rolled-back"])])
+        return "partly-rolled-back" if rec.get("incomplete") else "rolled-back"
+    if last["commit"] >= 0:
+        return "committed"
+    return _lost_begin(folder, state_of(read_records(folder)))     # applying or empty: rare, parse it all
+
+
+def _lost_begin(folder: Path, state: str) -> str:
+    """An empty journal with backups beside it lost its records (truncated by an outside fault):
+    unfinished, so recover looks at it and every command waits for that."""
+    bdir = Path(folder) / "b"
+    if state == "empty" and bdir.is_dir() and any(bdir.iterdir()):
+        return "applying"
+    return state
+
+
+def _last_record(data: bytes, kind: str) -> int:
+    """Offset of the last complete record of ``kind``, or -1."""
+    needle = b'{"kind":"' + kind.encode() + b'"'
+    end = len(data)
+    while (i := data.rfind(needle, 0, end)) >= 0:
+        if i == 0 or data[i - 1:i] == b"\n":
+            nl = data.find(b"\n", i)
+            if nl >= 0 and _complete(data[i:nl]):
+                return i
+        end = i
+    return -1
+
+
+def _complete(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict) if line.strip() else False
+    except orjson.JSONDecodeError:
+        return False
+
+
+def unfinished_transactions(state_dir: Path) -> list[str]:
+    """Txids of transactions left applying or undoing (what every command refuses to run past)."""
+    root = tx_root(state_dir)
+    if not root.is_dir():
+        return []
+    return [p.name for p in sorted(root.iterdir(), key=lambda p: txid_sort_key(p.name))
+            if p.is_dir() and (p / JOURNAL).exists() and tx_state(p) in UNFINISHED]
+
+
+def list_transactions(state_dir: Path) -> list[TxInfo]:
+    """Every transaction, oldest first (txids sort by time)."""
+    root = tx_root(state_dir)
+    if not root.is_dir():
+        return []
+    return [tx_info(p) for p in sorted(root.iterdir(), key=lambda p: txid_sort_key(p.name))
+            if p.is_dir() and (p / JOURNAL).exists()]
+
+
+def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[dict[str, str]]) -> None:
+    """After an undo transaction committed: which operations it reverted, then ``undone`` (every
+    operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``)."""
+    journal = Journal.reopen(fs, folder)
+    try:
+        journal.append("undo-by", txid=by, ns=ns)
+        if kept:
+            journal.append("undo-stopped", skipped=kept)
+        else:
+            journal.append("undone")
+    finally:
+        journal.close()

@@ -1,0 +1,105 @@
+"""Install the bundled ``samples/`` trees into a scratch home (for ``histmig demo`` and tests).
+
+Each ``samples/<tool>/<case>/`` folder is a home of that tool (CODEX_HOME, CLAUDE_CONFIG_DIR,
+MINI_CC_HOME; manifest cases are Claude-home-like). Installing merges every case of a tool into one
+home: files are copied with their mtimes, SQLite databases are merged row by row, and Codex
+``threads.rollout_path`` values are re-pointed at the copied files (a copied home otherwise keeps
+pointing at the tree it was recorded in).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from histmig.core.homes import Homes, resolve_homes
+
+TOOL_DIRS = {"codex": "codex", "claude-code": "claude", "manifest": "claude", "mini-cc": "mini_cc"}
+
+
+def samples_root() -> Path:
+    env = os.environ.get("HISTMIG_SAMPLES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "samples"
+
+
+def cases(tool: str, root: Path | None = None, *, include_broken: bool = True) -> list[Path]:
+    base = (root or samples_root()) / tool
+    if not base.is_dir():
+        return []
+    out = sorted(p for p in base.iterdir() if p.is_dir())
+    return out if include_broken else [p for p in out if not is_broken_case(p)]
+
+
+def is_broken_case(path: Path) -> bool:
+    return any(w in path.name for w in ("broken", "unhealthy"))
+
+
+def _merge_sqlite(src: Path, dst: Path) -> None:
+    if not dst.exists():
+        with sqlite3.connect(src) as s, sqlite3.connect(dst) as d:
+            s.backup(d)
+        return
+    con = sqlite3.connect(dst)
+    try:
+        con.execute("ATTACH DATABASE ? AS src", (str(src),))
+        tables = [r[0] for r in con.execute("SELECT name FROM src.sqlite_master WHERE type='table' "
+                                            "AND name NOT LIKE 'sqlite_%' AND name != '_sqlx_migrations'")]
+        for t in tables:
+            cols = [r[1] for r in con.execute(f"PRAGMA src.table_info('{t}')")]
+            mine = {r[1] for r in con.execute(f"PRAGMA main.table_info('{t}')")}
+            if not mine:
+                continue
+            common = ", ".join(f'"{c}"' for c in cols if c in mine)
+            con.execute(f'INSERT OR IGNORE INTO main."{t}" ({common}) SELECT {common} FROM src."{t}"')
+        con.commit()
+        con.execute("DETACH DATABASE src")
+    finally:
+        con.close()
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    for root, _dirs, files in os.walk(src):
+        rel = Path(root).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            s, d = Path(root) / name, dst / rel / name
+            if name.endswith((".sqlite-wal", ".sqlite-shm")):
+                continue
+            if name.endswith(".sqlite"):
+                _merge_sqlite(s, d)
+            elif not d.exists():
+                shutil.copy2(s, d)
+
+
+def _repoint_rollouts(codex_home: Path) -> None:
+    files = {p.name: p for p in codex_home.rglob("rollout-*.jsonl*")}
+    for db in codex_home.rglob("state_*.sqlite"):
+        con = sqlite3.connect(db)
+        try:
+            has = [r[1] for r in con.execute("PRAGMA table_info(threads)")]
+            if "rollout_path" not in has:
+                continue
+            for tid, path in con.execute("SELECT id, rollout_path FROM threads").fetchall():
+                name = Path(path or "").name
+                hit = files.get(name) or files.get(name + ".zst") or files.get(name.removesuffix(".zst"))
+                if hit is not None:
+                    con.execute("UPDATE threads SET rollout_path=? WHERE id=?", (str(hit), tid))
+            con.commit()
+        finally:
+            con.close()
+
+
+def install(dest_home: Path, *, root: Path | None = None, include_broken: bool = False,
+            tools: tuple[str, ...] = tuple(TOOL_DIRS)) -> Homes:
+    """Copy the samples into ``dest_home`` (a $HOME stand-in) and return its Homes."""
+    homes = resolve_homes(home=dest_home)
+    targets = {"codex": homes.codex, "claude": homes.claude, "mini_cc": homes.mini_cc}
+    for tool in tools:
+        for case in cases(tool, root, include_broken=include_broken):
+            _copy_tree(case, targets[TOOL_DIRS[tool]])
+    if homes.codex.exists():
+        _repoint_rollouts(homes.codex)
+    return homes

@@ -1,0 +1,34 @@
+"""What every target writer receives and returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from histmig.toolkit.convert.ids import Ids
+from histmig.toolkit.convert.sink import Sink, Spooled
+
+
+@dataclass
+class Target:
+    """Where and how one converted session is written."""
+
+    root: Path                    # the target tool's home (CODEX_HOME, CLAUDE_CONFIG_DIR, ...)
+    sid: str                      # the new session id
+    cwd: str                      # the session's cwd (validated absolute)
+    ids: Ids
+    source_tool: str
+    source_id: str
+    keep_reasoning_text: bool = False
+    provider: str = "openai"      # Codex: the configured model_provider
+    model: str | None = None      # Codex: the model to record for resume
+    sink: Callable[[], Sink] = Sink   # where each new file's lines go (memory unless the planner says)
+
+
+@dataclass
+class Written:
+    files: list[tuple[Path, bytes | Spooled]]   # absolute paths and their bytes (new files only)
+    session_id: str
+    last_ts: str | None                       # the last record's time (for --keep-times)
+    title: str | None
+    info: dict[str, Any] = field(default_factory=dict)   # target-specific facts (Codex: row values)

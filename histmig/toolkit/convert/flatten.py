@@ -1,0 +1,153 @@
+"""A session's conversation as a flat list of items, whatever format it came from.
+
+Every writer starts here, so every direction goes through the common model the same way: user and
+assistant text, reasoning, tool calls and results in source order, usage attached to the assistant
+turn it belongs to. Everything the conversation does not carry is counted in the loss report
+(injected context, developer messages, events, unparseable lines).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterator
+
+from histmig.toolkit.convert.ids import parse_ts
+from histmig.toolkit.convert.loss import LossReport
+from histmig.tools.claude_family.blocks import message_model
+from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
+
+CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")
+ANTHROPIC = ("claude-code", "mini-cc", "manifest")   # formats whose history is Anthropic Messages
+
+
+@dataclass
+class Item:
+    kind: str                      # user | assistant | reasoning | call | result | attachment | usage
+    ts: str | None = None
+    text: str = ""
+    part: Any = None               # Reasoning / ToolCall / ToolResult / Attachment
+    usage: dict | None = None      # canonical usage (see usage_from)
+    model: str | None = None
+    rec: int = 0                   # index of the source record (parts of one record stay together)
+
+
+@dataclass
+class Conversation:
+    """A session's conversation. ``items`` are produced again from the source's records on every
+    iteration (never held: a 1 GB session stays on disk); :func:`flatten` does one pass first that
+    counts the loss and keeps the few facts writers need before they start (small state only)."""
+
+    source: Session
+    loss: LossReport = field(default_factory=LossReport)
+    first_prompt: str | None = None          # the title
+    first_time: datetime | None = None       # the first item time that parses
+    last_ts: str | None = None
+    answered: set[str] = field(default_factory=set)            # call ids that have a result
+    patches: dict[str, Any] = field(default_factory=dict)      # call id -> Claude's structuredPatch result
+
+    @property
+    def items(self) -> Iterator[Item]:
+        return _items(self.source, LossReport())     # loss was counted by flatten's pass
+
+    def _note(self, item: Item) -> None:
+        if item.kind == "user" and self.first_prompt is None and item.text.strip():
+            self.first_prompt = item.text
+        if item.ts:
+            self.last_ts = item.ts
+            if self.first_time is None:
+                self.first_time = parse_ts(item.ts)
+        if item.kind == "result":
+            res: ToolResult = item.part
+            self.answered.add(res.call_id)
+            s = res.structured
+            # only the diff is read later (tools.edit_to_patch); a Read's file content is not kept
+            self.patches[res.call_id] = {"structuredPatch": s["structuredPatch"]} \
+                if isinstance(s, dict) and "structuredPatch" in s else None
+
+
+def flatten(session: Session) -> Conversation:
+    conv = Conversation(session)
+    for item in _items(session, conv.loss):
+        conv._note(item)
+    if session.subagents:
+        conv.loss.add("dropped", "sub-agent transcript", len(session.subagents))
+    return conv
+
+
+def _items(session: Session, loss: LossReport) -> Iterator[Item]:
+    for n, rec in enumerate(session.records):
+        if rec.opaque:
+            loss.add("dropped", "unparseable line")
+        elif rec.kind in CONVERSATION_KINDS:
+            yield from _content(loss, rec, n)
+        else:
+            yield from _bookkeeping(loss, rec, n)
+
+
+def _content(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
+    model = message_model(rec)
+    for p in rec.parts:
+        if isinstance(p, Text):
+            yield from _text(loss, rec, p, n)
+        elif isinstance(p, Reasoning):
+            yield Item("reasoning", rec.timestamp, part=p, rec=n, model=model)
+        elif isinstance(p, ToolCall):
+            yield Item("call", rec.timestamp, part=p, rec=n, model=model)
+        elif isinstance(p, ToolResult):
+            yield Item("result", rec.timestamp, part=p, rec=n)
+        elif isinstance(p, Attachment):
+            yield Item("attachment", rec.timestamp, part=p, rec=n,
+                       text="user" if rec.role != "assistant" else "assistant")
+        elif isinstance(p, Opaque):
+            loss.add("dropped", f"unknown content ({p.note or 'opaque'})")
+    if rec.usage and rec.role == "assistant":
+        yield Item("usage", rec.timestamp, usage=usage_from(rec.usage), rec=n)
+
+
+def _text(loss: LossReport, rec: Record, p: Text, n: int) -> Iterator[Item]:
+    if not p.text.strip():
+        return
+    if rec.role in ("developer", "system"):
+        loss.add("left-out", f"{rec.role} message")
+    elif p.injected:
+        loss.add("left-out", "injected context")
+    elif rec.role in ("user", "assistant"):
+        yield Item(rec.role, rec.timestamp, text=p.text, rec=n, model=message_model(rec))
+    else:
+        loss.add("dropped", f"text with role {rec.role}")
+
+
+def _bookkeeping(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
+    usage = rec.usage or _codex_token_count(rec)
+    if usage:
+        yield Item("usage", rec.timestamp, usage=usage_from(usage), rec=n)
+        return
+    if rec.kind == "summary" and any(isinstance(p, Text) and p.text.strip() for p in rec.parts):
+        loss.add("not-carried", "summary / compaction record")
+        return
+    if rec.source_type not in ("blank", "histmig-provenance"):
+        loss.add("not-carried", f"{rec.source_type or rec.kind}")
+
+
+def _codex_token_count(rec: Record) -> dict | None:
+    env = rec.extra.get("envelope") if isinstance(rec.extra, dict) else None
+    payload = env.get("payload") if isinstance(env, dict) else None
+    if isinstance(payload, dict) and payload.get("type") == "token_count":
+        info = payload.get("info")
+        if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+            return info["last_token_usage"]
+    return None
+
+
+def usage_from(u: dict) -> dict[str, int]:
+    """Canonical usage: ``input`` (uncached), ``cached`` (cache reads), ``cache_write``, ``output``,
+    ``reasoning`` (part of output). Accepts Codex token_count usage and Anthropic usage."""
+    def i(key: str) -> int:
+        v = u.get(key)
+        return v if isinstance(v, int) and v >= 0 else 0
+    if "cached_input_tokens" in u or "total_tokens" in u or "reasoning_output_tokens" in u:
+        cached = i("cached_input_tokens")
+        return {"input": max(i("input_tokens") - cached, 0), "cached": cached, "cache_write": 0,
+                "output": i("output_tokens"), "reasoning": i("reasoning_output_tokens")}
+    return {"input": i("input_tokens"), "cached": i("cache_read_input_tokens"),
+            "cache_write": i("cache_creation_input_tokens"), "output": i("output_tokens"), "reasoning": 0}

@@ -1,0 +1,140 @@
+"""Where a converted file's bytes go while a writer produces them, one line at a time.
+
+A writer never holds the file it writes: each line goes to a :class:`Sink`, which counts and hashes
+it and then, by mode, keeps it (``memory``: tests and ``--plan-out``, capped), writes it to a spool
+file under ``<state dir>/spool/`` (``spool``: apply copies it from there in chunks), or drops it
+(``count``: a dry run writes nothing at all, it only needs the size and hash).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from histmig.core.diagnostics import RefusedError
+
+
+class TooLargeToEmbed(RefusedError):
+    """``--plan-out`` embeds every converted file in the plan; this one is over the cap."""
+
+
+class SpoolError(RefusedError):
+    """The spool could not be written (a full disk for the state dir, ...): the run stops there,
+    exit 1; the session being converted and the rest of its batch are not applied."""
+
+    @classmethod
+    def of(cls, e: OSError, path: str | None) -> "SpoolError":
+        return cls(f"{e.strerror or e} while spooling a converted session; it and the rest of its batch were "
+                   "not applied (nothing of them written)", path=path)
+
+
+@dataclass(frozen=True)
+class Spooled:
+    """A converted file that was not kept in memory: its spool file (None after a dry run), sha256, size."""
+
+    path: str | None
+    sha256: str
+    size: int
+
+
+class Sink:
+    def __init__(self, mode: str = "memory", spool_dir: str | None = None, cap: int | None = None):
+        self.mode, self.cap, self.size = mode, cap, 0
+        self.hash = hashlib.sha256()
+        self.parts: list[bytes] = []
+        self.path: str | None = None
+        self.fh = None
+        if mode == "spool":
+            try:
+                fd, self.path = tempfile.mkstemp(dir=spool_dir, suffix=".part")   # 0600
+            except OSError as e:
+                raise SpoolError.of(e, spool_dir) from None
+            self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.mode == "memory":
+            if self.cap is not None and self.size > self.cap:
+                raise TooLargeToEmbed(f"--plan-out embeds each converted file in the plan, and this one is over "
+                                      f"{self.cap >> 20} MiB; convert it without --plan-out (nothing written)")
+            self.parts.append(data)
+            return
+        self.hash.update(data)
+        if self.fh is not None:
+            try:
+                self.fh.write(data)
+            except OSError as e:
+                self.discard()
+                raise SpoolError.of(e, self.path) from None
+
+    def result(self) -> bytes | Spooled:
+        """The bytes (memory mode), else what apply needs to copy and verify them."""
+        if self.mode == "memory":
+            data, self.parts = b"".join(self.parts), []
+            return data
+        if self.fh is not None:
+            try:
+                self.fh.close()       # flushes the last buffer
+            except OSError as e:
+                self.discard()
+                raise SpoolError.of(e, self.path) from None
+            self.fh = None
+        return Spooled(self.path, self.hash.hexdigest(), self.size)
+
+    def discard(self) -> None:
+        fh, self.fh = self.fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass                  # a full disk: the buffer is dropped with the file
+        if self.path:
+            Path(self.path).unlink(missing_ok=True)
+
+
+def size_of(data: bytes | Spooled) -> int:
+    return len(data) if isinstance(data, bytes) else data.size
+
+
+def discard(data: bytes | Spooled) -> None:
+    if isinstance(data, Spooled) and data.path:
+        Path(data.path).unlink(missing_ok=True)
+
+
+class SpoolDir:
+    """``<state>/spool/<pid>-<random>/`` (0700) for one convert run, removed with everything in it
+    on close. A run that was killed leaves its folder; the next run removes it (its pid is gone)."""
+
+    def __init__(self, state: Path):
+        base = Path(state) / "spool"
+        try:
+            Path(state).mkdir(parents=True, exist_ok=True, mode=0o700)
+            base.mkdir(exist_ok=True, mode=0o700)
+            _remove_orphans(base)
+            self.path = tempfile.mkdtemp(dir=base, prefix=f"{os.getpid()}-")        # 0700
+        except OSError as e:
+            raise SpoolError.of(e, base) from None
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _remove_orphans(base: Path) -> None:
+    """Spool folders of runs whose process no longer exists (spool files are copies, never the only bytes)."""
+    for d in base.iterdir():
+        pid = d.name.split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # EPERM: someone else's process, alive
+        return True
+    return True

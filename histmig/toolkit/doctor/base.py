@@ -1,0 +1,222 @@
+"""What every doctor check shares: the Finding type, the table of check codes, and small helpers.
+
+A check is a small pure function over what is on disk that returns Findings. A Finding is data: a
+stable ``code`` (documented in docs/doctor.md), a one-line ``detail``, the ``fix`` the user should
+run, and, when the fix is safe and reversible, the plan operations (``repair``) that perform it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from histmig.core.diagnostics import Warning
+from histmig.core.plan import Op
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    explanation: str   # one line: what is wrong and what the user sees
+    fix: str           # one line: what doctor --repair or the user does about it
+    environment: bool = False  # depends on the machine or the clock, not on the history itself
+
+
+_TABLE = [
+    # --- Codex ---------------------------------------------------------------------------------
+    Check("codex.provider-hidden",
+          "Sessions were recorded under another model provider than the configured one; Codex lists and "
+          "resumes only sessions of the current provider.",
+          "`histmig flip <recorded> <configured> --apply` (the exact command is printed)."),
+    Check("codex.db-provider-mismatch",
+          "The state database row names another provider than the rollout's session_meta (what a line-1-only "
+          "flip leaves behind): resume fails with \"Cannot change this thread's model provider\".",
+          "`histmig doctor --repair --apply` re-syncs the row from the rollout."),
+    Check("codex.rollout-provider-split",
+          "A rollout's later lines (thread_settings_applied, a later session_meta) name another provider than "
+          "its first session_meta (what a line-1-only flip leaves): when Codex rebuilds its database the row "
+          "takes the later value and resume fails again with \"Cannot change this thread's model provider\".",
+          "`histmig doctor --repair --apply` flips the later values to the first session_meta's provider "
+          "(flip's byte-level edit, offsets kept in step)."),
+    Check("codex.db-cwd-mismatch",
+          "The state database row names another working folder than the rollout, so `resume --last` looks "
+          "for the session in the wrong folder.",
+          "`histmig doctor --repair --apply` re-syncs the row's cwd from the rollout."),
+    Check("codex.db-rollout-missing",
+          "A state database row points at a rollout file that does not exist; Codex drops the thread from "
+          "its lists.",
+          "Repaired when the rollout is found elsewhere in the home; otherwise restore the file."),
+    Check("codex.db-rollout-outside-home",
+          "A state database row points at a rollout outside this Codex home (a copied or restored home).",
+          "Repaired when the same thread's rollout exists in this home; histmig never follows the outside path."),
+    Check("codex.rollout-no-row",
+          "A rollout has no row in the state database; the TUI picker (database-first) does not list it.",
+          "Codex adds the row itself when it scans the files: run `codex resume --all` once."),
+    Check("codex.offsets-stale",
+          "thread_history_1.sqlite byte offsets no longer point at the right lines of the rollout (a line "
+          "was re-serialized with another length).",
+          "`histmig doctor --repair --apply` recomputes the offsets from the lines' ordinals."),
+    Check("codex.provider-undefined",
+          "config.toml selects a model provider that is neither built in nor defined under [model_providers]; "
+          "resume fails with \"Model provider not found\".",
+          "Define `[model_providers.<id>]` in config.toml or pick a built-in provider."),
+    Check("codex.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; Codex shows them only in that folder.",
+          "`histmig move <old> <new> --apply` when the project moved (a likely new location is suggested).",
+          environment=True),
+    Check("codex.zst-shadowed",
+          "Both rollout-….jsonl and rollout-….jsonl.zst exist; Codex reads the plain file and ignores the .zst.",
+          "Compare the two and delete the one you do not want; histmig does not pick for you."),
+    Check("codex.unreadable",
+          "A rollout or state database could not be read (no session_meta, corrupt file, permission).",
+          "Inspect the file; `histmig show <path>` names the broken lines."),
+    # --- Claude Code ---------------------------------------------------------------------------
+    Check("claude.cwd-missing",
+          "A project folder's sessions were recorded in a folder that no longer exists; `claude -c` and the "
+          "picker look for them under the new folder's name.",
+          "`histmig move <old> <new> --apply` when the project moved (a likely new location is suggested).",
+          environment=True),
+    Check("claude.slug-mismatch",
+          "A project folder's name is not the slug of its sessions' cwd, so Claude never looks there.",
+          "The printed `mv <folder> <right folder>` (when the right folder holds sessions of that cwd, the "
+          "finding is `claude.project-split` instead)."),
+    Check("claude.session-cwd-mismatch",
+          "A session was recorded in a folder whose Claude project folder is another one than the folder it "
+          "is in (a half-done move, or a cwd recorded through a symlink): Claude started there never lists it.",
+          "`histmig doctor --repair --apply` moves it into the folder of its cwd; a symlinked cwd: the printed "
+          "`histmig move <link> <target> --apply`."),
+    Check("claude.project-split",
+          "Sessions of one project are split across its folder and another one (a partial undo or an "
+          "interrupted move): Claude started in the project sees only those in its own folder.",
+          "`histmig doctor --repair --apply` moves the others into the project's folder (the command is printed)."),
+    Check("claude.duplicate-session",
+          "The same session id exists in two project folders; Claude may write to either copy.",
+          "`histmig doctor --repair --apply` moves the copy out of the wrong folder when it holds nothing new."),
+    Check("claude.broken-lines",
+          "Lines in the middle of a transcript do not parse; Claude skips them.",
+          "Nothing to do for resume; histmig keeps the bytes. Inspect with `histmig show <id>`."),
+    Check("claude.truncated-tail",
+          "The transcript ends with a half-written line (a crash or a write in progress); Claude skips it.",
+          "Nothing to do if no client is running; histmig never truncates."),
+    Check("claude.dangling-tool-use",
+          "The conversation ends with a tool call that has no result (the client died mid-tool).",
+          "`histmig doctor --repair --apply` appends the missing tool_result, as an interrupted client does."),
+    Check("claude.project-key-missing",
+          "A `projects` key in .claude.json names a folder that no longer exists (trust and MCP settings lost).",
+          "`histmig move <old> <new> --apply` if the project moved; otherwise harmless.",
+          environment=True),
+    Check("claude.cleanup-soon",
+          "Transcripts are older than, or within 7 days of, cleanupPeriodDays: Claude deletes them at its next start.",
+          "Raise `cleanupPeriodDays` in settings.json (or back the files up) before starting Claude.",
+          environment=True),
+    # --- mini-cc -------------------------------------------------------------------------------
+    Check("mini-cc.broken-lines",
+          "Lines in the middle of a session do not parse; mini-cc skips them.",
+          "Nothing to do for resume; histmig keeps the bytes."),
+    Check("mini-cc.truncated-tail",
+          "The session ends with a half-written line; mini-cc skips it on load.",
+          "Nothing to do if mini-cc is not running; histmig never truncates."),
+    Check("mini-cc.dangling-tool-use",
+          "The session ends with a tool_use without tool_result; mini-cc's repair_history appends one on resume.",
+          "`histmig doctor --repair --apply` appends the missing tool_result now."),
+    Check("mini-cc.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; `mini_cc -c` only lists the current project.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("mini-cc.id-mismatch",
+          "A session file's name is not the sessionId inside it; `/resume <id>` cannot find it.",
+          "Rename the file to `<sessionId>.jsonl`."),
+    Check("mini-cc.read-only",
+          "A project folder is not writable; resuming cannot append.",
+          "Fix the folder's permissions (or the mount)."),
+    # --- manifest ------------------------------------------------------------------------------
+    Check("manifest.meta-unreadable",
+          "meta.json is missing or not valid JSON; `-c` skips the session.",
+          "Restore meta.json from a backup."),
+    Check("manifest.tail-invalid",
+          "The last line of transcript.jsonl is not valid JSON; the loader would try a truncation repair.",
+          "Nothing to do if no writer is active; histmig never truncates."),
+    Check("manifest.checkpoint-beyond-end",
+          "The latest checkpoint's atMessageIndex is past the end of the transcript; the loader discards it.",
+          "Delete the invalid checkpoint by hand if you want it gone; histmig never deletes checkpoints."),
+    Check("manifest.read-only",
+          "The session folder is not writable; the loader refuses to continue in write mode.",
+          "Fix the folder's permissions (or the mount)."),
+    Check("manifest.locked",
+          "A `.lock` file marks the session busy; `-c` refuses it (a crashed writer leaves it for ever).",
+          "If no writer is running, delete `<session>/.lock`."),
+]
+
+CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}
+
+
+@dataclass
+class Finding:
+    """One problem. ``count`` is how many sessions/files/rows it covers; ``repair`` holds the safe
+    plan operations that fix it (empty when the user must act, see ``fix``)."""
+
+    code: str
+    detail: str
+    path: str | None = None
+    line: int | None = None
+    count: int = 1
+    fix: str | None = None
+    repair: list[Op] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.code not in CHECKS:
+            raise ValueError(f"unknown doctor code {self.code!r}")
+
+    @property
+    def tool(self) -> str:
+        """The canonical tool name (codes keep their short prefix: ``claude.``)."""
+        prefix = self.code.split(".", 1)[0]
+        return {"claude": "claude-code"}.get(prefix, prefix)
+
+    def to_warning(self) -> Warning:
+        extra = {"count": self.count, **({"fix": self.fix} if self.fix else {})}
+        return Warning(self.code, self.detail, self.path, self.line, extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "tool": self.tool, "detail": self.detail, "path": self.path,
+                "line": self.line, "count": self.count, "fix": self.fix,
+                "repairable": bool(self.repair), "repair": [o.describe() for o in self.repair],
+                **({"data": self.data} if self.data else {})}
+
+
+# ---- helpers shared by the checks ----------------------------------------------------------
+
+def dir_exists(path: str | None) -> bool:
+    return bool(path) and os.path.isabs(path) and os.path.isdir(path)
+
+
+def dir_missing(path: str | None) -> bool:
+    """An absolute folder that is gone (relative-looking cwds are opaque: never called missing)."""
+    return bool(path) and os.path.isabs(path) and not os.path.isdir(path)
+
+
+def same_path(a: str | None, b: str | None) -> bool:
+    """Equal as paths: normalised, and resolved through symlinks when both exist."""
+    if not a or not b:
+        return a == b
+    if os.path.normpath(a) == os.path.normpath(b):
+        return True
+    return os.path.exists(a) and os.path.exists(b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def writable_dir(path: Path) -> bool:
+    """Whether a client running as the folder's owner could create files in it: a read-only
+    mount, or a folder without the owner's write bit, is not (root's access() would say yes)."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return False
+        st = path.stat()
+    except OSError:
+        return False
+    return bool(st.st_mode & 0o200) and (os.geteuid() == 0 or os.access(path, os.W_OK | os.X_OK))
+
+
+def session_tag(tool: str, sid: str | None) -> dict[str, str] | None:
+    return {"tool": tool, "id": sid} if sid else None

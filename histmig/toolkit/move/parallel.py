@@ -1,0 +1,56 @@
+"""Scan many files at once on every CPU: the move's planning is CPU-bound (each edited line is parsed
+twice, once to find its fields and once to verify the edit), and orjson holds the GIL, so threads do
+not help; forked worker processes do.
+
+The result is exactly the sequential one: each task is an independent, read-only ``scan_file`` (or
+``scan_json_file``) call and results are returned in task order. A worker that fails for any reason
+(killed, out of memory, an unexpected exception) only costs time: its tasks are scanned again in
+this process.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from histmig.core.forkmap import cpus, file_size, fork_map
+from histmig.toolkit.move.scan import FileScan
+from histmig.core.plan import Patch
+
+Task = tuple[Callable[..., FileScan], tuple, dict]      # (scanner, args, kwargs)
+
+MIN_PARALLEL_BYTES = 32 << 20     # below this a fork costs more than it saves
+
+
+def _cpus() -> int:
+    return cpus()
+
+
+def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
+    """Run every task; the same list a sequential loop would return, in the same order."""
+    return fork_map(_run, tasks, [file_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
+                    ncpu=_cpus(), encode=_pack, decode=_unpack)
+
+
+def _run(task: Task) -> FileScan:
+    fn, args, kw = task
+    return fn(*args, **kw)
+
+
+# ---- compact transfer: one shared copy of each recurring value, plain ints for offsets ---------
+
+def _pack(scan: FileScan) -> tuple:
+    values: dict[bytes, int] = {}
+    offsets, olds, news = [], [], []
+    for p in scan.patches:
+        offsets.append(p.offset)
+        olds.append(values.setdefault(p.old, len(values)))
+        news.append(values.setdefault(p.new, len(values)))
+    return (scan.path, list(values), offsets, olds, news, scan.fields, scan.content, scan.lines,
+            scan.fingerprint, scan.compressed, scan.skip, scan.warnings, scan.first)
+
+
+def _unpack(t: tuple) -> FileScan:
+    path, values, offsets, olds, news, fields, content, lines, fp, compressed, skip, warnings, first = t
+    patches = [Patch(o, values[a], values[b]) for o, a, b in zip(offsets, olds, news)]
+    return FileScan(path=path, patches=patches, fields=fields, content=content, lines=lines, fingerprint=fp,
+                    compressed=compressed, skip=skip, warnings=warnings, first=first)
+

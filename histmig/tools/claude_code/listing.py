@@ -1,0 +1,164 @@
+"""Finding and listing Claude Code sessions (docs/specs/claude-code.md §2, §5): project folders, the
+``<uuid>.jsonl`` files Claude lists, their sub-agent transcripts, and a ref per session read from
+the file's two ends only.
+
+Sub-agent files (``<sid>/subagents/**/agent-*.jsonl``, 2.0-era ``agent-*.jsonl`` beside sessions)
+belong to their parent session and are never listed as sessions themselves.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from histmig.core.diagnostics import HistmigError
+from histmig.tools.claude_family.blocks import first_timestamp, first_value
+from histmig.tools.claude_code.records import count_messages, records_from_lines, title_of
+from histmig.tools.claude_family.listing import (broken_lines_state, head_value, mark_unreadable, scan_ends,
+                                     session_files, subdirs)
+from histmig.core.model import Record, SessionRef
+from histmig.core.paths import SLUG_MAX, claude_slug
+
+NAME = "claude-code"
+SDK_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
+_CWD_RAW_RE = re.compile(rb'(?<!\\)"cwd"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def projects_root(homes: Any) -> Path:
+    return Path(homes.claude) / "projects"
+
+
+# ---- sub-agent transcripts --------------------------------------------------------------------
+
+def is_agent_file(path: Path) -> bool:
+    """A sub-agent transcript: ``<sid>/subagents/[<dir>/]agent-*.jsonl`` or 2.0-era
+    ``projects/<slug>/agent-*.jsonl``."""
+    if not (path.name.startswith("agent-") and path.name.endswith(".jsonl")):
+        return False
+    return "subagents" in (path.parent.name, path.parent.parent.name) or path.parent.parent.name == "projects"
+
+
+def _walk_files(top: Path) -> Iterator[Path]:
+    """Files below ``top`` without following symlinked folders."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def subagent_files(main: Path, legacy: dict[Path, Any] | None = None) -> list[Path]:
+    """Sub-agent transcripts of the session in ``main``: the 2.1.x ``<sid>/subagents/`` tree and
+    2.0-era ``agent-*.jsonl`` beside it whose records name this session. ``legacy`` (from
+    ``legacy_agents``) saves listing the folder again for every session of a big folder."""
+    sid = main.stem
+    out = [p for p in _walk_files(main.parent / sid / "subagents")
+           if p.name.startswith("agent-") and p.name.endswith(".jsonl")]
+    legacy = legacy_agents(main.parent) if legacy is None else legacy
+    return out + [p for p, owner in legacy.items() if owner == sid]
+
+
+def legacy_agents(folder: Path) -> dict[Path, Any]:
+    """2.0-era ``agent-*.jsonl`` files of a project folder and the session each one names."""
+    return {p: head_value(p, "sessionId", records_from_lines)
+            for p in sorted(folder.glob("agent-*.jsonl")) if p.is_file()}
+
+
+# ---- one ref per session ----------------------------------------------------------------------
+
+def discover(homes: Any) -> Iterator[SessionRef]:
+    for folder in subdirs(projects_root(homes)):
+        legacy = legacy_agents(folder)
+        for path in session_files(folder):
+            yield ref_for(path, legacy)
+
+
+def ref_for(path: Path, legacy: dict[Path, Any] | None = None) -> SessionRef:
+    """List one session from its first and last 64 KB; a broken file gives a ref with ``error``."""
+    ref = SessionRef(format=NAME, id=path.stem, path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
+        summarize(ref, head, tail, whole)
+    except (HistmigError, OSError) as e:
+        mark_unreadable(ref, e)
+    agents = len(subagent_files(path, legacy)) if ref.error is None else 0
+    if agents:
+        ref.extra["subagents"] = agents
+    return ref
+
+
+def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
+    ends = head + tail
+    ref.cwd = first_value(head, "cwd") or raw_cwd(head)
+    ref.created = first_timestamp(head)
+    ref.title = title_of(ends, head)
+    ref.messages = count_messages(head) if whole else None
+    entrypoint = first_value(head, "entrypoint")
+    if entrypoint:
+        ref.extra["entrypoint"] = entrypoint
+    ref.state += broken_lines_state(ends)
+    hidden = picker_hidden(head, entrypoint)
+    if hidden:
+        ref.extra["picker_hidden"] = hidden
+        ref.state.append(f"not in picker ({hidden})")
+
+
+def raw_cwd(records: list[Record]) -> str | None:
+    """The first ``"cwd":"…"`` in the bytes, as Claude's lite reader finds it (also in lines
+    that do not parse as a whole)."""
+    for r in records:
+        m = _CWD_RAW_RE.search(r.raw or b"")
+        if m:
+            try:
+                value = orjson.loads(m.group(1))
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def picker_hidden(head: list[Record], entrypoint: str | None) -> str | None:
+    """Why Claude's picker filters this session out (§5.1), or None."""
+    if entrypoint in SDK_ENTRYPOINTS:
+        return f"entrypoint {entrypoint}"
+    for r in head:
+        if r.extra.get("isSidechain") is True:
+            return "sidechain in head"
+        if "teamName" in r.extra or "sessionKind" in r.extra:
+            return "team or daemon session"
+    return None
+
+
+# ---- locating a project's folders -------------------------------------------------------------
+
+def project_dirs(root: Path, cwd: str) -> list[Path]:
+    """Folders under ``root`` (a ``projects/`` dir) that hold ``cwd``'s sessions: the computed
+    slug, and for slugs over 200 characters every ``<200-char prefix>-*`` sibling whose sessions
+    record exactly ``cwd`` (Bun-hash era names cannot be recomputed, §2.3)."""
+    slug = claude_slug(cwd)
+    exact = root / slug
+    out = [exact] if exact.is_dir() else []
+    if len(slug) > SLUG_MAX:
+        prefix = slug[:SLUG_MAX] + "-"
+        for d in subdirs(root):
+            if d != exact and d.name.startswith(prefix) and folder_has_cwd(d, cwd):
+                out.append(d)
+    return out
+
+
+def folder_has_cwd(folder: Path, cwd: str) -> bool:
+    return any(head_value(p, "cwd", records_from_lines) == cwd for p in session_files(folder))
+
+
+def sessions_for_cwd(homes: Any, cwd: str) -> list[SessionRef]:
+    """The sessions recorded in ``cwd``; a folder may also hold other cwds with the same slug
+    (``/a/t_b`` and ``/a/t-b``), so each session's own head cwd decides."""
+    refs = []
+    for folder in project_dirs(projects_root(homes), cwd):
+        refs += [r for r in map(ref_for, session_files(folder)) if r.cwd == cwd]
+    return refs

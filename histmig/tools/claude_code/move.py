@@ -1,0 +1,85 @@
+"""Claude Code's part of a project move (docs/specs/claude-code.md §11).
+
+1. ``projects/slug(OLD…)`` folders (sessions, ``<sid>/`` side folders with sub-agents, the git-root
+   keyed ``memory/``) → ``slug(NEW…)``; ``cwd`` in every record of main and sub-agent files, the
+   ``worktree-state`` paths, ``relocatedCwd`` and sub-agent ``worktreePath`` rewritten first, in place.
+2. ``~/.claude.json`` ``projects`` keys (and ``githubRepoPaths``).
+3. ``history.jsonl`` ``project`` fields.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
+from histmig.tools.claude_family.folders import plan_folders
+from histmig.core.paths import slug_matches
+from histmig.tools.claude_code import edits as claude_edits
+from histmig.tools.claude_code.files import read_claude_json
+
+TOOL = "claude-code"
+
+
+def claude_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    """Structured path fields of one Claude record (or sub-agent ``.meta.json``)."""
+    if not isinstance(obj, dict):
+        return []
+    out = field_at(obj, ("cwd",), pm)
+    kind = obj.get("type")
+    if kind == "worktree-state":
+        for key in ("originalCwd", "worktreePath"):
+            out += field_at(obj, ("worktreeSession", key), pm)
+    elif kind == "relocated":
+        out += field_at(obj, ("relocatedCwd",), pm)
+    if "agentType" in obj:
+        out += field_at(obj, ("worktreePath",), pm)
+    return out
+
+
+def history_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    return field_at(obj, ("project",), pm) if isinstance(obj, dict) else []
+
+
+def known_paths(homes, pm: PathMap) -> list[str]:
+    """Paths whose folders may exist without a session naming them (memory-only folders are keyed
+    by the git root, which ``~/.claude.json`` lists)."""
+    cj = read_claude_json(homes)
+    keys = [k.replace("\\", "/") for k in cj.project_keys if pm.covers(k.replace("\\", "/"))]
+    return list(pm.olds) + keys
+
+
+def _unless_live(pm: PathMap, tplan: ToolPlan):
+    """``pm.rebase``, except for a path whose project folder waits for a live session: that session
+    keeps writing its ``~/.claude.json`` entry under the old key (and writes it again when it exits),
+    so the key waits with its folder; re-keying it now would leave two entries that disagree."""
+    held = [os.path.basename(p) for p, code in tplan.waiting.items() if code == "live-folder"]
+    if not held:
+        return pm.rebase
+    return lambda key: None if any(slug_matches(name, key) for name in held) else pm.rebase(key)
+
+
+def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any],
+                live_ids: dict[str, tuple[int, str | None]]) -> None:
+    """Folders (also when only manifest is selected: its sessions live in the same folders), then
+    ``~/.claude.json`` and ``history.jsonl`` when Claude Code is selected."""
+    tplan = plans[TOOL]
+    plan_folders(homes.claude / "projects", pm, plans, tool=TOOL, selected=opts["tools"], merge=True,
+                 fields_fn=claude_fields, manifest=True, known_paths=known_paths(homes, pm),
+                 live_ids=live_ids, rewrite_content=opts["rewrite_content"], by_name=True,
+                 split_shared=opts["split_shared"], rerun=opts["rerun"])
+    if TOOL not in opts["tools"]:
+        return
+    op, warnings, counts = claude_edits.claude_json_op(homes, _unless_live(pm, tplan), force=opts["force"])
+    tplan.warnings += warnings
+    if op is not None:
+        tplan.other.append(op)
+        tplan.count("config-keys", counts.get("keys", 0) + counts.get("repo-paths", 0))
+    hist = claude_edits.history_file(homes)
+    if hist.is_file():
+        scan = scan_file(str(hist), pm, history_fields)
+        if scan.skip:
+            from histmig.core.diagnostics import Skip
+            tplan.skips.append(Skip(str(hist), scan.skip))
+        elif scan.patches:
+            tplan.add_scan(scan, session=None, reason="prompt history project field")
+            tplan.count("history-lines", scan.lines)

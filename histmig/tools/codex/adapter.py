@@ -1,0 +1,731 @@
+"""Codex CLI rollouts: ``sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]`` and flat ``archived_sessions/``.
+
+Every line becomes one Record whose ``raw`` is the exact source bytes, so ``serialize(read(f))`` is
+the file byte for byte: unknown line types (``token_usage_record``, ...) and damaged lines pass
+through untouched. Listing (``discover``) reads only the head of each file and, when the head did not
+reach the end, a 64 KB tail for the latest ``turn_context.cwd`` (what ``codex exec resume --last``
+matches on, docs/specs/codex.md §13).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import orjson
+
+from histmig.core.diagnostics import HistmigError, HistmigInputError
+from histmig.tools.base import FunctionAdapter
+from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines, tail_lines
+
+# histmig.core.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
+# here: a flip dry run walks and reads line 1 through this module and never builds one.
+if TYPE_CHECKING:
+    from histmig.core.model import Record, Session, SessionRef, ToolCall
+
+NAME = "codex"
+ROLLOUT_RE = re.compile(r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-(.+)\.jsonl(\.zst)?$")
+# injected context that appears as role=user messages (docs/specs/codex.md §5): never a title
+INJECTED_PREFIXES = ("<environment_context", "# AGENTS.md instructions", "<permissions",
+                     "<user_instructions", "<INSTRUCTIONS>", "<user_shell_command")
+TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
+              "image_generation_call"}
+TOOL_RESULTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+
+
+# ---- file names and discovery ------------------------------------------------------------------
+
+def parse_name(name: str) -> tuple[str, str, str | None] | None:
+    """``(timestamp, thread_id, rollout_id)`` from a rollout file name, or None (docs/specs/codex.md §2)."""
+    m = ROLLOUT_RE.match(name)
+    if not m:
+        return None
+    ids = m.group(2).split("_", 1)
+    return m.group(1), ids[0], ids[1] if len(ids) > 1 else None
+
+
+def plain_path(path: Path) -> Path:
+    """The ``.jsonl`` path of a rollout (strips ``.zst``)."""
+    return path.with_name(path.name[:-4]) if path.name.endswith(".zst") else path
+
+
+def walk_rollouts(root: Path, *, flat: bool) -> Iterator[Path]:
+    """Rollout files under ``root`` (recursive unless ``flat``); symlinked folders are not entered."""
+    for path, _name, _names in _walk(str(root), flat):
+        yield Path(path)
+
+
+def _is_rollout(name: str) -> bool:
+    return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst"))
+
+
+def _walk(root: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
+    """``(path, name, names in its folder)`` of every rollout under ``root``, as ``os.walk`` +
+    reverse-sorted names would give them (a folder's files first, then its subfolders; symlinked
+    folders not entered; an unreadable folder skipped), but with ``os.scandir`` and str paths: a
+    dry run over thousands of files pays for neither ``Path`` objects nor a stat per name."""
+    if not os.path.isdir(root):
+        return
+    yield from _walk_dir(root, flat)
+
+
+def _walk_dir(top: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
+    files: list[str] = []
+    dirs: list[tuple[str, bool]] = []
+    names: set[str] = set()                      # every entry, folders too (Path.exists is true for them)
+    try:
+        with os.scandir(top) as it:
+            for entry in it:
+                names.add(entry.name)
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    files.append(entry.name)
+                elif not flat:
+                    try:
+                        link = entry.is_symlink()
+                    except OSError:
+                        link = False
+                    dirs.append((entry.name, link))
+    except OSError:
+        return                                   # os.walk(onerror=None) drops the folder too
+    prefix = top if top.endswith("/") else top + "/"
+    for name in sorted(files, reverse=True):
+        if _is_rollout(name):
+            yield prefix + name, name, names
+    for name, link in sorted(dirs, reverse=True):
+        if not link:
+            yield from _walk_dir(prefix + name, flat)
+
+
+def rollout_entries(codex_home: str | os.PathLike, *, archived: bool = True) -> Iterator[tuple[str, bool, str | None]]:
+    """:func:`rollout_files` with str paths (for callers that touch thousands of files)."""
+    home = str(Path(codex_home))
+    roots = [(os.path.join(home, "sessions"), False, False)]
+    if archived:
+        roots.append((os.path.join(home, "archived_sessions"), True, True))
+    for root, is_archived, flat in roots:
+        for path, name, names in _walk(root, flat):
+            # a sibling missing from the folder listing cannot exist; one present is confirmed
+            # with the same follow-symlinks test as Path.exists (a dangling link does not count)
+            if name.endswith(".zst"):
+                if name[:-4] in names and os.path.exists(path[:-4]):
+                    continue                     # reported with its plain sibling
+                yield path, is_archived, None
+            else:
+                zst = path + ".zst"
+                yield path, is_archived, zst if name + ".zst" in names and os.path.exists(zst) else None
+
+
+def rollout_files(codex_home: Path, *, archived: bool = True) -> Iterator[tuple[Path, bool, Path | None]]:
+    """``(path, archived, shadowed_zst)`` for every logical rollout. When ``x.jsonl`` and
+    ``x.jsonl.zst`` both exist the plain file wins (Codex's precedence) and the ``.zst`` is
+    returned as ``shadowed_zst``."""
+    for path, is_archived, shadowed in rollout_entries(codex_home, archived=archived):
+        yield Path(path), is_archived, Path(shadowed) if shadowed is not None else None
+
+
+# ---- line classification --------------------------------------------------------------------
+
+def line_type(obj: Any) -> str | None:
+    """The envelope ``type`` of a parsed line, or ``"legacy:<type>"`` for pre-envelope lines."""
+    if not isinstance(obj, dict):
+        return None
+    if "payload" in obj and isinstance(obj.get("type"), str):
+        return obj["type"]
+    if "record_type" in obj:
+        return "legacy:state"
+    if isinstance(obj.get("type"), str):
+        return "legacy:" + obj["type"]
+    if "id" in obj and "timestamp" in obj:
+        return "legacy:session_meta"
+    return None
+
+
+def payload(obj: Any) -> dict:
+    p = obj.get("payload") if isinstance(obj, dict) else None
+    return p if isinstance(p, dict) else {}
+
+
+def message_text(item: dict) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
+
+
+def is_injected(text: str) -> bool:
+    return text.lstrip().startswith(INJECTED_PREFIXES)
+
+
+def user_prompt(obj: Any) -> str | None:
+    """The text of a real user prompt on this line, or None (injected context, developer, other)."""
+    t = line_type(obj)
+    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
+    if item is not None:
+        if item.get("type") == "message" and item.get("role") == "user":
+            text = message_text(item)
+            return None if is_injected(text) or not text.strip() else text
+        return None
+    if t == "event_msg" and payload(obj).get("type") == "user_message":
+        text = payload(obj).get("message")
+        return text if isinstance(text, str) and text.strip() and not is_injected(text) else None
+    return None
+
+
+def is_conversation_message(obj: Any) -> bool:
+    t = line_type(obj)
+    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
+    if not item or item.get("type") != "message" or item.get("role") not in ("user", "assistant"):
+        return False
+    return not (item.get("role") == "user" and is_injected(message_text(item)))
+
+
+# ---- heads: what a listing needs -------------------------------------------------------------
+
+FIRST_CHUNK = 64 * 1024
+FIRST_READ = 32 * 1024          # one read covers the usual ~20 KB line 1 (base instructions)
+
+
+def first_line(path: str | os.PathLike, *, limit: int = 64 * 1024 * 1024) -> bytes:
+    """The first line of a rollout (plain or ``.zst``), reading no further than needed.
+    A line with no newline within ``limit`` bytes (checked in 64 KB steps) is refused."""
+    return bytes(_first_line_view(path, limit))
+
+
+def _first_line_view(path, limit: int) -> bytes | memoryview:
+    """:func:`first_line` without copying the usual case (the line ends inside the first read)."""
+    if is_zst(path):
+        return _first_line_stream(path, limit)
+    fd = open_regular_fd(path)
+    try:
+        return _first_line_fd(fd, path, limit)
+    finally:
+        os.close(fd)
+
+
+def _first_line_fd(fd: int, path, limit: int) -> bytes | memoryview:
+    data = os.read(fd, FIRST_READ)
+    nl = data.find(b"\n")
+    if nl >= 0:
+        return _accept(memoryview(data)[:nl + 1], nl, path, limit)
+    parts, size = [data], len(data)
+    # then the 64 KB chunks of the stream reader, aligned as it reads them: a chunk is read when
+    # it starts at or before ``limit``, so both readers accept and refuse the same lines
+    while data and size // FIRST_CHUNK * FIRST_CHUNK <= limit:
+        data = os.read(fd, FIRST_CHUNK - size % FIRST_CHUNK)
+        nl = data.find(b"\n")
+        if nl >= 0:
+            parts.append(data[:nl + 1])
+            return _accept(b"".join(parts), size + nl, path, limit)
+        parts.append(data)
+        size += len(data)
+    if size > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return b"".join(parts)
+
+
+def _accept(line, nl_at: int, path, limit: int):
+    """The limit rule of the 64 KB chunked reader: a newline is found when the chunk holding it
+    starts at or before ``limit``."""
+    if nl_at // FIRST_CHUNK * FIRST_CHUNK > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return line
+
+
+def _first_line_stream(path, limit: int) -> bytes:
+    buf = bytearray()
+    with open_stream(path) as fh:
+        while len(buf) <= limit:
+            chunk = fh.read(FIRST_CHUNK)
+            if not chunk:
+                break
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                buf += chunk[:nl + 1]
+                return bytes(buf)
+            buf += chunk
+    if len(buf) > limit:
+        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
+    return bytes(buf)
+
+
+def meta_of(obj: Any) -> dict | None:
+    """The SessionMeta payload of a parsed first line (envelope or pre-envelope)."""
+    t = line_type(obj)
+    if t == "session_meta":
+        return payload(obj)
+    if t == "legacy:session_meta":
+        return obj
+    return None
+
+
+def head_obj(path: Path) -> tuple[dict | None, dict | None, str | None]:
+    """``(line 1 object, session_meta payload, error)`` reading line 1 only: the cheap test a flip
+    dry run needs. Pre-envelope files give a payload with no envelope (``"payload" not in obj``)."""
+    body = _json_text(_first_line_view(path, 64 * 1024 * 1024))
+    try:                     # orjson alone: fast; the strict duplicate-key check runs only on failure
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        from histmig.jsonio.jsonl import parse_json
+        obj, err = parse_json(bytes(body))
+        return None, None, f"line 1 unreadable ({err or 'not valid JSON'})"
+    meta = meta_of(obj)
+    if meta is None:
+        return obj, None, "line 1 is not a session_meta"
+    return obj, meta, None
+
+
+def _json_text(line):
+    """``line.rstrip(b"\\r\\n").removeprefix(BOM)`` as a view: line 1 is ~20 KB, read thousands of times."""
+    end = len(line)
+    while end and line[end - 1] in (10, 13):
+        end -= 1
+    start = 3 if end >= 3 and line[:3] == b"\xef\xbb\xbf" else 0
+    return memoryview(line)[start:end]
+
+
+def head_meta(path: Path) -> tuple[dict | None, str | None]:
+    """``(session_meta payload, error)`` from line 1 only."""
+    _obj, meta, err = head_obj(path)
+    return meta, err
+
+
+def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
+    from histmig.core.model import SessionRef
+    names = parse_name(path.name)
+    ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
+                     archived=archived, compressed=is_zst(path))
+    meta, meta_cwd, turn_cwd, broken, msgs = None, None, None, 0, 0
+    for ln in lines:
+        if ln.opaque:
+            broken += 1
+            continue
+        obj = ln.obj
+        t = line_type(obj)
+        if meta is None and t in ("session_meta", "legacy:session_meta"):
+            meta = meta_of(obj)
+        elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            turn_cwd = payload(obj)["cwd"]
+        if ref.title is None:
+            ref.title = _title(user_prompt(obj))
+        msgs += is_conversation_message(obj)
+    if meta is not None:
+        ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
+        meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+        ref.provider = meta.get("model_provider") if isinstance(meta.get("model_provider"), str) else None
+        ref.created = meta.get("timestamp")
+        ref.extra = _ref_extra(meta, names)
+    else:
+        ref.error = "no session_meta at the start of the file"
+    ref.cwd = turn_cwd or meta_cwd
+    ref.messages = msgs
+    ref.state = _states(ref, lines, broken, shadowed, meta)
+    return ref
+
+
+def _title(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = text.removeprefix("## My request for Codex:").strip()
+    first = text.splitlines()[0] if text else ""
+    return first[:120] or None
+
+
+def _ref_extra(meta: dict, names) -> dict:
+    extra: dict[str, Any] = {}
+    if meta.get("history_mode"):
+        extra["history_mode"] = meta["history_mode"]
+    if isinstance(meta.get("history_base"), dict):
+        extra["history_base"] = meta["history_base"]
+    if meta.get("forked_from_id"):
+        extra["forked_from_id"] = meta["forked_from_id"]
+    if names and names[2]:
+        extra["rollout_id"] = names[2]
+    if "model_provider" not in meta:
+        extra["provider_missing"] = True
+    return extra
+
+
+def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | None, meta) -> list[str]:
+    state = []
+    if ref.archived:
+        state.append("archived")
+    if ref.compressed:
+        state.append("compressed")
+    if meta is not None and "payload" not in (lines[0].obj or {}):
+        state.append("legacy pre-envelope (Codex cannot read it)")
+    if shadowed is not None:
+        state.append("shadows a .zst copy (Codex reads this plain file)")
+        ref.extra["shadowed_zst"] = str(shadowed)
+    if broken:
+        state.append(f"{broken} broken line{'s' if broken > 1 else ''}")
+    return state
+
+
+def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
+             head_bytes: int = 128 * 1024) -> SessionRef:
+    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception."""
+    from histmig.core.model import SessionRef
+    try:
+        st = path.stat()
+        lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+    except (HistmigError, OSError) as e:
+        names = parse_name(path.name)
+        return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
+                          compressed=is_zst(path), error=str(e), state=["unreadable"])
+    if not lines:
+        return SessionRef(format=NAME, id=(parse_name(path.name) or ("", path.stem))[1], path=path,
+                          archived=archived, compressed=is_zst(path), error="empty file", size=st.st_size)
+    ref = _ref_from_lines(path, lines, archived, shadowed)
+    ref.size, ref.updated = st.st_size, st.st_mtime
+    covered = lines[-1].offset + (lines[-1].length or 0)
+    if covered < st.st_size:
+        ref.messages = None            # unknown without reading the whole file
+        if not ref.compressed:         # a tail of a .zst would mean decompressing all of it
+            cwd = _latest_turn_cwd(path)
+            ref.cwd = cwd or ref.cwd
+    return ref
+
+
+def _latest_turn_cwd(path: Path) -> str | None:
+    try:
+        tail = tail_lines(path, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return None
+    for ln in reversed(tail):
+        if b'"turn_context"' in (ln.raw or b""):
+            obj = ln.obj
+            if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+                return payload(obj)["cwd"]
+    return None
+
+
+# ---- reading a whole session ---------------------------------------------------------------
+
+def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
+    """``(kind, role, parts)`` of one line."""
+    from histmig.core.model import Reasoning, Text, ToolResult
+    item = payload(obj) if t == "response_item" else (obj if t and t.startswith("legacy:") else None)
+    if t == "event_msg":
+        return "event", None, []
+    if t == "compacted":
+        msg = payload(obj).get("message")
+        return "summary", None, [Text(msg)] if isinstance(msg, str) and msg else []
+    if not isinstance(item, dict):
+        return "other", None, []
+    it = item.get("type")
+    if it == "message":
+        role = item.get("role") if item.get("role") in ("user", "assistant", "developer", "system") else None
+        text = message_text(item)
+        injected = role in ("developer", "system") or (role == "user" and is_injected(text))
+        return "message", role, [Text(text, injected=injected)]
+    if it == "reasoning":
+        summary = "\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+        content = item.get("content")
+        text = "\n".join(c.get("text", "") for c in content if isinstance(c, dict)) if isinstance(content, list) else ""
+        return "reasoning", "assistant", [Reasoning(summary=summary, text=text, encrypted=item.get("encrypted_content"))]
+    if it in TOOL_CALLS:
+        return "tool_call", "assistant", [_tool_call(item)]
+    if it in TOOL_RESULTS:
+        return "tool_result", "tool", [ToolResult(call_id=str(item.get("call_id") or ""), output=item.get("output"))]
+    return "other", None, []
+
+
+def _tool_call(item: dict) -> ToolCall:
+    from histmig.core.model import ToolCall
+    it = item.get("type")
+    if it == "function_call":
+        args: Any = item.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                pass
+        return ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""), args, item.get("namespace"))
+    if it == "custom_tool_call":
+        return ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""), item.get("input"),
+                        item.get("namespace"))
+    return ToolCall(str(item.get("call_id") or item.get("id") or ""), it, item.get("action"))
+
+
+def _record(ln: Line) -> Record:
+    from histmig.core.model import Record
+    if ln.raw is None or ln.opaque or ln.blank:
+        reason = ln.error if not ln.blank else "blank line"
+        return Record(raw=ln.raw, line=ln.number, opaque_reason=reason,
+                      extra={"offset": ln.offset, "length": ln.length})
+    obj = ln.obj
+    t = line_type(obj)
+    kind, role, parts = _parts(t, obj)
+    sub = payload(obj).get("type") if t in ("response_item", "event_msg") else None
+    item = payload(obj) if t == "response_item" else {}
+    return Record(id=item.get("id") if isinstance(item.get("id"), str) else None, kind=kind, role=role,
+                  timestamp=obj.get("timestamp") if isinstance(obj, dict) else None, parts=parts,
+                  raw=ln.raw, line=ln.number, source_type=f"{t}/{sub}" if sub else t,
+                  extra={"offset": ln.offset, "envelope": obj})
+
+
+def read(path_or_ref: Any) -> Session:
+    """The whole session: one Record per line, every line kept (opaque ones too)."""
+    from histmig.core.model import Session, SessionRef
+    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    names = parse_name(path.name)
+    session = Session(id=names[1] if names else path.stem, format=NAME, path=path)
+    _describe(session, path, read_lines(path), session.records)
+    return session
+
+
+def stream(path_or_ref: Any) -> Session:
+    """:func:`read` with ``records`` read again from the file on each iteration, one at a time
+    (bounded memory for ``show`` and ``convert``); a line over the record limit is refused."""
+    from histmig.jsonio.jsonl import record_lines
+    from histmig.core.model import RecordStream, Session, SessionRef
+    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    names = parse_name(path.name)
+    session = Session(id=names[1] if names else path.stem, format=NAME, path=path,
+                      records=RecordStream(lambda: map(_record, record_lines(path))))
+    _describe(session, path, record_lines(path), None)
+    return session
+
+
+def _may_matter(raw: bytes, want_title: bool) -> bool:
+    """Whether a line after the session_meta can be a turn_context, or the first prompt. serde_json
+    never escapes these ASCII words, so a line without them cannot be either."""
+    return b"turn_context" in raw or (want_title and b"user" in raw)
+
+
+def _describe(session: Session, path: Path, lines: Iterator[Line], keep: list | None) -> None:
+    """One pass over the lines for the session's header fields; ``keep`` collects the records."""
+    meta_seen, turn_cwd, model = None, None, None
+    for ln in lines:
+        if keep is not None:
+            rec = _record(ln)
+            keep.append(rec)
+            obj = rec.extra.get("envelope")
+        elif ln.raw is None or (meta_seen is not None and not _may_matter(ln.raw, session.title is None)):
+            continue       # streaming: parse only what can change a header field (3M lines in seconds)
+        else:
+            obj = None if ln.opaque or ln.blank else ln.obj
+        t = line_type(obj)
+        if meta_seen is None and t in ("session_meta", "legacy:session_meta"):
+            meta_seen = meta_of(obj)
+        elif t == "turn_context":
+            turn_cwd = payload(obj).get("cwd") or turn_cwd
+            model = payload(obj).get("model") or model
+        if session.title is None and obj is not None:
+            session.title = _title(user_prompt(obj))
+    if meta_seen:
+        session.id = meta_seen.get("id") or session.id
+        session.provider = meta_seen.get("model_provider")
+        session.created = meta_seen.get("timestamp")
+        session.parent_id = meta_seen.get("forked_from_id")
+        session.meta = {"session_meta": meta_seen, "history_mode": meta_seen.get("history_mode") or "legacy"}
+    session.cwd = turn_cwd or (meta_seen or {}).get("cwd")
+    session.model = model
+    session.updated = path.stat().st_mtime
+    session.meta["compressed"] = is_zst(path)
+
+
+def serialize(session: Session) -> bytes:
+    """The decompressed file bytes: ``raw`` of every record; an over-limit line is copied from the
+    source by offset; a record without ``raw`` (a changed one) is re-encoded compactly."""
+    out = bytearray()
+    for rec in session.records:
+        if rec.raw is not None:
+            out += rec.raw
+        elif rec.opaque and rec.extra.get("length") is not None and session.path is not None:
+            out += _copy_range(session.path, rec.extra["offset"], rec.extra["length"])
+        elif "envelope" in rec.extra:
+            out += orjson.dumps(rec.extra["envelope"]) + b"\n"
+        else:
+            raise HistmigInputError("record has neither raw bytes nor an envelope", line=rec.line)
+    return bytes(out)
+
+
+def _copy_range(path: Path, offset: int, length: int) -> bytes:
+    with open_stream(path) as fh:
+        remaining = offset
+        while remaining:
+            skipped = fh.read(min(remaining, 1 << 20))
+            if not skipped:
+                break
+            remaining -= len(skipped)
+        return fh.read(length)
+
+
+# ---- what Codex's databases derive from a rollout ------------------------------------------
+
+@dataclass
+class ThreadFacts:
+    """The ``threads`` row values Codex would extract from a rollout, next to what its listing
+    reads. Enveloped lines only: Codex does not extract pre-envelope rollouts."""
+    id: str | None = None
+    provider: Any = None         # the first session_meta's model_provider: what listing filters on
+    row_provider: Any = None     # what a re-extraction stores: later same-id values win
+    meta_cwd: Any = None         # what a re-extraction stores in threads.cwd
+    resume_cwd: str | None = None   # the latest turn_context.cwd
+    git_url: Any = None
+    providers: set = field(default_factory=set)   # every provider string a re-extraction reads
+    history_base: Any = None     # a fork's pointer into its parent rollout (thread id, end offset)
+
+    @property
+    def cwd(self) -> Any:
+        """What ``resume --last`` matches: the latest turn_context cwd, else the stored one."""
+        return self.resume_cwd or self.meta_cwd
+
+    def note(self, obj: dict) -> None:
+        kind, p = obj.get("type"), obj.get("payload")
+        if not isinstance(p, dict):
+            return
+        if kind == "session_meta":
+            self._session_meta(p)
+        elif kind == "turn_context" and isinstance(p.get("cwd"), str):
+            self.resume_cwd = p["cwd"]
+        elif kind == "event_msg" and p.get("type") == "thread_settings_applied":
+            self._settings(p.get("thread_settings"))
+
+    def _session_meta(self, p: dict) -> None:
+        if self.id is None:
+            self.id = p.get("id") if isinstance(p.get("id"), str) else None
+            self.provider = self.row_provider = p.get("model_provider")
+            self.meta_cwd = p.get("cwd")
+            self.history_base = p.get("history_base")
+            self._seen(p.get("model_provider"))
+            git = p.get("git") if isinstance(p.get("git"), dict) else {}
+            self.git_url = git.get("repository_url")
+        elif p.get("id") == self.id:   # a later same-id session_meta overrides (copied parents do not)
+            self.row_provider = p.get("model_provider", self.row_provider)
+            self.meta_cwd = p.get("cwd", self.meta_cwd)
+            self._seen(p.get("model_provider"))
+
+    def _seen(self, provider: Any) -> None:
+        if isinstance(provider, str) and provider:
+            self.providers.add(provider)
+
+    def _settings(self, ts: Any) -> None:
+        if not isinstance(ts, dict):
+            return
+        if isinstance(ts.get("model_provider_id"), str):
+            self.row_provider = ts["model_provider_id"]
+            self._seen(ts["model_provider_id"])
+        if isinstance(ts.get("cwd"), str):
+            self.meta_cwd = ts["cwd"]
+
+
+class _Offsets:
+    """Ascending byte offsets in an array: 8 bytes each, where a set of ints costs about 70, so a
+    3-million-line rollout's line starts take 24 MB. ``in`` is a binary search."""
+
+    def __init__(self) -> None:
+        self._a = array("q")
+
+    def add(self, offset: int) -> None:
+        if not self._a or offset > self._a[-1]:
+            self._a.append(offset)
+        elif offset not in self:
+            bisect.insort(self._a, offset)
+
+    def __contains__(self, offset: object) -> bool:
+        if not isinstance(offset, int) or not -2**63 <= offset < 2**63:
+            return False
+        i = bisect.bisect_left(self._a, offset)
+        return i < len(self._a) and self._a[i] == offset
+
+
+class _OrdinalSpans:
+    """``ordinal -> (start, end)`` like a dict (a later line with the same ordinal wins), kept in
+    three arrays while ordinals ascend, as Codex writes them; an out-of-order one goes to a dict."""
+
+    def __init__(self) -> None:
+        self._keys, self._starts, self._ends = array("q"), array("q"), array("q")
+        self._other: dict[int, tuple[int, int]] = {}
+
+    def __setitem__(self, ordinal: int, span: tuple[int, int]) -> None:
+        if (not self._keys or ordinal > self._keys[-1]) and -2**63 <= ordinal < 2**63:
+            self._keys.append(ordinal)
+            self._starts.append(span[0])
+            self._ends.append(span[1])
+        else:
+            self._other[ordinal] = span
+
+    def get(self, ordinal: Any, default: Any = None) -> Any:
+        if ordinal in self._other:
+            return self._other[ordinal]
+        if isinstance(ordinal, int) and not isinstance(ordinal, bool) and -2**63 <= ordinal < 2**63:
+            i = bisect.bisect_left(self._keys, ordinal)
+            if i < len(self._keys) and self._keys[i] == ordinal:
+                return self._starts[i], self._ends[i]
+        return default
+
+    def __contains__(self, ordinal: object) -> bool:
+        return self.get(ordinal) is not None
+
+    def __getitem__(self, ordinal: int) -> tuple[int, int]:
+        span = self.get(ordinal)
+        if span is None:
+            raise KeyError(ordinal)
+        return span
+
+
+@dataclass
+class LineSpans:
+    """Where a rollout's lines lie. thread_history_1.sqlite stores byte offsets of the lines that
+    carry an ``ordinal``, so checking them needs each ordinal's span and every line start (kept in
+    arrays: doctor holds these for every rollout at once)."""
+    by_ordinal: _OrdinalSpans = field(default_factory=_OrdinalSpans)   # ordinal -> (start, end)
+    starts: _Offsets = field(default_factory=_Offsets)                 # every line start, and EOF
+
+    def note(self, line: Line) -> None:
+        self.starts.add(line.offset)
+        if b'"ordinal"' not in (line.raw or b""):
+            return          # serde_json writes the key as is: a line without it has no ordinal
+        obj = line.obj
+        if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
+            self.by_ordinal[obj["ordinal"]] = (line.offset, line.offset + (line.length or 0))
+
+
+def scan_thread(path: Path) -> tuple[ThreadFacts, LineSpans]:
+    """Every line of a rollout once, for the checks of its database rows; raises like ``read``."""
+    facts, spans, end = ThreadFacts(), LineSpans(), 0
+    for line in read_lines(path):
+        spans.note(line)
+        end = line.offset + (line.length or 0)
+        raw = line.raw or b""   # parse only the line types ThreadFacts reads (serde_json never escapes them)
+        if (b"session_meta" in raw or b"turn_context" in raw or b"thread_settings_applied" in raw) \
+                and isinstance(line.obj, dict):
+            facts.note(line.obj)
+    spans.starts.add(end)
+    return facts, spans
+
+
+def detect(path: str | os.PathLike) -> bool:
+    """Cheap: a rollout file name, or a first line that is an enveloped Codex session_meta."""
+    from histmig.jsonio.jsonl import parse_json
+    p = Path(path)
+    if parse_name(p.name):
+        return True
+    if not p.name.endswith((".jsonl", ".jsonl.zst")):
+        return False
+    try:
+        obj, err = parse_json(first_line(p, limit=1 << 20).rstrip(b"\r\n"))
+    except (HistmigError, OSError):
+        return False
+    return err is None and line_type(obj) == "session_meta"
+
+
+def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
+    for path, is_archived, shadowed in rollout_files(Path(homes.codex), archived=archived):
+        yield make_ref(path, archived=is_archived, shadowed=shadowed)
+
+
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize)

@@ -1,0 +1,98 @@
+"""What the Codex checks look at: every rollout on disk with the values Codex's databases derive
+from it (``formats.codex.scan_thread``), config.toml, and the state databases (``stores``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from histmig.core.diagnostics import HistmigError, HistmigInputError
+from histmig.tools.codex.adapter import LineSpans, ThreadFacts, plain_path, scan_thread, walk_rollouts
+from histmig.core.homes import Homes
+from histmig.tools.codex import config as codex_config
+from histmig.tools.codex import state as codex_state
+
+
+@dataclass
+class Rollout:
+    path: Path
+    archived: bool = False
+    facts: ThreadFacts = field(default_factory=ThreadFacts)
+    spans: LineSpans = field(default_factory=LineSpans)
+    error: str | None = None
+
+
+def read_rollout(path: Path, *, archived: bool = False) -> Rollout:
+    r = Rollout(path, archived=archived)
+    try:
+        r.facts, r.spans = scan_thread(path)
+    except (HistmigError, OSError) as e:
+        r.error = str(e)
+    if r.error is None and r.facts.id is None:
+        r.error = "no session_meta line"
+    return r
+
+
+def rollout_files(codex: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, archived) of every rollout file, plain and .zst, at any depth of sessions/ and
+    archived_sessions/ (Codex reads the archive flat, but a stray file there is still reported).
+    Symlinked files are left out."""
+    for sub, archived in (("sessions", False), ("archived_sessions", True)):
+        for p in sorted(walk_rollouts(codex / sub, flat=False)):
+            if p.is_file() and not p.is_symlink():
+                yield p, archived
+
+
+# ---- config.toml ---------------------------------------------------------------------------------
+
+@dataclass
+class CodexConfig:
+    provider: str = "openai"
+    raw: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    path: Path | None = None
+
+    def known(self, provider: str) -> bool:
+        return codex_config.is_known_provider(self.raw, provider)
+
+
+def load_config(homes: Homes) -> CodexConfig:
+    path = codex_config.config_path(homes)
+    try:
+        raw = codex_config.load_config(homes)
+    except HistmigInputError as e:
+        return CodexConfig(error=str(e), path=path)
+    return CodexConfig(provider=codex_config.model_provider(raw), raw=raw, path=path)
+
+
+# ---- the whole home ---------------------------------------------------------------------------
+
+@dataclass
+class CodexHome:
+    homes: Homes
+    config: CodexConfig
+    rollouts: list[Rollout]
+    shadowed: list[Path]
+    dbs: list[Path]
+
+    @property
+    def configured(self) -> str:
+        return self.config.provider
+
+    def by_id(self) -> dict[str, Rollout]:
+        out: dict[str, Rollout] = {}
+        for r in self.rollouts:   # sessions/ before archived_sessions/: the first one wins
+            if r.facts.id and r.error is None:
+                out.setdefault(r.facts.id, r)
+        return out
+
+
+def load(homes: Homes) -> CodexHome:
+    config = load_config(homes)
+    rollouts, shadowed = [], []
+    for path, archived in rollout_files(homes.codex):
+        if path.name.endswith(".zst") and plain_path(path).exists():
+            shadowed.append(path)     # Codex reads the plain file; the .zst is ignored
+            continue
+        rollouts.append(read_rollout(path, archived=archived))
+    return CodexHome(homes, config, rollouts, shadowed, codex_state.state_dbs(homes, config.raw))

@@ -1,0 +1,276 @@
+"""Codex's SQLite stores: ``state_5.sqlite`` (threads) and ``thread_history_1.sqlite`` (byte offsets
+into paginated rollouts). Read-only here; changes are returned as plan operations.
+
+Codex may read a state DB from several places (docs/specs/codex.md §1, docs/specs/pitfalls.md #6): the config key
+``sqlite_home``, the env ``CODEX_SQLITE_HOME``, CODEX_HOME itself, and (Codex Desktop) the
+``sqlite/`` subfolder. A provider flip must change every one that has the thread, or the picker and
+resume keep the old provider (docs/specs/codex.md §0.4).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from histmig.core.diagnostics import HistmigInputError
+
+# histmig.core.plan (SqlUpdate) is imported by the functions that build operations: a dry run only reads.
+if TYPE_CHECKING:
+    from histmig.core.plan import SqlUpdate
+
+STATE_DB = "state_5.sqlite"
+HISTORY_DB = "thread_history_1.sqlite"
+BUSY_TIMEOUT_MS = 5000
+TURN_OFFSETS = ("rollout_byte_offset", "rollout_end_byte_offset")
+PROJECTION_OFFSET = "next_rollout_byte_offset"
+PROJECTION_COLUMNS = ("thread_id", PROJECTION_OFFSET, "next_rollout_ordinal")
+
+
+def sqlite_dirs(homes, cfg: dict | None = None) -> list[Path]:
+    """Every folder Codex may keep its databases in, most specific first, without duplicates."""
+    from histmig.tools.codex.config import load_config, sqlite_home
+    try:
+        cfg = load_config(homes) if cfg is None else cfg
+    except HistmigInputError:
+        cfg = {}
+    candidates = [sqlite_home(homes, cfg), homes.codex_sqlite, Path(homes.codex), Path(homes.codex) / "sqlite"]
+    out: list[Path] = []
+    seen: set[str] = set()
+    for c in candidates:
+        if c is None:
+            continue
+        key = os.path.realpath(c)
+        if key not in seen:
+            seen.add(key)
+            out.append(Path(c))
+    return out
+
+
+def state_dbs(homes, cfg: dict | None = None) -> list[Path]:
+    return [d / STATE_DB for d in sqlite_dirs(homes, cfg) if (d / STATE_DB).is_file()]
+
+
+def history_dbs(homes, cfg: dict | None = None) -> list[Path]:
+    return [d / HISTORY_DB for d in sqlite_dirs(homes, cfg) if (d / HISTORY_DB).is_file()]
+
+
+def connect_ro(path: Path) -> sqlite3.Connection:
+    """Read-only connection that waits for Codex's writers instead of failing (busy timeout)."""
+    try:
+        con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as e:
+        raise HistmigInputError(f"cannot open database ({e})", path=path) from None
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _query(path: Path, table: str, want: Sequence[str], where: str = "", args: Iterable[Any] = (),
+           *, need: Sequence[str] = ()) -> list[dict]:
+    """Rows of ``table`` with the wanted columns that exist; [] when the table does not. A missing
+    column of ``need`` (or a missing table, when ``need`` is given) raises HistmigInputError."""
+    try:
+        with closing(connect_ro(path)) as con:
+            have = _columns(con, table)
+            missing = [c for c in need if c not in have]
+            if missing:
+                raise HistmigInputError(f"{table} has no {', '.join(missing)} column" if have
+                                        else f"no {table} table", path=path)
+            cols = [c for c in want if c in have]
+            if not cols:
+                return []
+            sql = f"SELECT {', '.join(cols)} FROM {table} {where}"
+            return [dict(r) for r in con.execute(sql, tuple(args))]
+    except sqlite3.Error as e:
+        raise HistmigInputError(f"cannot read {table} ({e})", path=path) from None
+
+
+THREAD_COLUMNS = ("id", "model_provider", "cwd", "rollout_path", "archived", "history_mode", "model")
+
+
+def thread_rows(db: Path, ids: Iterable[str] | None = None, *, strict: bool = False) -> dict[str, dict]:
+    """``{thread id: row}`` from one state DB (all rows, or just ``ids``). ``strict``: a DB without
+    a threads table is an error, not an empty one (for a check of the DB itself)."""
+    if ids is None:
+        rows = _query(db, "threads", THREAD_COLUMNS, need=("id",) if strict else ())
+    else:
+        ids = list(ids)
+        rows = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            rows += _query(db, "threads", THREAD_COLUMNS, f"WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+    return {r["id"]: r for r in rows}
+
+
+NO_COLUMN = object()   # thread_providers: the DB's threads table has no model_provider column
+
+
+def thread_providers(db: Path) -> dict[str, Any]:
+    """``{thread id: model_provider}`` of every threads row, in one query of two columns (a flip
+    dry run only counts rows; :func:`thread_rows` builds a dict per row). ``NO_COLUMN`` as the
+    value when the table has no model_provider column; {} without a threads table."""
+    try:
+        with closing(connect_ro(db)) as con:
+            have = _columns(con, "threads")
+            if "id" not in have:
+                return {}
+            con.row_factory = None
+            if "model_provider" not in have:
+                return {r[0]: NO_COLUMN for r in con.execute("SELECT id FROM threads")}
+            return dict(con.execute("SELECT id, model_provider FROM threads").fetchall())
+    except sqlite3.Error as e:
+        raise HistmigInputError(f"cannot read threads ({e})", path=db) from None
+
+
+def provider_counts(db: Path) -> dict[str, int]:
+    try:
+        with closing(connect_ro(db)) as con:
+            return {r[0]: r[1] for r in con.execute("SELECT model_provider, COUNT(*) FROM threads GROUP BY 1")}
+    except sqlite3.Error:
+        return {}
+
+
+def history_rows(db: Path) -> tuple[list[dict], list[dict]]:
+    """Every ``thread_turns`` row with its ordinals and offsets, and every projection row, of one
+    thread_history_1.sqlite; missing tables or columns raise (offsets are checked against ordinals)."""
+    turn_columns = ("thread_id", "turn_id", "rollout_ordinal", TURN_OFFSETS[0], "rollout_end_ordinal", TURN_OFFSETS[1])
+    turns = _query(db, "thread_turns", turn_columns, need=turn_columns)
+    return turns, _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, need=PROJECTION_COLUMNS)
+
+
+def turn_rows(db: Path, thread_id: str) -> list[dict]:
+    return _query(db, "thread_turns", ("thread_id", "turn_id", *TURN_OFFSETS), "WHERE thread_id = ?", [thread_id])
+
+
+def projection_row(db: Path, thread_id: str) -> dict | None:
+    rows = _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, "WHERE thread_id = ?", [thread_id])
+    return rows[0] if rows else None
+
+
+# ---- operations ----------------------------------------------------------------------------
+
+def _session(thread_id: str) -> dict[str, str]:
+    return {"tool": "codex", "id": thread_id}
+
+
+def provider_update_ops(homes, thread_id: str, new: str, *, rows: dict[Path, dict[str, dict]] | None = None,
+                        reason: str = "provider flip") -> list[SqlUpdate]:
+    """``UPDATE threads SET model_provider = new`` in every state DB that has the thread.
+    ``rows`` (db -> id -> row) lets a caller planning thousands of threads read each DB once."""
+    return _thread_update_ops(homes, thread_id, "model_provider", new, rows=rows, reason=reason)
+
+
+def cwd_update_ops(homes, thread_id: str, new_cwd: str, *, rows: dict[Path, dict[str, dict]] | None = None,
+                   reason: str = "project move") -> list[SqlUpdate]:
+    """``UPDATE threads SET cwd = realpath(new_cwd)`` in every state DB that has the thread: Codex
+    filters ``--last`` and the picker on this column after canonicalising (docs/specs/codex.md §15.2)."""
+    canonical = os.path.realpath(new_cwd) if os.path.isdir(new_cwd) else new_cwd
+    return _thread_update_ops(homes, thread_id, "cwd", canonical, rows=rows, reason=reason)
+
+
+def _thread_update_ops(homes, thread_id, column, value, *, rows, reason) -> list[SqlUpdate]:
+    from histmig.core.plan import SqlUpdate
+    ops = []
+    for db in state_dbs(homes) if rows is None else list(rows):
+        row = (thread_rows(db, [thread_id]) if rows is None else rows[db]).get(thread_id)
+        if row is None or column not in row or row[column] == value:
+            continue
+        ops.append(SqlUpdate(db=str(db), table="threads", key={"id": thread_id}, set={column: value},
+                             expect={column: row[column]}, session=_session(thread_id), reason=reason))
+    return ops
+
+
+def rebased_path_ops(homes, rebase, *, rows: dict[Path, dict[str, dict]], skip: set[str] = frozenset(),
+                     reason: str = "folder move") -> list[SqlUpdate]:
+    """Stored absolute paths other than ``cwd`` that ``rebase`` maps (it returns None for a path
+    outside the moved folder): ``threads.rollout_path`` of each row (a moved home: Codex otherwise
+    fails with "no rollout found for thread id"), except threads in ``skip``, and Codex Desktop's
+    ``project_roots.path``. Each row is re-pointed from its own value, in its own database."""
+    from histmig.core.plan import SqlUpdate
+    ops = []
+    for db, by_id in rows.items():
+        for tid, row in sorted(by_id.items()):
+            new = rebase(row.get("rollout_path"))
+            if new is not None and new != row["rollout_path"] and tid not in skip:
+                ops.append(SqlUpdate(db=str(db), table="threads", key={"id": tid}, set={"rollout_path": new},
+                                     expect={"rollout_path": row["rollout_path"]}, session=_session(tid),
+                                     reason=reason))
+        for root in _query(db, "project_roots", ("project_id", "position", "path")):
+            new = rebase(root.get("path"))
+            if new is not None and new != root["path"] and "project_id" in root and "position" in root:
+                ops.append(SqlUpdate(db=str(db), table="project_roots",
+                                     key={"project_id": root["project_id"], "position": root["position"]},
+                                     set={"path": new}, expect={"path": root["path"]}, reason=reason))
+    return ops
+
+
+def shift(offset: int | None, edits: Sequence[tuple[int, int]]) -> int | None:
+    """``offset`` moved by the deltas of every edit that starts before it. Offsets stored by Codex
+    are line starts (or the end of the file), so an edit at or after them does not move them."""
+    if offset is None:
+        return None
+    return offset + sum(delta for at, delta in edits if at < offset)
+
+
+class HistoryIndex:
+    """Every thread's turn offsets and projection row from each history DB, read once (a flip of
+    thousands of threads would otherwise open each DB twice per thread)."""
+
+    def __init__(self, dbs: Sequence[Path]):
+        self.turns: dict[Path, dict[str, list[dict]]] = {}
+        self.projection: dict[Path, dict[str, dict]] = {}
+        for db in dbs:
+            by_thread: dict[str, list[dict]] = {}
+            for row in _query(db, "thread_turns", ("thread_id", "turn_id", *TURN_OFFSETS)):
+                by_thread.setdefault(row["thread_id"], []).append(row)
+            self.turns[db] = by_thread
+            self.projection[db] = {r["thread_id"]: r for r in _query(
+                db, "thread_history_projection_state", PROJECTION_COLUMNS)}
+
+
+def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
+                     dbs: Sequence[Path] | None = None, index: HistoryIndex | None = None,
+                     reason: str = "keep byte offsets in step") -> list[SqlUpdate]:
+    """SqlUpdate ops that keep ``thread_history_1.sqlite`` pointing at the same lines after the
+    rollout changed by ``edits`` = [(byte offset of the edit in the original, length delta)]."""
+    edits = [(at, d) for at, d in edits if d]
+    if not edits:
+        return []
+    from histmig.core.plan import SqlUpdate
+    ops: list[SqlUpdate] = []
+    if index is not None:
+        dbs = list(index.turns)
+    for db in history_dbs(homes) if dbs is None else dbs:
+        turns = index.turns[db].get(thread_id, []) if index else turn_rows(db, thread_id)
+        for row in turns:
+            old = {c: row[c] for c in TURN_OFFSETS if c in row}
+            new = {c: shift(v, edits) for c, v in old.items()}
+            if new != old:
+                ops.append(SqlUpdate(db=str(db), table="thread_turns",
+                                     key={"thread_id": thread_id, "turn_id": row["turn_id"]},
+                                     set=new, expect=old, session=_session(thread_id), reason=reason))
+        proj = index.projection[db].get(thread_id) if index else projection_row(db, thread_id)
+        if proj and proj.get(PROJECTION_OFFSET) is not None:
+            moved = shift(proj[PROJECTION_OFFSET], edits)
+            if moved != proj[PROJECTION_OFFSET]:
+                ops.append(SqlUpdate(db=str(db), table="thread_history_projection_state", key={"thread_id": thread_id},
+                                     set={PROJECTION_OFFSET: moved}, expect={PROJECTION_OFFSET: proj[PROJECTION_OFFSET]},
+                                     session=_session(thread_id), reason=reason))
+    return ops
+
+
+def offsets_for(homes, thread_id: str) -> dict[str, Any]:
+    """Every stored offset of a thread (for checks and tests): ``{"turns": [...], "next": n}``."""
+    out: dict[str, Any] = {"turns": [], "next": None}
+    for db in history_dbs(homes):
+        out["turns"] += turn_rows(db, thread_id)
+        proj = projection_row(db, thread_id)
+        if proj:
+            out["next"] = proj.get(PROJECTION_OFFSET)
+    return out

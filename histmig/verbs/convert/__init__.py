@@ -1,0 +1,239 @@
+"""Plan ``histmig convert``: each chosen session becomes a *new* native session of the target tool.
+
+Pure: reads the source sessions and the target home, returns operations (``CreateFile`` for the new
+files, ``SqlInsert`` for a Codex ``threads`` row in every state database that has the table) and a
+per-session outcome with its loss report. Sessions stream through one at a time
+(:func:`iter_convert`), so thousands convert in one process with bounded memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from histmig import tools as registry
+from histmig.toolkit.convert import provenance
+from histmig.tools.claude_code import write as to_claude
+from histmig.tools.codex import write as to_codex
+from histmig.tools.manifest import write as to_manifest
+from histmig.tools.mini_cc import write as to_mini_cc
+from histmig.toolkit.convert.common import Target, Written
+from histmig.toolkit.convert.flatten import flatten
+from histmig.toolkit.convert.ids import UUID_RE, Ids, parse_ts
+from histmig.toolkit.convert.loss import LossReport
+from histmig.toolkit.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
+from histmig.tools.codex.threads import ThreadsTables
+from histmig.core.diagnostics import HistmigError, Skip, Warning
+from histmig.core.model import SessionRef
+from histmig.core.paths import safe_component, valid_cwd
+from histmig.core.plan import CreateFile, Op, Plan
+
+WRITERS = {"claude-code": to_claude.write, "codex": to_codex.write, "mini-cc": to_mini_cc.write,
+           "manifest": to_manifest.write}
+CLEANUP_DAYS = 30
+
+
+@dataclass
+class ConvertOptions:
+    target: str
+    again: bool = False
+    keep_times: bool = False
+    keep_reasoning_text: bool = False
+    provider: str | None = None
+    model: str | None = None
+    seed: int | None = None          # reproducible ids (tests)
+    now: float | None = None
+
+
+@dataclass
+class Outcome:
+    """What happens to one source session."""
+
+    tool: str
+    source_id: str
+    source_path: str
+    status: str                       # convert | already | skip
+    new_id: str | None = None
+    paths: list[str] = field(default_factory=list)
+    loss: LossReport = field(default_factory=LossReport)
+    reason: str = ""
+    code: str = ""
+    title: str | None = None
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"tool": self.tool, "id": self.source_id, "path": self.source_path, "status": self.status,
+             "new_id": self.new_id, "paths": self.paths, "loss": self.loss.to_dict(), "title": self.title}
+        return d | ({"reason": self.reason, "code": self.code} if self.reason else {})
+
+
+class Run:
+    """State shared by every session of one run: target config, provenance index, DB schemas."""
+
+    def __init__(self, homes: Any, opts: ConvertOptions, sink: Callable[[], Sink] = Sink):
+        self.homes, self.opts = homes, opts
+        self.sink = sink          # memory (tests, --plan-out), count (dry run) or spool (apply): see convert.sink
+        self.ids = Ids(opts.seed, opts.now)
+        self.index = provenance.Index(homes, opts.target)
+        self.root = Path({"codex": homes.codex, "claude-code": homes.claude, "mini-cc": homes.mini_cc,
+                          "manifest": homes.manifest}[opts.target])
+        self.provider, self.model = _codex_settings(homes, opts) if opts.target == "codex" else (None, None)
+        self.tables = ThreadsTables(homes) if opts.target == "codex" else None
+        self.folders: dict[str, Path] = {}
+        self.warnings: list[Warning] = []
+
+    def now(self) -> float:
+        return self.ids.time()
+
+
+def _codex_settings(homes: Any, opts: ConvertOptions) -> tuple[str, str | None]:
+    from histmig.tools.codex.config import active_profile, load_config, model_provider
+    try:
+        cfg = load_config(homes)
+    except HistmigError:
+        cfg = {}
+    model = opts.model or active_profile(cfg).get("model") or cfg.get("model")
+    return opts.provider or model_provider(cfg), model if isinstance(model, str) else None
+
+
+def iter_convert(run: Run, refs: Iterable[SessionRef]) -> Iterator[tuple[Outcome, list[Op]]]:
+    for ref in refs:
+        yield convert_one(run, ref)
+
+
+def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
+    out = Outcome(ref.format, ref.id, str(ref.path), "skip")
+    if ref.format == run.opts.target:
+        return _skip(out, "same-tool", f"already a {ref.format} session"), []
+    if ref.error:
+        return _skip(out, "unreadable", ref.error), []
+    tool = registry.adapter(ref.format)
+    try:     # stream(): the records are read again from the file when flattened, one at a time
+        session = getattr(tool, "stream", tool.read)(ref)
+    except (HistmigError, OSError) as e:
+        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+    out.source_id = session.id or ref.id
+    if not _sane_id(out.source_id):
+        return _skip(out, "invalid-session-id", "invalid session id"), []
+    cwd = session.cwd or ref.cwd
+    if not cwd or not valid_cwd(cwd) or ".." in Path(cwd).parts:
+        return _skip(out, "invalid-cwd", f"no usable cwd ({cwd!r:.80})"), []
+    mark = provenance.marker_of(ref.path, ref.format)
+    if mark and not run.opts.again:     # convert the original instead (or pass --again)
+        return _skip(out, "is-conversion", f"is a conversion of {mark[0]} session {mark[1]}"), []
+    done = run.index.find(ref.format, out.source_id, cwd)
+    if done and not run.opts.again:
+        out.status, out.paths, out.reason, out.code = "already", [done], "already converted", "already-converted"
+        return out, []
+    try:
+        conv = flatten(session)
+        return _write(run, session, conv, cwd, out)
+    except (TooLargeToEmbed, SpoolError):    # the run's own limits, not this session's: stop, exit 1
+        raise
+    except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
+        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+    except MemoryError:
+        # source and target stream (one record, one line at a time): only a single huge record or
+        # a memory-mode run (tests) gets here; what it held is freed, so the next session can go on
+        return _skip(out, "too-large", "not enough memory to build the converted session "
+                     f"({_size(ref.path)} bytes of source)"), []
+
+
+def _size(path: Any) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
+
+
+def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
+    sid = run.ids.uuid7() if run.opts.target == "codex" else run.ids.uuid4()
+    assert UUID_RE.match(sid)
+    t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
+               keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
+               model=run.model or (session.model if session.format == "codex" else None), sink=run.sink)
+    w: Written = WRITERS[run.opts.target](conv, t)
+    for path, _ in w.files:
+        if not all(safe_component(c) for c in path.relative_to(run.root).parts):
+            for _, data in w.files:
+                discard(data)
+            return _skip(out, "invalid-path", f"unsafe target path {path}"), []
+    mtime = _mtime_ns(run, w)
+    tag = {"tool": run.opts.target, "id": sid}
+    # Claude Code and mini-cc create their folders 0700; Codex leaves folders to the umask
+    dir_mode = None if run.opts.target == "codex" else 0o700
+    ops: list[Op] = [_create(p, data, mtime, tag, f"convert {session.format} {out.source_id}", dir_mode)
+                     for p, data in w.files]
+    if run.tables is not None:
+        ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
+    out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
+    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files)
+    run.index.add(session.format, out.source_id, out.paths[-1])
+    return out, ops
+
+
+def _create(path: Path, data: bytes | Spooled, mtime: int | None, tag: dict, reason: str,
+            dir_mode: int | None) -> CreateFile:
+    if isinstance(data, bytes):
+        return CreateFile(str(path), data, 0o600, mtime, tag, reason, dir_mode=dir_mode)
+    # spooled (apply copies it in chunks) or only counted (a dry run: data_path None, never applied)
+    return CreateFile(str(path), b"", 0o600, mtime, tag, reason, dir_mode=dir_mode, data_path=data.path,
+                      sha256=data.sha256, size=data.size)
+
+
+def _mtime_ns(run: Run, w: Written) -> int | None:
+    """None = "now" (the default: Claude deletes transcripts older than cleanupPeriodDays)."""
+    if not run.opts.keep_times:
+        return None
+    dt = parse_ts(w.last_ts)
+    if dt is None:
+        return None
+    if run.opts.target == "claude-code" and run.now() - dt.timestamp() > CLEANUP_DAYS * 86400:
+        run.warnings.append(Warning("old-mtime", f"{w.session_id}: kept time {w.last_ts} is older than "
+                                    f"{CLEANUP_DAYS} days; Claude Code deletes it at its next start unless "
+                                    "cleanupPeriodDays is raised", str(w.files[0][0])))
+    return (int(dt.timestamp()) - (1 if dt.microsecond and dt.timestamp() < 0 else 0)) * 10**9 + dt.microsecond * 1000
+
+
+def _sane_id(sid: str) -> bool:
+    return bool(sid) and safe_component(sid) and not any(ord(c) < 32 for c in sid)
+
+
+def _skip(out: Outcome, code: str, reason: str) -> Outcome:
+    out.status, out.code, out.reason = "skip", code, reason
+    return out
+
+
+def plan_convert(homes: Any, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
+    """The whole plan at once (for ``--plan-out`` and tests); the CLI streams with iter_convert."""
+    run = Run(homes, opts)
+    plan = new_plan(run)
+    outcomes = []
+    for out, ops in iter_convert(run, refs):
+        add_outcome(plan, out, ops)
+        outcomes.append(out)
+    plan.warnings += run.warnings
+    return plan, outcomes
+
+
+def new_plan(run: Run) -> Plan:
+    roots = [str(run.root)] + ([str(d) for d in run.tables.dirs] if run.tables else [])
+    return Plan(op="convert", args={"to": run.opts.target, "again": run.opts.again,
+                                    "keep_times": run.opts.keep_times}, roots=sorted(set(roots)),
+                summary={"sessions": 0, "converted": 0, "already": 0, "skipped": 0, "loss": {}})
+
+
+def add_outcome(plan: Plan, out: Outcome, ops: list[Op]) -> None:
+    s = plan.summary
+    s["sessions"] += 1
+    if out.status == "convert":
+        s["converted"] += 1
+        plan.operations += ops
+        total = LossReport.from_dict(s["loss"])
+        total.merge(out.loss)
+        s["loss"] = total.to_dict()
+    elif out.status == "already":
+        s["already"] += 1
+    else:
+        s["skipped"] += 1
+        plan.skips.append(Skip(out.source_path, out.reason, out.code))

@@ -1,0 +1,432 @@
+"""``histmig undo``: an inverse plan computed against the disk as it is now (docs/safety.md "Undo").
+
+One session is one unit: its files, database rows, byte offsets and folder entries are reverted
+together or not at all. A unit is reverted when every part of it is still what the transaction
+left, possibly with lines appended since (those lines get the transaction's edit backwards and
+are kept). Otherwise the whole unit is left as it is now and named with the reason and the
+command that would finish it. The inverse plan is applied through the same journaled write path
+as any other plan, so an undo is itself crash-safe, rolls itself back on an error, and keeps a
+copy of everything it replaces or deletes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from histmig.core import locks
+from histmig.core.diagnostics import HistmigInputError, NotFoundError, RefusedError, Skip, Warning
+from histmig.apply.journal import read_records, tx_root, tx_state, txid_sort_key
+from histmig.verbs.undo import files as uf
+from histmig.toolkit.move.common import dir_fingerprint
+from histmig.verbs.undo.config import semantic_inverse
+from histmig.verbs.undo.history import History, load, row_key
+from histmig.verbs.undo.rows import RowReader, inverse_row
+from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
+                          SqlUpdate, WriteFile)
+
+TRASH = "trash"
+
+
+@dataclass
+class Unit:
+    """One session (or one shared file / row) of the transaction."""
+
+    label: str
+    session: dict | None = None
+    members: list[uf.Member] = field(default_factory=list)
+    ns: set[int] = field(default_factory=set)
+
+    @property
+    def problem(self) -> tuple[str, str] | None:
+        return next((m.problem for m in self.members if m.problem), None)
+
+    @property
+    def ops(self) -> list[Op]:
+        return [op for m in self.members for op in m.ops]
+
+    def paths(self) -> list[str]:
+        return [m.path for m in self.members]
+
+
+# -- choosing the transaction ----------------------------------------------------------------------
+def pick_transaction(state_dir: Path, txid: str | None) -> Path:
+    """The named transaction (a unique prefix), or the latest one still applied (an undo
+    transaction is never picked by default: `undo` twice undoes the two latest changes)."""
+    root = tx_root(state_dir)
+    names = sorted((e.name for e in os.scandir(root) if e.is_dir()), key=txid_sort_key) if root.is_dir() else []
+    if txid is not None:
+        match = [n for n in names if n == txid or n.startswith(txid)]
+        if len(match) != 1:
+            raise NotFoundError(f"no transaction {txid}" if not match else f"{txid} is ambiguous")
+        return root / match[0]
+    for name in reversed(names):
+        if tx_state(root / name) in ("committed", "partly-undone") and _op(root / name) != "undo":
+            return root / name
+    raise NotFoundError("no transaction to undo")
+
+
+def _op(folder: Path) -> str:
+    with open(folder / "journal.jsonl", "rb") as fh:
+        first = fh.readline()
+    try:
+        return orjson.loads(first).get("op", "")
+    except orjson.JSONDecodeError:
+        return ""
+
+
+def check_undoable(folder: Path, records: list[dict]) -> dict:
+    state = tx_state(folder)
+    begin = next((r for r in records if r["kind"] == "begin"), {})
+    if state == "undone":
+        raise RefusedError(f"transaction {folder.name} already undone")
+    if state in ("rolled-back", "partly-rolled-back"):
+        raise RefusedError(f"transaction {folder.name} was rolled back; nothing to undo")
+    if begin.get("op") == "undo":
+        raise RefusedError(f"transaction {folder.name} is an undo of {begin['args'].get('of')}; "
+                           "to redo that change, run its command again")
+    if gc := next((r for r in records if r["kind"] == "gc"), None):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(gc.get("t", 0) / 1e9))
+        raise RefusedError(f"transaction {folder.name}: backups removed by gc on {when}; it cannot be undone")
+    return begin
+
+
+# -- the plan --------------------------------------------------------------------------------------
+def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool = False) -> Plan:
+    records = read_records(folder)
+    begin = check_undoable(folder, records)
+    history = load(homes.state, folder.name, records)
+    intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
+    del records                   # a flip of thousands of sessions journals tens of thousands of rows
+    locator = Locator(homes, intents)
+    env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
+                 tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
+                 trash=Path(homes.state) / TRASH / folder.name, begin=begin)
+    units = _units(homes, env, intents, history)
+    return _assemble(homes, begin, env, units)
+
+
+def _done_intents(records: list[dict]) -> list[dict]:
+    """The latest intent of every operation that finished, oldest first, with its done facts."""
+    latest: dict[int, dict] = {}
+    for r in records:
+        if r["kind"] == "intent":
+            latest[r["n"]] = r            # the records are read for this alone: no copy
+        elif r["kind"] in ("done", "salvaged") and r["n"] in latest:
+            latest[r["n"]]["done" if r["kind"] == "done" else "salvaged_raw"] = r.get("raw", True)
+            if r.get("post"):
+                latest[r["n"]]["post"] = r["post"]
+        elif r["kind"] == "ready" and r["n"] in latest and r.get("pre_sha256"):
+            latest[r["n"]]["pre"] = {**latest[r["n"]]["pre"], "sha256": r["pre_sha256"]}
+    return [latest[n] for n in sorted(latest) if latest[n].get("done")]
+
+
+class Units(dict):
+    def get_unit(self, key: tuple, label: str, session: dict | None) -> Unit:
+        if key not in self:
+            self[key] = Unit(label, session)
+        return self[key]
+
+
+def _key(session: dict | None, path: str) -> tuple:
+    """A session's unit; an operation on a whole project folder (a move tags it with the folder
+    only) or with no session is a unit of its own."""
+    if session and session.get("id"):
+        return "session", session["tool"], session["id"]
+    return "path", path
+
+
+def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
+    units, reader, renames = Units(), RowReader(), []
+    sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
+    try:
+        for rec in intents:
+            method = rec["method"]
+            if method == "sql":
+                _add_rows(units, reader, rec, history)
+            elif method == "rename":
+                env.made_dirs += rec.get("dirs") or []
+                renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
+                renames.append(renamed)
+                for m in renamed.members:
+                    _add(units, env, rec, m, history, session=_session_of(m))
+            elif method in _FILES:
+                _add(units, env, rec, _FILES[method](env, rec), history, session=rec.get("session"))
+    finally:
+        reader.close()
+    _settings_files(homes, env, units)
+    _rows_codex_added(homes, units)
+    _add_offsets(homes, units)
+    _collapse_renames(units, renames, live=set(locks.claude_live_sessions(homes.claude)))
+    return units
+
+
+def _session_of(m: uf.Member) -> dict | None:
+    return next((getattr(op, "session", None) for op in m.ops if getattr(op, "session", None)), None)
+
+
+_FILES: dict[str, Callable] = {"replace": uf.inverse_replace, "inplace": uf.inverse_inplace,
+                               "create": uf.inverse_create, "delete": uf.inverse_delete, "rmdir": uf.inverse_rmdir}
+
+
+def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *, session: dict | None) -> None:
+    # where the file is now, where it was, and where this transaction left it (a later
+    # transaction may have moved it on from there)
+    places = dict.fromkeys([m.path, rec["path"], env.left_at(rec["path"]), *([rec["dst"]] if rec.get("dst") else [])])
+    who = next((w for p in places if (w := history.later.path_owner(p))), None)
+    if who is None and rec["method"] == "rename":
+        who = next((w for p in places if (w := history.later.below(p))), None)
+    if who:        # the most useful reason: whatever else changed, that transaction changed it
+        m.ops, m.problem = [], _later(who)
+    key = _key(session, m.path)
+    unit = units.get_unit(key, key[-1], session)
+    unit.members.append(m)
+    unit.ns.add(rec["n"])
+
+
+def _later(who: str) -> tuple[str, str]:
+    txid = who.split(" ")[0]
+    return f"changed by the later transaction {who}; undo it first: histmig undo {txid}", "later-transaction"
+
+
+def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> None:
+    for row in rec.get("rows", []):
+        m = inverse_row(reader, rec["path"], row)
+        who = history.later.rows.get(row_key(rec["path"], row))
+        if who:
+            m.ops, m.problem = [], _later(who)
+        session = row.get("session")
+        key = _key(session, m.path)
+        unit = units.get_unit(key, key[-1], session)
+        unit.members.append(m)
+        unit.ns.add(rec["n"])
+
+
+def _settings_files(homes, env: uf.Env, units: Units) -> None:
+    """A shared settings file changed since the transaction gets its edit reverted in place."""
+    for key, unit in units.items():
+        if key[0] != "path" or not unit.problem or unit.problem[1] != "modified" or env.force:
+            continue
+        ops = semantic_inverse(homes, env.begin, key[1])
+        if ops is not None:
+            unit.members = [uf.Member(key[1], ops)]
+
+
+def _rows_codex_added(homes, units: Units) -> None:
+    """A converted rollout that goes away takes along the rows Codex added for it itself (on a
+    Codex whose databases did not exist yet at the conversion): a row pointing at no file would
+    be left behind. The apply journals the deleted rows, so the undo of this undo restores them."""
+    from histmig.tools.codex import state as codex_state
+    for key, unit in units.items():
+        if key[:2] != ("session", "codex") or unit.problem:
+            continue
+        if not any(isinstance(op, Delete) and os.path.basename(op.path).startswith("rollout-") for op in unit.ops):
+            continue
+        planned = {(op.db, op.table) for op in unit.ops if isinstance(op, SqlDelete)}
+        wanted = [(db, "threads", "id") for db in codex_state.state_dbs(homes)]
+        wanted += [(db, t, "thread_id") for db in codex_state.history_dbs(homes)
+                   for t in ("thread_turns", "thread_items", "thread_history_projection_state")]
+        ops = [SqlDelete(db=str(db), table=t, where={col: key[2]}, expect_count=n, session=unit.session,
+                       reason="undo: rows Codex added for the converted session")
+               for db, t, col in wanted if (str(db), t) not in planned and (n := _count(db, t, col, key[2]))]
+        if ops:
+            unit.members.append(uf.Member("rows Codex added", ops))
+
+
+def _count(db, table: str, col: str, value: str) -> int:
+    from histmig.tools.codex.state import connect_ro
+    try:
+        con = connect_ro(db)
+    except HistmigInputError:       # unreadable: nothing undo can remove there
+        return 0
+    try:
+        return con.execute(f'SELECT count(*) FROM "{table}" WHERE "{col}" = ?', (value,)).fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    finally:
+        con.close()
+
+
+def _add_offsets(homes, units: Units) -> None:
+    """A Codex rollout continued since the apply: its thread's byte offsets, including rows Codex
+    wrote after the apply, are recomputed from the inverse edits against the database as it is
+    now, instead of put back from the journal (which knows only the rows of the apply)."""
+    from histmig.tools.codex.state import offset_shift_ops
+    for key, unit in units.items():
+        if key[0] != "session" or key[1] != "codex" or not any(m.grown for m in unit.members):
+            continue
+        unit.members = [m for m in unit.members if not m.offsets]
+        if unit.problem:
+            continue
+        edits = sorted(e for m in unit.members for e in m.edits)
+        if edits:
+            unit.members.append(uf.Member("offsets", offset_shift_ops(homes, key[2], edits, reason="undo")))
+
+
+def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]) -> None:
+    """A folder whose every entry goes back, and holds nothing new, goes back in one rename;
+    never one with a live Claude session in it (its entries go one by one, and apply skips the
+    live one with the rest of its session)."""
+    kept = {id(m) for u in units.values() if u.problem for m in u.members}
+    for r in renames:
+        if r.whole is None or not r.members or any(id(m) in kept for m in r.members):
+            continue
+        if any(os.path.basename(m.path).split(".")[0] in live for m in r.members):
+            continue
+        for m in r.members:
+            m.ops = []
+        r.members[0].ops = [r.whole]
+
+
+# -- assembling --------------------------------------------------------------------------------------
+_ORDER = (WriteFile, MkDir, Rename, CreateFile, Delete, RmDir, SqlUpdate, SqlInsert, SqlDelete)
+
+
+def _assemble(homes, begin: dict, env: uf.Env, units: Units) -> Plan:
+    ops: list[Op] = []
+    skips: list[Skip] = []
+    covered: list[int] = []
+    kept_units = []
+    for unit in units.values():
+        if unit.problem:
+            reason, code = unit.problem
+            others = [p for p in unit.paths() if p != _first_problem_path(unit)]
+            more = f" (kept with it: {len(others)} more file(s) or row(s) of the session)" if others else ""
+            skips.append(Skip(_first_problem_path(unit), reason + more, code))
+            kept_units.append({"label": unit.label, "reason": reason, "code": code, "paths": unit.paths()})
+            continue
+        ops += unit.ops
+        covered += sorted(unit.ns)
+    ops = _rewritten_then_moved(_ordered(ops + _emptied_dirs(env.made_dirs, ops)))
+    roots = [str(r) for r in homes.roots()] + [r for r in begin.get("roots") or [] if r not in map(str, homes.roots())]
+    if any(isinstance(op, Rename) and str(env.trash) in op.dst for op in ops):
+        roots.append(str(env.trash))
+    summary = {"of": env.txid, "of_op": begin.get("op", ""), "units": len(units), "kept": kept_units,
+               "unit_paths": {str(n): paths for n, paths in _unit_paths(units).items()}}
+    plan = Plan(op="undo", args={"of": env.txid, "of_op": begin.get("op", ""), "ns": sorted(covered)},
+                roots=roots, operations=ops, skips=skips, summary=summary,
+                warnings=[w for u in units.values() for m in u.members for w in m.warnings])
+    if begin.get("op") == "convert" and any(u.problem and u.problem[1] == "kept-continued" for u in units.values()):
+        plan.warnings.append(Warning("kept-continued", "a converted session was continued since; it is kept "
+                                     f"(histmig undo {env.txid} --force moves it to {env.trash}/)"))
+    return plan
+
+
+def _ordered(ops: list[Op]) -> list[Op]:
+    """Rewrites first (where the files are now), then folders made again, moves back, creates,
+    deletes; each folder removed once, deepest first; rows last."""
+    rmdirs = {op.path: op for op in ops if isinstance(op, RmDir)}
+    ops = [op for op in ops if not isinstance(op, RmDir)]
+    ops.sort(key=lambda op: _ORDER.index(type(op)))
+    at = next((i for i, op in enumerate(ops) if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete))), len(ops))
+    return ops[:at] + sorted(rmdirs.values(), key=lambda op: -len(op.path)) + ops[at:]
+
+
+def _emptied_dirs(made: list[str], ops: list[Op]) -> list[RmDir]:
+    """Folders the transaction created for what it moved, removed again when everything in them
+    goes back (deepest first: a parent counts a child folder removed here as gone)."""
+    leaving = {op.src for op in ops if isinstance(op, Rename)}
+    out: list[RmDir] = []
+    for d in sorted(set(made), key=lambda d: -len(d)):
+        if not os.path.isdir(d) or os.path.islink(d) or d in leaving:
+            continue
+        if all(os.path.join(d, e) in leaving for e in os.listdir(d)):
+            out.append(RmDir(path=d, expect=dir_fingerprint(d), reason="undo: folder it created"))
+            leaving.add(d)
+    return out
+
+
+def _rewritten_then_moved(ops: list[Op]) -> list[Op]:
+    """A file rewritten before it moves back gets a new inode: its move expects the device only
+    (the rewrite carries the full fingerprint), as move's own plans do."""
+    written = {op.path for op in ops if isinstance(op, WriteFile)}
+    return [dataclasses.replace(op, expect=Fingerprint(dev=op.expect.dev))
+            if isinstance(op, Rename) and op.src in written else op for op in ops]
+
+
+def _first_problem_path(unit: Unit) -> str:
+    return next(m.path for m in unit.members if m.problem)
+
+
+def _unit_paths(units: Units) -> dict[int, list[str]]:
+    """For every journal operation of a reverted unit, every path its unit's ops write (the
+    apply's skips then tell which operations stayed unreverted)."""
+    out: dict[int, list[str]] = {}
+    for unit in units.values():
+        if unit.problem:
+            continue
+        paths = [p for op in unit.ops for p in op.paths()]
+        for n in unit.ns:
+            out[n] = paths
+    return out
+
+
+# -- lines appended since the apply ----------------------------------------------------------------
+def inverse_line_edit(begin: dict) -> Callable[[Op, bytes], bytes] | None:
+    """The transaction's own per-line edit, backwards (flip NEW -> OLD, move NEW -> OLD)."""
+    op, args, summary = begin.get("op"), begin.get("args") or {}, begin.get("summary") or {}
+    try:
+        if op == "flip":
+            from histmig.verbs.flip import tail_transform
+            return tail_transform({"old": args["new"], "new": args["old"]})
+        if op == "move" and summary.get("old") and summary.get("new"):
+            from histmig.verbs.move import tail_transform
+            back = Plan(op="move", args=args, roots=[], summary={"old": [summary["new"]], "new": summary["old"][-1]})
+            return tail_transform(back)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+# -- where a file is now ---------------------------------------------------------------------------
+class Locator:
+    """A path as journaled, or where it is now: moved along with a folder this transaction renamed,
+    or a Codex rollout that ``codex archive`` / ``unarchive`` moved since."""
+
+    def __init__(self, homes, intents: list[dict]):
+        self.codex = Path(homes.codex)
+        self.renames = [(r["path"], r["dst"]) for r in intents if r["method"] == "rename"]
+        self._rollouts: dict[str, str] | None = None
+
+    def left_at(self, path: str) -> str:
+        """Where this transaction left ``path`` (moved along with its own renames)."""
+        for src, dst in self.renames:
+            if path == src or path.startswith(src.rstrip("/") + "/"):
+                return dst + path[len(src):]
+        return path
+
+    def find(self, path: str) -> str | None:
+        if os.path.lexists(path):
+            return path
+        if (moved := self.left_at(path)) != path and os.path.lexists(moved):
+            return moved
+        name = os.path.basename(path)
+        if name.startswith("rollout-") and _under(path, str(self.codex)):
+            return self._rollout_index().get(name)
+        return None
+
+    def _rollout_index(self) -> dict[str, str]:
+        if self._rollouts is None:
+            self._rollouts = {}
+            for sub in ("sessions", "archived_sessions"):
+                for d, _dirs, files in os.walk(self.codex / sub):
+                    for f in files:
+                        if f.startswith("rollout-"):
+                            self._rollouts.setdefault(f, os.path.join(d, f))
+        return self._rollouts
+
+
+def _under(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
+
+
+def result_covered(plan: Plan, skipped_paths: set[str]) -> list[int]:
+    """The journal operations the applied undo reverted: those whose unit had no skipped path."""
+    unit_paths: dict[str, Any] = plan.summary.get("unit_paths", {})
+    return [n for n in plan.args["ns"] if not set(unit_paths.get(str(n), [])) & skipped_paths]

@@ -1,0 +1,269 @@
+"""The inverse of each journaled file operation, computed against the disk as it is now.
+
+Each function gets one journal intent and returns a :class:`Member`: the plan operations that
+revert it (none when the file is already as it was), or the reason it cannot be reverted safely.
+Nothing here writes; the operations go through the one apply path like any other plan.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from histmig.apply import fsio
+from histmig.apply.backups import verify_backup
+from histmig.core.diagnostics import Warning
+from histmig.toolkit.move.common import dir_fingerprint
+from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, starts_with, tail_patches,
+                                   whole_patch)
+from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, _unb
+
+LineEdit = Callable[[Op, bytes], bytes]
+
+
+@dataclass
+class Member:
+    """One journaled operation's part of the inverse plan."""
+
+    path: str
+    ops: list[Op] = field(default_factory=list)
+    problem: tuple[str, str] | None = None          # (reason, code): the unit is kept whole
+    edits: list[tuple[int, int]] = field(default_factory=list)  # (offset, length delta) of the ops
+    grown: bool = False           # a file a client appended to since the apply
+    warnings: list = field(default_factory=list)
+    offsets: bool = False         # a journaled byte-offset row (thread_history_1.sqlite)
+
+    @classmethod
+    def kept(cls, path: str, reason: str, code: str) -> "Member":
+        return cls(path, problem=(reason, code))
+
+
+@dataclass
+class Env:
+    """What every inverse needs: the journal folder, the user's choices, where files went."""
+
+    folder: Path
+    txid: str
+    force: bool
+    restore_deleted: bool
+    tail_edit: LineEdit | None
+    locate: Callable[[str], str | None]
+    left_at: Callable[[str], str]
+    trash: Path
+    begin: dict = field(default_factory=dict)     # the undone transaction's begin record
+    made_dirs: list[str] = field(default_factory=list)   # folders its renames created
+
+    def backup(self, rec: dict) -> Path:
+        return self.folder / "b" / rec["backup"]["name"]
+
+
+def _old_bytes(env: Env, rec: dict) -> bytes:
+    """The file's bytes before the transaction (the backup was verified first)."""
+    with open(env.backup(rec), "rb") as fh:
+        return fh.read(rec["pre"]["size"])
+
+
+def _fingerprint(path: str, sha: str) -> Fingerprint:
+    """The file as it is now, with a hash the caller already computed while reading it."""
+    st = os.lstat(path)
+    return Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                       sha256=sha, ctime_ns=st.st_ctime_ns)
+
+
+def _write(path: str, rec: dict, patches: list[Patch], sha: str, tail: bool, reason: str,
+           in_place_ok: bool = False) -> WriteFile:
+    """The inverse rewrite; the old mtime comes back unless a client wrote to the file since."""
+    return WriteFile(path=path, expect=_fingerprint(path, sha), patches=tuple(patches),
+                     in_place_ok=in_place_ok and all(not p.delta for p in patches),
+                     session=rec.get("session"), reason=reason,
+                     mtime_ns=None if tail else rec["pre"]["mtime_ns"])
+
+
+# -- rewritten files -------------------------------------------------------------------------------
+def inverse_replace(env: Env, rec: dict) -> Member:
+    path = env.locate(rec["path"])
+    if path is None:
+        return _deleted(env, rec)
+    if bad := verify_backup(env.folder, rec):
+        return Member.kept(path, bad, "bad-backup")
+    pre, post = rec["pre"], rec.get("post") or {}
+    backup = str(env.backup(rec))
+    notes = []
+    if os.path.getsize(backup) > pre["size"]:     # a process kept appending to the replaced inode
+        notes.append(Warning("backup-has-more", f"{os.path.getsize(backup) - pre['size']} bytes appended to the "
+                             f"replaced file after the apply are kept in {backup}", path))
+    if _is_zst(path):
+        return _inverse_whole(env, rec, path, backup)
+    try:
+        d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
+                                salvaged=bool(rec.get("salvaged_raw")))
+    except DiffError as e:
+        return _changed(env, rec, path, backup, str(e))
+    except LinesDiffer:
+        d = Diff(patches=[whole_patch(path, backup, post["size"], pre["size"])], tail_start=post["size"],
+                 size=os.path.getsize(path), sha256=Fingerprint.of(path).sha256)
+        if d.patches[0].old and hashlib.sha256(d.patches[0].old).hexdigest() != post.get("sha256"):
+            return _changed(env, rec, path, backup, "changed since the transaction (not only appended to)")
+    tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
+    patches = d.patches + tail
+    grown = d.size > post.get("size", 0)
+    op = _write(path, rec, patches, d.sha256, grown, "undo" + (" (appended lines kept)" if grown else ""))
+    return Member(path, [op], edits=[(p.offset, p.delta) for p in patches if p.delta], grown=grown, warnings=notes)
+
+
+def _line_edit(env: Env, rec: dict) -> Callable[[bytes], bytes] | None:
+    if env.tail_edit is None:
+        return None
+    probe = WriteFile(path=rec["path"], expect=Fingerprint(), session=rec.get("session"))
+    return lambda line: env.tail_edit(probe, line)
+
+
+def _is_zst(path: str) -> bool:
+    return path.endswith(".zst")
+
+
+def _inverse_whole(env: Env, rec: dict, path: str, backup: str) -> Member:
+    """A compressed file is put back whole, and only when it is exactly what the apply wrote."""
+    now = Fingerprint.of(path)
+    if now.sha256 != (rec.get("post") or {}).get("sha256"):
+        return _changed(env, rec, path, backup, "changed since the transaction")
+    op = WriteFile(path=path, expect=now, new_bytes=_old_bytes(env, rec), session=rec.get("session"),
+                   reason="undo", mtime_ns=rec["pre"]["mtime_ns"])
+    return Member(path, [op])
+
+
+def _changed(env: Env, rec: dict, path: str, backup: str, why: str) -> Member:
+    """Changed in a way other than appending: kept, or with --force put back whole (the bytes it
+    holds now stay in the undo transaction's own backup)."""
+    if starts_with(path, backup, rec["pre"]["size"], rec["pre"].get("sha256")):
+        return Member(path)          # begins with the old bytes: undone already (an earlier undo)
+    if not env.force:
+        return Member.kept(path, f"{why}; kept as it is (histmig undo {env.txid} --force puts the old "
+                                 f"bytes back and keeps these in the undo's backup)", "modified")
+    op = WriteFile(path=path, expect=Fingerprint.of(path), new_bytes=_old_bytes(env, rec),
+                   session=rec.get("session"), reason="undo --force", mtime_ns=rec["pre"]["mtime_ns"])
+    return Member(path, [op])
+
+
+def _deleted(env: Env, rec: dict) -> Member:
+    path = rec["path"]
+    if not env.restore_deleted:
+        return Member.kept(path, f"deleted since the transaction; histmig undo {env.txid} --restore-deleted "
+                                 "recreates it", "deleted")
+    return _recreate(env, rec, path, "undo --restore-deleted")
+
+
+def _recreate(env: Env, rec: dict, path: str, reason: str) -> Member:
+    """The file as it was before the transaction, made again from its verified backup."""
+    if bad := verify_backup(env.folder, rec):
+        return Member.kept(path, bad, "bad-backup")
+    pre = rec["pre"]
+    return Member(path, [CreateFile(path=path, data=_old_bytes(env, rec), mode=pre["mode"], mtime_ns=pre["mtime_ns"],
+                                    session=rec.get("session"), reason=reason)])
+
+
+def inverse_inplace(env: Env, rec: dict) -> Member:
+    """Same-length spans written into the file: write the old bytes back into the same spans;
+    lines appended since get the edit backwards."""
+    path = env.locate(rec["path"])
+    if path is None:
+        return Member.kept(rec["path"], "deleted since the transaction", "deleted")
+    spans = [(s["offset"], _unb(s["old"]), _unb(s["new"])) for s in rec["spans"]]
+    post_size = (rec.get("post") or {}).get("size", rec["pre"]["size"])
+    patches, h = [], hashlib.sha256()
+    with os.fdopen(fsio.open_read(path), "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < post_size:
+            return Member.kept(path, "shorter than the transaction left it", "modified")
+        for off, old, new in spans:
+            cur = os.pread(fh.fileno(), len(new), off)
+            if cur == new:
+                patches.append(Patch(off, new, old))
+            elif cur != old:
+                return Member.kept(path, f"changed since the transaction (bytes at offset {off})", "modified")
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    tail = tail_patches(path, post_size, size, _line_edit(env, rec))
+    if not patches and not tail:
+        return Member(path)
+    op = _write(path, rec, patches + tail, h.hexdigest(), size > post_size, "undo", in_place_ok=True)
+    return Member(path, [op], edits=[(p.offset, p.delta) for p in tail if p.delta], grown=size > post_size)
+
+
+# -- created, deleted, renamed ---------------------------------------------------------------------
+def inverse_create(env: Env, rec: dict) -> Member:
+    """A created session is removed only while it is exactly what was written (a copy stays in the
+    undo transaction's backups); one continued since is kept, or with --force moved to the trash."""
+    path = env.locate(rec["path"])        # a rollout `codex archive` moved since is followed
+    if path is None:
+        return Member(rec["path"])
+    post = rec.get("post") or {}
+    now = Fingerprint.of(path)
+    if now.sha256 == post.get("sha256"):
+        ops: list[Op] = [Delete(path=path, expect=now, session=rec.get("session"),
+                                reason="undo: created by the transaction")]
+        ops += [RmDir(path=d, expect=dir_fingerprint(d), session=rec.get("session"), reason="undo")
+                for d in reversed(rec.get("dirs", [])) if os.path.isdir(d)]
+        return Member(path, ops)
+    grown = os.path.getsize(path) - post.get("size", 0)
+    what = f"continued since the transaction ({grown} bytes appended)" if grown > 0 else "changed since the transaction"
+    if not env.force:
+        return Member.kept(path, f"{what}; kept (histmig undo {env.txid} --force moves it to {env.trash}/)",
+                           "kept-continued")
+    dst = env.trash / f"{rec['n']}-{os.path.basename(path)}"
+    return Member(path, [Rename(src=path, dst=str(dst), expect=now, session=rec.get("session"),
+                                reason="undo --force: to the trash")])
+
+
+def inverse_delete(env: Env, rec: dict) -> Member:
+    path = rec["path"]
+    if os.path.lexists(path):
+        return Member.kept(path, "exists again since the transaction; kept", "modified")
+    return _recreate(env, rec, path, "undo: deleted by the transaction")
+
+
+def inverse_rmdir(env: Env, rec: dict) -> Member:
+    """A folder the transaction removed comes back with its mode and times (before the entries
+    that go back into it)."""
+    path, pre = rec["path"], rec["pre"]
+    if os.path.lexists(path):
+        return Member(path)
+    return Member(path, [MkDir(path=path, mode=pre["mode"], mtime_ns=pre["mtime_ns"], atime_ns=pre["atime_ns"],
+                               session=rec.get("session"), reason="undo: removed by the transaction")])
+
+
+@dataclass
+class Renamed:
+    """A journaled rename's inverse: per entry of a folder (``whole`` when the folder may go back
+    in one rename: it holds nothing the transaction did not move and its old place is free)."""
+
+    members: list[Member]
+    whole: Rename | None = None
+
+
+def inverse_rename(env: Env, rec: dict, session_of: Callable[[str], dict | None]) -> Renamed:
+    """Move back exactly what the transaction moved: a folder's journaled entries one by one (a
+    session a client started there since stays where it is)."""
+    src, dst = rec["path"], rec["dst"]
+    if not os.path.lexists(dst):
+        if os.path.lexists(src):
+            return Renamed([Member(src)])
+        return Renamed([Member.kept(src, f"neither {src} nor {dst} exists", "deleted")])
+    if not stat.S_ISDIR(os.lstat(dst).st_mode) or rec.get("entries") is None:
+        return Renamed([_rename_back(dst, src, session_of(os.path.basename(dst)) or rec.get("session"))])
+    now, moved = set(os.listdir(dst)), set(rec["entries"])
+    members = [_rename_back(os.path.join(dst, e), os.path.join(src, e), session_of(e)) for e in sorted(now & moved)]
+    whole = None
+    if now <= moved and not os.path.lexists(src):
+        whole = Rename(src=dst, dst=src, expect=dir_fingerprint(dst), session=rec.get("session"), reason="undo: move back")
+    return Renamed(members, whole)
+
+
+def _rename_back(cur: str, back: str, session: dict | None) -> Member:
+    if os.path.lexists(back):
+        return Member.kept(cur, f"{back} exists again; not moved back", "target-exists")
+    op = Rename(src=cur, dst=back, expect=dir_fingerprint(cur), session=session, reason="undo: move back")
+    return Member(cur, [op])

@@ -1,0 +1,84 @@
+"""What other transactions say about the one being undone: which of its operations an earlier
+undo already reverted, and which paths and rows a later transaction changed since (those
+sessions wait until that transaction is undone first)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig.apply.journal import JOURNAL, read_records, tx_root, tx_state, txid_sort_key
+
+LIVE = ("committed", "partly-undone")
+
+
+@dataclass
+class Later:
+    """Paths and rows written by transactions after this one that are still applied."""
+
+    paths: dict[str, str] = field(default_factory=dict)      # path -> txid (op)
+    rows: dict[tuple, str] = field(default_factory=dict)      # (db, table, key) -> txid (op)
+
+    def path_owner(self, path: str) -> str | None:
+        """The later transaction that wrote ``path`` or a folder above it."""
+        p = path
+        while True:
+            if p in self.paths:
+                return self.paths[p]
+            parent = os.path.dirname(p)
+            if parent == p:
+                return None
+            p = parent
+
+    def below(self, folder: str) -> str | None:
+        """A later transaction that wrote something inside ``folder``."""
+        prefix = folder.rstrip("/") + "/"
+        return next((who for p, who in self.paths.items() if p.startswith(prefix)), None)
+
+
+def row_key(db: str, row: dict) -> tuple:
+    return db, row["table"], orjson.dumps(row.get("key") or row.get("rows"), option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass
+class History:
+    covered: set[int]
+    later: Later
+
+
+def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
+    covered = {n for r in own if r["kind"] == "undo-by" for n in r.get("ns", [])}
+    covered |= {r["n"] for r in own if r["kind"] == "undo-done"}      # undone by an older histmig
+    later = Later()
+    root = tx_root(state_dir)
+    me = txid_sort_key(txid)
+    for entry in sorted(os.scandir(root), key=lambda e: txid_sort_key(e.name)):
+        if txid_sort_key(entry.name) <= me or not (Path(entry.path) / JOURNAL).exists():
+            continue        # only later transactions change what this one left, or undo it
+        state = tx_state(Path(entry.path))
+        recs = read_records(Path(entry.path))
+        begin = next((r for r in recs if r["kind"] == "begin"), {})
+        if begin.get("op") == "undo":
+            if state == "committed" and (begin.get("args") or {}).get("of") == txid:
+                covered |= set((begin.get("args") or {}).get("ns", []))
+            continue
+        if state in LIVE:
+            _add_touches(later, recs, f"{entry.name} ({begin.get('op', '?')})")
+    return History(covered, later)
+
+
+def _add_touches(later: Later, recs: list[dict], who: str) -> None:
+    done = {r["n"] for r in recs if r["kind"] == "done"}
+    for r in recs:
+        if r["kind"] != "intent" or r["n"] not in done:
+            continue
+        if r["method"] == "sql":
+            for row in r.get("rows", []):
+                later.rows[row_key(r["path"], row)] = who
+            continue
+        later.paths[r["path"]] = who
+        if r.get("dst"):
+            later.paths[r["dst"]] = who

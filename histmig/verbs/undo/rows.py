@@ -1,0 +1,103 @@
+"""The inverse of journaled database rows, checked against the rows as they are now.
+
+An updated row goes back to its old values only while it still holds what the transaction wrote
+(columns the transaction did not set may have changed: a client's ``updated_at``); an inserted
+row is deleted; a deleted row is inserted again. Byte offsets into a rollout
+(``thread_history_1.sqlite``) of a rollout continued since the apply are not put back from the
+journal: they are recomputed from the file edits of the inverse plan
+(codex_state.offset_shift_ops), so rows a client added after the apply move with the bytes too
+(docs/codex.md, "offsets").
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from histmig.apply.sqlops import decode_value, where_clause
+from histmig.core.diagnostics import HistmigInputError
+from histmig.verbs.undo.files import Member
+from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlUpdate
+from histmig.tools.codex.state import connect_ro
+
+OFFSET_TABLES = ("thread_turns", "thread_history_projection_state")
+
+
+def _q(name: str) -> str:
+    return '"' + name + '"'
+
+
+class RowReader:
+    """Read-only connections to the databases of one transaction, opened once each."""
+
+    def __init__(self) -> None:
+        self.cons: dict[str, sqlite3.Connection | None] = {}
+
+    def con(self, db: str) -> sqlite3.Connection | None:
+        if db not in self.cons:
+            try:
+                self.cons[db] = connect_ro(db)
+            except (sqlite3.Error, OSError, HistmigInputError):
+                self.cons[db] = None
+        return self.cons[db]
+
+    def close(self) -> None:
+        for con in self.cons.values():
+            if con is not None:
+                con.close()
+
+
+def inverse_row(reader: RowReader, db: str, row: dict) -> Member:
+    """The row's Member; byte-offset rows are marked (``offsets``): the caller drops them when it
+    recomputes the thread's offsets instead (a rollout continued since the apply)."""
+    label = f"{db} {row['table']} {row.get('key', '')}"
+    con = reader.con(db)
+    if con is None:
+        return Member.kept(label, f"cannot open {db}", "row-changed")
+    try:
+        ops = _INVERSE[row["kind"]](con, db, row)
+    except sqlite3.Error as e:
+        return Member.kept(label, f"cannot read {db}: {e}", "row-changed")
+    if isinstance(ops, str):
+        m = Member.kept(label, ops, "row-changed")
+    else:
+        m = Member(label, ops)
+    m.offsets = row["table"] in OFFSET_TABLES
+    return m
+
+
+def _update(con, db: str, row: dict) -> list[Op] | str:
+    new = {k: decode_value(v) for k, v in row["new"].items()}
+    w, args = where_clause(row["key"])
+    got = con.execute(f'SELECT {", ".join(map(_q, new))} FROM {_q(row["table"])} WHERE {w}', args).fetchall()
+    if len(got) != 1:
+        return f"row {row['key']} is gone from {row['table']}; not restored"
+    now = dict(zip(new, got[0]))
+    if now == row["old"]:
+        return []
+    if now != new:
+        return f"row {row['key']} of {row['table']} changed since the transaction ({now}); not restored"
+    return [SqlUpdate(db=db, table=row["table"], key=row["key"], set=row["old"], expect=new,
+                      session=row.get("session"), reason="undo")]
+
+
+def _insert(con, db: str, row: dict) -> list[Op] | str:
+    w, args = where_clause(row["key"])
+    n = con.execute(f'SELECT count(*) FROM {_q(row["table"])} WHERE {w}', args).fetchone()[0]
+    if n == 0:
+        return []
+    return [SqlDelete(db=db, table=row["table"], where=row["key"], expect_count=n, session=row.get("session"),
+                      reason="undo: inserted by the transaction")]
+
+
+def _delete(con, db: str, row: dict) -> list[Op] | str:
+    ops: list[Op] = []
+    for r in row["rows"]:
+        vals = {k: decode_value(v) for k, v in r.items()}
+        w, args = where_clause(vals)
+        if con.execute(f'SELECT count(*) FROM {_q(row["table"])} WHERE {w}', args).fetchone()[0]:
+            continue
+        ops.append(SqlInsert(db=db, table=row["table"], row=vals, key=tuple(vals), session=row.get("session"),
+                             reason="undo: deleted by the transaction"))
+    return ops
+
+
+_INVERSE = {"update": _update, "insert": _insert, "delete": _delete}
