@@ -18,6 +18,7 @@ from histmig.tools.codex import adapter as codex
 from histmig.verbs.flip import marked_lines, plan_flip, provider_census
 from histmig.core.plan import CreateFile, Plan, SqlUpdate, WriteFile
 from histmig.tools.codex import state as codex_state
+from histmig.tools.codex import walk
 
 from codex_fixtures import TS, home_with, rollout, session_meta, settings, tid, write_rollout
 
@@ -428,7 +429,8 @@ def test_flip_of_real_client_homes_keeps_every_offset_on_a_line_start(tmp_path, 
     codex_home = tmp_path / ".codex"
     shutil.copytree(SAMPLES / sample, codex_home)
     h = homes(tmp_path)
-    logical = list(codex.rollout_files(codex_home))          # a shadowed .zst is not a session of its own
+    logical = [(Path(p), a, Path(z) if z else None)            # a shadowed .zst is not a session of its own
+               for p, a, z in walk.rollouts(codex_home)]
     before = {path: content(path) for path, _a, _s in logical}
     shadowed = {z: z.read_bytes() for _p, _a, z in logical if z is not None}
     plan = plan_flip(h, "openai", new)

@@ -19,6 +19,7 @@ import pytest
 
 from histmig.core.diagnostics import HistmigInputError
 from histmig.tools.codex import adapter as codex
+from histmig.tools.codex import walk
 from histmig.core.homes import resolve_homes
 from histmig.verbs.flip import plan_flip
 
@@ -31,31 +32,32 @@ SAMPLES = ROOT / "samples" / "codex"
 
 # ---- the old implementations, as references ------------------------------------------------
 
-def old_walk_rollouts(root: Path, *, flat: bool):
+def old_walk_rollouts(root: Path, *, newest_first: bool = True):
     if not root.is_dir():
         return
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort(reverse=True)
-        if flat:
-            dirnames.clear()
-        for name in sorted(filenames, reverse=True):
+        dirnames.sort(reverse=newest_first)
+        for name in sorted(filenames, reverse=newest_first):
             if name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst")):
                 yield Path(dirpath) / name
 
 
-def old_rollout_files(codex_home: Path, *, archived: bool = True):
-    roots = [(codex_home / "sessions", False, False)]
+def old_rollout_files(codex_home: Path, *, archived: bool = True, newest_first: bool = True):
+    """The os.walk + Path listing, both roots at any depth (archived_sessions/<subfolder> included
+    since the walker of tools/codex/walk.py decided so; flat before)."""
+    roots = [(codex_home / "sessions", False)]
     if archived:
-        roots.append((codex_home / "archived_sessions", True, True))
-    for root, is_archived, flat in roots:
-        for path in old_walk_rollouts(root, flat=flat):
+        roots.append((codex_home / "archived_sessions", True))
+    for root, is_archived in roots:
+        for path in old_walk_rollouts(root, newest_first=newest_first):
             if path.name.endswith(".zst"):
-                if codex.plain_path(path).exists():
+                if path.with_name(path.name[:-4]).exists():
                     continue
-                yield path, is_archived, None
+                yield str(path), is_archived, None
             else:
                 zst = path.with_name(path.name + ".zst")
-                yield path, is_archived, zst if zst.exists() else None
+                # a dangling plain file does not shadow its .zst (walk.py); it used to name it
+                yield str(path), is_archived, str(zst) if zst.exists() and path.exists() else None
 
 
 def old_first_line(path: Path, *, limit: int = 64 * 1024 * 1024) -> bytes:
@@ -105,20 +107,19 @@ def awkward_tree(codex_home: Path) -> None:
     (a / "sub").mkdir(parents=True)
     (a / "rollout-2026-11-28T10-00-00-g.jsonl").write_bytes(b"{}\n")
     (a / "rollout-2026-11-28T10-00-00-h.jsonl.zst").write_bytes(b"")
-    (a / "sub" / "rollout-2026-11-28T10-00-00-i.jsonl").write_bytes(b"{}\n")          # flat: not listed
+    (a / "sub" / "rollout-2026-11-28T10-00-00-i.jsonl").write_bytes(b"{}\n")          # listed, archived
 
 
+@pytest.mark.parametrize("newest_first", [True, False])
 @pytest.mark.parametrize("archived", [True, False])
-def test_rollout_listing_matches_the_os_walk_listing_in_order(tmp_path, archived):
+def test_rollout_listing_matches_the_os_walk_listing_in_order(tmp_path, archived, newest_first):
     home = tmp_path / ".codex"
     awkward_tree(home)
-    old = list(old_rollout_files(home, archived=archived))
-    assert list(codex.rollout_files(home, archived=archived)) == old
-    assert list(codex.rollout_entries(str(home), archived=archived)) == [
-        (str(p), a, str(z) if z else None) for p, a, z in old]
-    assert len(old) == (9 if archived else 7)       # the fixture really has what it claims
-    for root, flat in ((home / "sessions", False), (home / "archived_sessions", True), (home / "nope", False)):
-        assert list(codex.walk_rollouts(root, flat=flat)) == list(old_walk_rollouts(root, flat=flat))
+    old = list(old_rollout_files(home, archived=archived, newest_first=newest_first))
+    assert list(walk.rollouts(home, archived=archived, newest_first=newest_first)) == old
+    assert list(walk.rollouts(str(home), archived=archived, newest_first=newest_first)) == old
+    assert len(old) == (10 if archived else 7)       # the fixture really has what it claims
+    assert list(walk.rollouts(tmp_path / "nope")) == []
 
 
 # ---- line 1 --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Codex CLI rollouts: ``sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]`` and flat ``archived_sessions/``.
+"""Codex CLI rollouts: ``sessions/YYYY/MM/DD/rollout-*.jsonl[.zst]`` and ``archived_sessions/`` (listed by ``walk``).
 
 Every line becomes one Record whose ``raw`` is the exact source bytes, so ``serialize(read(f))`` is
 the file byte for byte: unknown line types (``token_usage_record``, ...) and damaged lines pass
@@ -20,6 +20,7 @@ import orjson
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.tools.base import FunctionAdapter
+from histmig.tools.codex import walk
 from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines, tail_lines
 
 # histmig.core.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
@@ -46,89 +47,6 @@ def parse_name(name: str) -> tuple[str, str, str | None] | None:
         return None
     ids = m.group(2).split("_", 1)
     return m.group(1), ids[0], ids[1] if len(ids) > 1 else None
-
-
-def plain_path(path: Path) -> Path:
-    """The ``.jsonl`` path of a rollout (strips ``.zst``)."""
-    return path.with_name(path.name[:-4]) if path.name.endswith(".zst") else path
-
-
-def walk_rollouts(root: Path, *, flat: bool) -> Iterator[Path]:
-    """Rollout files under ``root`` (recursive unless ``flat``); symlinked folders are not entered."""
-    for path, _name, _names in _walk(str(root), flat):
-        yield Path(path)
-
-
-def _is_rollout(name: str) -> bool:
-    return name.startswith("rollout-") and (name.endswith(".jsonl") or name.endswith(".jsonl.zst"))
-
-
-def _walk(root: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
-    """``(path, name, names in its folder)`` of every rollout under ``root``, as ``os.walk`` +
-    reverse-sorted names would give them (a folder's files first, then its subfolders; symlinked
-    folders not entered; an unreadable folder skipped), but with ``os.scandir`` and str paths: a
-    dry run over thousands of files pays for neither ``Path`` objects nor a stat per name."""
-    if not os.path.isdir(root):
-        return
-    yield from _walk_dir(root, flat)
-
-
-def _walk_dir(top: str, flat: bool) -> Iterator[tuple[str, str, set[str]]]:
-    files: list[str] = []
-    dirs: list[tuple[str, bool]] = []
-    names: set[str] = set()                      # every entry, folders too (Path.exists is true for them)
-    try:
-        with os.scandir(top) as it:
-            for entry in it:
-                names.add(entry.name)
-                try:
-                    is_dir = entry.is_dir()
-                except OSError:
-                    is_dir = False
-                if not is_dir:
-                    files.append(entry.name)
-                elif not flat:
-                    try:
-                        link = entry.is_symlink()
-                    except OSError:
-                        link = False
-                    dirs.append((entry.name, link))
-    except OSError:
-        return                                   # os.walk(onerror=None) drops the folder too
-    prefix = top if top.endswith("/") else top + "/"
-    for name in sorted(files, reverse=True):
-        if _is_rollout(name):
-            yield prefix + name, name, names
-    for name, link in sorted(dirs, reverse=True):
-        if not link:
-            yield from _walk_dir(prefix + name, flat)
-
-
-def rollout_entries(codex_home: str | os.PathLike, *, archived: bool = True) -> Iterator[tuple[str, bool, str | None]]:
-    """:func:`rollout_files` with str paths (for callers that touch thousands of files)."""
-    home = str(Path(codex_home))
-    roots = [(os.path.join(home, "sessions"), False, False)]
-    if archived:
-        roots.append((os.path.join(home, "archived_sessions"), True, True))
-    for root, is_archived, flat in roots:
-        for path, name, names in _walk(root, flat):
-            # a sibling missing from the folder listing cannot exist; one present is confirmed
-            # with the same follow-symlinks test as Path.exists (a dangling link does not count)
-            if name.endswith(".zst"):
-                if name[:-4] in names and os.path.exists(path[:-4]):
-                    continue                     # reported with its plain sibling
-                yield path, is_archived, None
-            else:
-                zst = path + ".zst"
-                yield path, is_archived, zst if name + ".zst" in names and os.path.exists(zst) else None
-
-
-def rollout_files(codex_home: Path, *, archived: bool = True) -> Iterator[tuple[Path, bool, Path | None]]:
-    """``(path, archived, shadowed_zst)`` for every logical rollout. When ``x.jsonl`` and
-    ``x.jsonl.zst`` both exist the plain file wins (Codex's precedence) and the ``.zst`` is
-    returned as ``shadowed_zst``."""
-    for path, is_archived, shadowed in rollout_entries(codex_home, archived=archived):
-        yield Path(path), is_archived, Path(shadowed) if shadowed is not None else None
 
 
 # ---- line classification --------------------------------------------------------------------
@@ -723,8 +641,9 @@ def detect(path: str | os.PathLike) -> bool:
 
 
 def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
-    for path, is_archived, shadowed in rollout_files(Path(homes.codex), archived=archived):
-        yield make_ref(path, archived=is_archived, shadowed=shadowed)
+    """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see)."""
+    for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
+        yield make_ref(Path(path), archived=is_archived, shadowed=Path(shadowed) if shadowed is not None else None)
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),

@@ -15,6 +15,7 @@ from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.tools.codex import adapter as codex
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
+from histmig.tools.codex import walk
 
 if TYPE_CHECKING:
     from histmig.core.plan import Fingerprint, Patch
@@ -54,9 +55,9 @@ class Census:
 
 def census(homes, old: str, default: str, *, archived: bool = True) -> Census:
     """Line 1 of every rollout: which sessions are OLD's, who else is there, what is broken.
-    Str paths throughout (``codex.rollout_entries``): this loop runs once per session."""
+    Str paths throughout (``walk.rollouts``): this loop runs once per session."""
     c = Census()
-    for path, is_archived, shadowed in codex.rollout_entries(homes.codex, archived=archived):
+    for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
         try:
             first, meta, err = codex.head_obj(path)
         except (HistmigError, OSError) as e:
@@ -110,7 +111,7 @@ def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
     default = codex_config.model_provider(cfg)
     files: Counter = Counter()
     assumed = 0
-    for path, _a, _s in codex.rollout_entries(homes.codex, archived=archived):
+    for path, _a, _s in walk.rollouts(homes.codex, archived=archived):
         try:
             meta, _ = codex.head_meta(path)
         except (HistmigError, OSError):

@@ -1,16 +1,17 @@
-"""What the Codex checks look at: every rollout on disk with the values Codex's databases derive
-from it (``formats.codex.scan_thread``), config.toml, and the state databases (``stores``)."""
+"""What the Codex checks look at: every rollout ``walk.rollouts`` lists with the values Codex's databases
+derive from it (``adapter.scan_thread``), config.toml, and the state databases (``state``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
-from histmig.tools.codex.adapter import LineSpans, ThreadFacts, plain_path, scan_thread, walk_rollouts
+from histmig.tools.codex.adapter import LineSpans, ThreadFacts, scan_thread
 from histmig.core.homes import Homes
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
+from histmig.tools.codex import walk
 
 
 @dataclass
@@ -31,16 +32,6 @@ def read_rollout(path: Path, *, archived: bool = False) -> Rollout:
     if r.error is None and r.facts.id is None:
         r.error = "no session_meta line"
     return r
-
-
-def rollout_files(codex: Path) -> Iterator[tuple[Path, bool]]:
-    """(path, archived) of every rollout file, plain and .zst, at any depth of sessions/ and
-    archived_sessions/ (Codex reads the archive flat, but a stray file there is still reported).
-    Symlinked files are left out."""
-    for sub, archived in (("sessions", False), ("archived_sessions", True)):
-        for p in sorted(walk_rollouts(codex / sub, flat=False)):
-            if p.is_file() and not p.is_symlink():
-                yield p, archived
 
 
 # ---- config.toml ---------------------------------------------------------------------------------
@@ -90,9 +81,10 @@ class CodexHome:
 def load(homes: Homes) -> CodexHome:
     config = load_config(homes)
     rollouts, shadowed = [], []
-    for path, archived in rollout_files(homes.codex):
-        if path.name.endswith(".zst") and plain_path(path).exists():
-            shadowed.append(path)     # Codex reads the plain file; the .zst is ignored
-            continue
-        rollouts.append(read_rollout(path, archived=archived))
+    for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
+        if zst is not None:
+            shadowed.append(Path(zst))     # Codex reads the plain file; the .zst is ignored
+        path = Path(where)
+        if path.is_file() and not path.is_symlink():   # the checks read regular files only
+            rollouts.append(read_rollout(path, archived=archived))
     return CodexHome(homes, config, rollouts, shadowed, codex_state.state_dbs(homes, config.raw))

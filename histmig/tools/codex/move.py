@@ -1,7 +1,7 @@
 """Codex's part of a project move (docs/specs/codex.md §0.5, §15.2).
 
-Every rollout (``sessions/``, ``archived_sessions/``, plain or ``.jsonl.zst``) is scanned; in
-``session_meta``, ``turn_context``, ``world_state`` and ``thread_settings_applied`` lines every string
+Every rollout (``walk.rollouts``: ``sessions/``, ``archived_sessions/``, plain or ``.jsonl.zst``) is
+scanned; in ``session_meta``, ``turn_context``, ``world_state`` and ``thread_settings_applied`` lines every string
 that *is* a path under OLD is rebased (cwd, workspace and writable roots, environments); message text
 and tool arguments stay unless ``--rewrite-content``. Rewritten lines change length, so the thread's
 ``thread_history_1.sqlite`` byte offsets are shifted. ``threads.cwd`` is updated in every state DB,
@@ -20,6 +20,7 @@ from histmig.toolkit.move.common import FieldEdit, FileScan, PathMap, ToolPlan, 
 from histmig.toolkit.move.parallel import scan_all
 from histmig.tools.codex import projects as codex_projects
 from histmig.tools.codex import state as codex_state
+from histmig.tools.codex import walk
 
 TOOL = "codex"
 STRUCTURED = ("session_meta", "turn_context", "world_state")
@@ -43,22 +44,15 @@ def _remember(obj: Any, scan: FileScan) -> None:
         scan.first["thread_id"] = payload["id"]
 
 
-def rollout_files(codex_home: Path) -> tuple[list[str], list[Warning]]:
-    """Every rollout; a ``.jsonl.zst`` next to its plain twin is shadowed (Codex reads the plain one)."""
+def _rollouts(codex_home: Path) -> tuple[list[str], list[Warning]]:
+    """Every rollout ``walk.rollouts`` lists, oldest first; a shadowed ``.jsonl.zst`` is named, not moved."""
     files: list[str] = []
     warnings: list[Warning] = []
-    for sub in ("sessions", "archived_sessions"):
-        for dirpath, dirnames, filenames in os.walk(codex_home / sub):
-            dirnames.sort()
-            names = set(filenames)
-            for f in sorted(filenames):
-                if not f.startswith("rollout-"):
-                    continue
-                if f.endswith(".jsonl.zst") and f[:-4] in names:
-                    warnings.append(Warning("shadowed", "shadowed by the plain .jsonl (Codex reads that one); "
-                                            "left as is", path=os.path.join(dirpath, f)))
-                elif f.endswith(".jsonl") or f.endswith(".jsonl.zst"):
-                    files.append(os.path.join(dirpath, f))
+    for path, _archived, shadowed in walk.rollouts(codex_home, newest_first=False):
+        files.append(path)
+        if shadowed is not None:
+            warnings.append(Warning("shadowed", "shadowed by the plain .jsonl (Codex reads that one); "
+                                    "left as is", path=shadowed))
     return files, warnings
 
 
@@ -70,7 +64,7 @@ def _thread_id_from_name(path: str) -> str | None:
 
 def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
     tplan = plans[TOOL]
-    files, tplan.warnings[:0] = rollout_files(Path(homes.codex))
+    files, tplan.warnings[:0] = _rollouts(Path(homes.codex))
     kw = {"rewrite_content": opts["rewrite_content"], "remember": _remember}
     scans = scan_all([(scan_file, (f, pm, codex_fields), kw) for f in files])
     edited = [s for s in scans if s.patches and not s.skip]
