@@ -1,6 +1,7 @@
 """Plans: what a mutating command would do, as data.
 
-A planner (``histmig/verbs/*``, with each tool's hooks in ``histmig/tools/<tool>/``) reads the disk and returns a :class:`Plan`: a list of small,
+A planner (``histmig/verbs/*``, with each tool's hooks in ``histmig/tools/<tool>/``) reads the disk and
+returns a :class:`Plan`: a list of small,
 fingerprinted operations. Nothing is written until ``histmig.apply.apply_plan`` executes the plan
 through the one file-system facade; every operation carries what it expects to find so that apply can
 refuse (naming the file) when the world changed since planning.
