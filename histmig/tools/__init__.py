@@ -74,8 +74,9 @@ def register(tool: Tool) -> Tool:
 
 
 register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",)))
+# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home
 register(Tool("claude-code", "histmig.tools.claude_code", attrgetter("claude"),
-              aliases=("claude", "claude_code", "claudecode"), files=lambda homes: (homes.claude_json,)))   # doctor's finding codes say ``claude.``
+              aliases=("claude", "claude_code", "claudecode"), files=lambda homes: (homes.claude_json,)))
 register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc")))
 # the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
 register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",)))
