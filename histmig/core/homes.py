@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, asdict
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,15 @@ class Homes:
         roots = [self.codex, self.claude, self.mini_cc]
         if self.codex_sqlite:
             roots.append(self.codex_sqlite)
-        return roots
+        return roots + [r for r in tool_homes(self) if r not in roots]
 
     def to_dict(self) -> dict[str, str | None]:
         return {k: (str(v) if v is not None else None) for k, v in asdict(self).items()}
+
+
+# Every tool's home, set by the tool table (histmig/tools/__init__.py) when it loads, so the home of a
+# tool registered there is a root too; core cannot import the table (docs/ARCHITECTURE.md layers).
+tool_homes: Callable[[Homes], Iterable[Path]] = lambda homes: ()
 
 
 def resolve_homes(

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Mapping
 
+from histmig.core import homes as homes_module
+
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check")}
@@ -186,6 +188,9 @@ def homes_of(homes: Any) -> list[Any]:
         if home not in out:
             out.append(home)
     return out
+
+
+homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
 
 
 def files_of(homes: Any) -> list[Any]:
