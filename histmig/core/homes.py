@@ -43,9 +43,13 @@ class Homes:
         return {k: (str(v) if v is not None else None) for k, v in asdict(self).items()}
 
 
+def _no_more_homes(homes: Homes) -> Iterable[Path]:
+    return ()
+
+
 # Every tool's home, set by the tool table (histmig/tools/__init__.py) when it loads, so the home of a
-# tool registered there is a root too; core cannot import the table (docs/ARCHITECTURE.md layers).
-tool_homes: Callable[[Homes], Iterable[Path]] = lambda homes: ()
+# tool registered there is a root too; core cannot import the table (the layers in pyproject.toml).
+tool_homes: Callable[[Homes], Iterable[Path]] = _no_more_homes
 
 
 def resolve_homes(
