@@ -162,3 +162,97 @@ def test_every_row_names_a_package_that_holds_its_adapter():
     for row in registry.TABLE.values():
         assert Path(__import__(row.package, fromlist=["_"]).__file__).parent.name == row.package.rsplit(".", 1)[1]
         assert registry.adapter(row.name).name == row.name
+
+
+# ---- counting: no module outside tools/<tool>/ names a specific tool ---------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent / "histmig"
+
+# What still names a tool outside its folder, each with why. The test fails when an entry is no longer
+# needed (remove it) and when a module not listed starts naming a tool (move that part to the tool's folder).
+ALLOWLIST = {
+    "tools/__init__.py": "THE tool table: the one place that lists the tools",
+    "core/homes.py": "resolves each built-in tool's home (flag > --home > env > default); core is below the table",
+    "apply/check.py": "~/.claude.json is a root file outside every home; apply may not import the table",
+    "apply/engine.py": "takes Claude Code's .claude.json lock and Codex's maintenance lock around writes",
+    "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
+    "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
+    "cli/samples.py": "the demo's sample homes, one builder per tool",
+    "cli/flip.py": "flip is Codex's model_provider verb (its census and config)",
+    "verbs/flip/__init__.py": "flip is Codex's model_provider verb (owned by the flip rework)",
+    "verbs/flip/names.py": "flip is Codex's model_provider verb (owned by the flip rework)",
+    "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
+    "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
+    "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",
+    "verbs/convert/__init__.py": "Codex target settings (provider, thread tables, uuid7) and Claude's cleanup age",
+    "toolkit/convert/flatten.py": "which formats speak Anthropic Messages, and Codex token counts",
+    "toolkit/convert/provenance.py": "each target's provenance marker and where its converted copies live",
+    "toolkit/doctor/base.py": "the catalogue of finding codes (docs/doctor.md); `claude.` codes belong to claude-code",
+}
+
+
+def _tool_words() -> tuple[set[str], set[str], set[str]]:
+    from dataclasses import fields
+    from histmig.core.homes import Homes
+    names = {n for row in registry.TABLE.values() for n in (row.name, *row.aliases)}
+    packages = {p.name for p in (ROOT / "tools").iterdir() if (p / "__init__.py").is_file()}
+    attrs = {f.name for f in fields(Homes)} - {"home", "state"} | {"manifest"}
+    return names, packages, attrs
+
+
+def _namings(path: Path) -> list[str]:
+    """String literals equal to a tool name or alias (docstrings aside: they are help text), imports of
+    ``histmig.tools.<tool>``, and reads of a tool's home field (``homes.codex``)."""
+    import ast
+    names, packages, attrs = _tool_words()
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+    def tool_module(name: str | None) -> bool:
+        parts = (name or "").split(".")
+        return parts[:2] == ["histmig", "tools"] and len(parts) > 2 and parts[2] in packages
+
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and n.value in names and id(n) not in docs:
+            out.append(f"{n.lineno}: {n.value!r}")
+        elif isinstance(n, ast.ImportFrom) and (tool_module(n.module) or (
+                n.module == "histmig.tools" and any(a.name in packages for a in n.names))):
+            out.append(f"{n.lineno}: from {n.module} import")
+        elif isinstance(n, ast.Import) and any(tool_module(a.name) for a in n.names):
+            out.append(f"{n.lineno}: import")
+        elif isinstance(n, ast.Attribute) and n.attr in attrs:
+            out.append(f"{n.lineno}: .{n.attr}")
+    return out
+
+
+def tool_namings() -> dict[str, list[str]]:
+    """Every module outside ``histmig/tools/<tool>/`` that names a specific tool, with where."""
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("tools/") and rel.count("/") >= 2:
+            continue                          # inside a tool's own folder: that is where it belongs
+        hits = _namings(path)
+        if hits:
+            found[rel] = hits
+    return found
+
+
+def test_no_module_outside_its_tool_folder_names_a_tool():
+    found = tool_namings()
+    new = {m: hits[:3] for m, hits in found.items() if m not in ALLOWLIST}
+    assert not new, f"move these tool-specific parts into histmig/tools/<tool>/ (or dispatch via the table): {new}"
+    stale = sorted(set(ALLOWLIST) - set(found))
+    assert not stale, f"no longer names a tool; drop from ALLOWLIST: {stale}"
+    assert all(reason.strip() for reason in ALLOWLIST.values())
+
+
+def test_the_counter_sees_each_way_of_naming_a_tool(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""codex in a docstring is help text."""\nimport histmig.tools.codex.state\n'
+                     'from histmig.tools.mini_cc import move\nfrom histmig.tools import claude_code\n'
+                     'x = "claude"\ny = homes.mini_cc\nz = "codex is mentioned"\n')
+    assert [h.split(":")[0] for h in _namings(probe)] == ["2", "3", "4", "5", "6"]
