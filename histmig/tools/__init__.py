@@ -5,16 +5,12 @@ is (a function of :class:`~histmig.core.homes.Homes`) and which other tools its 
 Hooks are found by convention inside the package and imported only when a command asks for them
 (``flip``'s dry run loads no Claude code; ``scan --tool codex`` no writer):
 
-============  ======================  ===========================================================
-hook          where                   what
-============  ======================  ===========================================================
-``adapter``   ``<pkg>.adapter.ADAPTER``  read / discover / serialize (the protocol below)
-``writer``    ``<pkg>.write.write``       convert's writer: ``write(conversation, target) -> Written``
-``move``      ``<pkg>.move.plan``         ``plan(homes, pathmap, plans, opts)``: fills ``plans[name]``
-``fields``    ``<pkg>.move.line_fields``  the path fields of one record (move's appended-tail edit)
-``unowned``   ``<pkg>.move.unowned_fields``  ``(path) -> fields or None`` for a file no session owns
-``doctor``    ``<pkg>.doctor.check``      ``check(homes, index, now, ignored) -> [Finding]``
-============  ======================  ===========================================================
+- ``adapter``: ``<pkg>.adapter.ADAPTER``, read / discover / serialize (the protocol below)
+- ``writer``: ``<pkg>.write.write``, convert's writer: ``write(conversation, target) -> Written``
+- ``move``: ``<pkg>.move.plan``, ``plan(homes, pathmap, plans, opts)`` fills ``plans[name]``
+- ``fields``: ``<pkg>.move.line_fields``, the path fields of one record (move's appended-tail edit)
+- ``unowned``: ``<pkg>.move.unowned_fields``, ``(path) -> fields or None`` for a file no session owns
+- ``doctor``: ``<pkg>.doctor.check``, ``check(homes, index, now, ignored) -> [Finding]``
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
