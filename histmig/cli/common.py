@@ -176,14 +176,15 @@ class ToolName(click.ParamType):
     name = "tool"
 
     def convert(self, value, param, ctx):
-        from histmig.tools import FORMATS, canonical
+        from histmig.tools import canonical, names
         try:
             return canonical(value)
         except HistmigError:
-            self.fail(f"{value!r} is not a tool (choose from {', '.join(FORMATS)})", param, ctx)
+            self.fail(f"{value!r} is not a tool (choose from {', '.join(names())})", param, ctx)
 
     def get_metavar(self, param, *args, **kwargs) -> str:
-        return "[codex|claude-code|mini-cc|manifest]"
+        from histmig.tools import names
+        return f"[{'|'.join(names())}]"
 
 
 TOOL = ToolName()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, asdict
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,19 @@ class Homes:
         roots = [self.codex, self.claude, self.mini_cc]
         if self.codex_sqlite:
             roots.append(self.codex_sqlite)
-        return roots
+        return roots + [r for r in tool_homes(self) if r not in roots]
 
     def to_dict(self) -> dict[str, str | None]:
         return {k: (str(v) if v is not None else None) for k, v in asdict(self).items()}
+
+
+def _no_more_homes(homes: Homes) -> Iterable[Path]:
+    return ()
+
+
+# Every tool's home, set by the tool table (histmig/tools/__init__.py) when it loads, so the home of a
+# tool registered there is a root too; core cannot import the table (the layers in pyproject.toml).
+tool_homes: Callable[[Homes], Iterable[Path]] = _no_more_homes
 
 
 def resolve_homes(

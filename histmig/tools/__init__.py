@@ -1,8 +1,23 @@
-"""The Adapter protocol and the one explicit table of adapters.
+"""THE tool table: one row per tool, and the lazy lookup of each tool's hooks.
 
-Each format module (``histmig/tools/<tool>/adapter.py``) exposes ``ADAPTER``, an object with:
+A row names a tool (canonical name, aliases), its package (``histmig.tools.<tool>``), where its home
+is (a function of :class:`~histmig.core.homes.Homes`) and which other tools its move planning needs.
+Hooks are found by convention inside the package and imported only when a command asks for them
+(``flip``'s dry run loads no Claude code; ``scan --tool codex`` no writer):
 
-- ``name``: "codex" | "claude-code" | "mini-cc" | "manifest"
+- ``adapter``: ``<pkg>.adapter.ADAPTER``, read / discover / serialize (the protocol below)
+- ``writer``: ``<pkg>.write.write``, convert's writer: ``write(conversation, target) -> Written``
+- ``move``: ``<pkg>.move.plan``, ``plan(homes, pathmap, plans, opts)`` fills ``plans[name]``
+- ``fields``: ``<pkg>.move.line_fields``, the path fields of one record (move's appended-tail edit)
+- ``unowned``: ``<pkg>.move.unowned_fields``, ``(path) -> fields or None`` for a file no session owns
+- ``doctor``: ``<pkg>.doctor.check``, ``check(homes, index, now, ignored) -> [Finding]``
+
+A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
+``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
+
+The adapter protocol (``ADAPTER`` in ``<pkg>/adapter.py``):
+
+- ``name``: the tool's canonical name
 - ``lossless_parts``: the Part kinds it stores without loss (used by conversion property tests)
 - ``detect(path) -> bool``: cheap test whether a file belongs to this format
 - ``discover(homes) -> Iterator[SessionRef]``: lazy; reads at most heads and tails; a broken file
@@ -14,41 +29,177 @@ Each format module (``histmig/tools/<tool>/adapter.py``) exposes ``ADAPTER``, an
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Callable, Iterator, Mapping
 
-FORMATS = {
-    "codex": "histmig.tools.codex.adapter",
-    "claude-code": "histmig.tools.claude_code.adapter",
-    "mini-cc": "histmig.tools.mini_cc.adapter",
-    "manifest": "histmig.tools.manifest.adapter",
-}
+from histmig.core import homes as homes_module
+
+# hook kind -> (module inside the tool's package, attribute of that module)
+HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
+         "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check")}
 
 
-# Other spellings users type (doctor's finding codes say ``claude.``), each to its canonical name.
-ALIASES = {"claude": "claude-code", "claude_code": "claude-code", "claudecode": "claude-code",
-           "codex-cli": "codex", "mini_cc": "mini-cc", "minicc": "mini-cc"}
+@dataclass(frozen=True)
+class Tool:
+    name: str                           # canonical: what plans, findings and --json output say
+    package: str                        # "histmig.tools.codex": the one folder with everything about it
+    home: Callable[[Any], Any]          # Homes -> the folder the tool keeps its history in
+    aliases: tuple[str, ...] = ()       # other spellings users type, any case
+    needs: tuple[str, ...] = ()         # tools whose move planning must run first, also when not chosen
+    files: Callable[[Any], tuple] = lambda homes: ()   # Homes -> files it keeps outside its home
+
+    def hook(self, kind: str) -> Any:
+        """The tool's hook of this kind, imported now; None when the tool has no such module."""
+        module, attr = HOOKS[kind]
+        name = f"{self.package}.{module}"
+        try:
+            return getattr(importlib.import_module(name), attr, None)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            return None
+
+
+TABLE: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    """Add (or replace) a row. The order of registration is the order tools are listed, scanned,
+    diagnosed and their operations laid out in a plan."""
+    TABLE[tool.name] = tool
+    return tool
+
+
+register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",)))
+# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home
+register(Tool("claude-code", "histmig.tools.claude_code", attrgetter("claude"),
+              aliases=("claude", "claude_code", "claudecode"), files=lambda homes: (homes.claude_json,)))
+register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc")))
+# the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
+register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",)))
+
+
+class _Names(Mapping[str, str]):
+    """A live view of the table as name -> adapter module (the old ``FORMATS``)."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"{TABLE[name].package}.{HOOKS['adapter'][0]}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(TABLE))
+
+    def __len__(self) -> int:
+        return len(TABLE)
+
+
+class _Aliases(Mapping[str, str]):
+    """A live view of every alias -> its canonical name."""
+
+    def _all(self) -> dict[str, str]:
+        return {a: t.name for t in TABLE.values() for a in t.aliases}
+
+    def __getitem__(self, alias: str) -> str:
+        return self._all()[alias]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+FORMATS: Mapping[str, str] = _Names()
+ALIASES: Mapping[str, str] = _Aliases()
+
+
+def names() -> tuple[str, ...]:
+    """Every canonical tool name, in table order."""
+    return tuple(TABLE)
 
 
 def canonical(name: str) -> str:
     """The canonical tool name for ``name`` or one of its aliases (any case)."""
     key = name.strip().lower()
     key = ALIASES.get(key, key)
-    if key not in FORMATS:
+    if key not in TABLE:
         from histmig.core.diagnostics import UsageError
-        raise UsageError(f"unknown tool {name!r} (choose from {', '.join(FORMATS)}; "
+        raise UsageError(f"unknown tool {name!r} (choose from {', '.join(TABLE)}; "
                          f"also accepted: {', '.join(ALIASES)})")
     return key
 
 
+def tool(name: str) -> Tool:
+    return TABLE[canonical(name)]
+
+
+def hook(name: str, kind: str) -> Any:
+    """One tool's hook (see the table in this module's docstring), or None."""
+    return tool(name).hook(kind)
+
+
+class _Hooks(Mapping[str, Any]):
+    """name -> that tool's hook of one kind, imported on first use (``hooks("writer")["codex"]``)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __getitem__(self, name: str) -> Any:
+        found = hook(name, self.kind)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(TABLE))
+
+    def __len__(self) -> int:
+        return len(TABLE)
+
+
+def hooks(kind: str) -> Mapping[str, Any]:
+    return _Hooks(kind)
+
+
 def adapter(name: str) -> Any:
-    return importlib.import_module(FORMATS[canonical(name)]).ADAPTER
+    found = hook(name, "adapter")
+    if found is None:
+        raise ModuleNotFoundError(f"no adapter for {name}", name=FORMATS[canonical(name)])
+    return found
 
 
 def adapters() -> Iterator[Any]:
     """Every adapter that is available, in table order."""
-    for _name, module in FORMATS.items():
-        try:
-            yield importlib.import_module(module).ADAPTER
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
+    for row in list(TABLE.values()):
+        found = row.hook("adapter")
+        if found is not None:
+            yield found
+
+
+def homes_of(homes: Any) -> list[Any]:
+    """Every tool's home, in table order, each once (the manifest layout shares the Claude home)."""
+    out: list[Any] = []
+    for row in TABLE.values():
+        home = row.home(homes)
+        if home not in out:
+            out.append(home)
+    return out
+
+
+homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
+
+
+def files_of(homes: Any) -> list[Any]:
+    """Single files tools keep outside their homes (``~/.claude.json``), in table order."""
+    return [f for row in TABLE.values() for f in row.files(homes)]
+
+
+def move_order(chosen: set[str]) -> list[str]:
+    """The tools whose move hooks run for ``chosen``, in the order they run: a tool others need
+    goes first together with the tools that need it (they read what it left waiting), then the
+    rest in table order. Plans lay out operations in table order whatever this order is."""
+    wanted = set(chosen) | {n for t in chosen for n in TABLE[t].needs}
+    needed = [n for n in TABLE if any(n in TABLE[t].needs for t in wanted)]
+    first = [n for n in needed if n in wanted]
+    first += [t for t in TABLE if t in wanted and t not in first and any(n in first for n in TABLE[t].needs)]
+    return first + [t for t in TABLE if t in wanted and t not in first]

@@ -37,7 +37,8 @@ def project_folders(claude: Path) -> dict[Path, list[Transcript]]:
     return out
 
 
-def check(homes: Homes, index: HomeIndex, now: datetime) -> list[Finding]:
+def check(homes: Homes, index: HomeIndex, now: datetime, ignored=lambda code: False) -> list[Finding]:
+    """The table's doctor hook (histmig/tools/__init__.py)."""
     folders = project_folders(homes.claude)
     filing = check_filing(folders, claude_live_sessions(homes.claude))
     out: list[Finding] = list(filing.findings)

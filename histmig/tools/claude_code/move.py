@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from histmig.core import locks
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
 from histmig.tools.claude_family.folders import plan_folders
 from histmig.core.paths import slug_matches
@@ -83,3 +84,16 @@ def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
         elif scan.patches:
             tplan.add_scan(scan, session=None, reason="prompt history project field")
             tplan.count("history-lines", scan.lines)
+
+
+def plan(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
+    """The table's move hook (histmig/tools/__init__.py): :func:`plan_claude` with the live sessions."""
+    plan_claude(homes, pm, plans, opts, locks.claude_live_registry(homes.claude))
+
+
+line_fields = claude_fields
+
+
+def unowned_fields(path: str):
+    """``history.jsonl`` ops carry no session: its lines are edited by their ``project`` field."""
+    return history_fields if path.endswith("history.jsonl") else None

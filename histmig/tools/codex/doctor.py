@@ -17,9 +17,10 @@ from histmig.tools.codex.doctor_split import Split, check_split
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 
 
-def check(homes: Homes, index: HomeIndex, *, split_ignored: bool = False) -> list[Finding]:
-    """``split_ignored``: ``codex.rollout-provider-split`` is left out, so no offset is planned
-    against a file edit that will not be made."""
+def check(homes: Homes, index: HomeIndex, now=None, ignored=lambda code: False) -> list[Finding]:
+    """The table's doctor hook (histmig/tools/__init__.py). When ``codex.rollout-provider-split`` is
+    ignored it is not checked at all, so no offset is planned against a file edit that will not be made."""
+    split_ignored = ignored("codex.rollout-provider-split")
     if not homes.codex.is_dir():
         return []
     home = data.load(homes)

@@ -93,6 +93,10 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
         tplan.count("config-keys", n)
 
 
+plan = plan_codex              # the table's move hook (histmig/tools/__init__.py)
+line_fields = codex_fields
+
+
 def _writers(scans: list[FileScan]) -> dict[str, str]:
     stats = {}
     for s in scans:

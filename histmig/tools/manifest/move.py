@@ -55,6 +55,14 @@ def plan_manifest(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str
             _record(tplan, scan, sid, folder)
 
 
+plan = plan_manifest           # the table's move hook (histmig/tools/__init__.py)
+
+
+def line_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    """Transcript records carry no path field (their text changes only with --rewrite-content)."""
+    return []
+
+
 def _record(tplan: ToolPlan, scan, sid: str, folder: str) -> None:
     if scan.skip:
         tplan.skips.append(Skip(scan.path, scan.skip))

@@ -20,3 +20,7 @@ def plan_minicc(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
                  fields_fn=minicc_fields, manifest=False, known_paths=list(pm.olds), live_ids={},
                  rewrite_content=opts["rewrite_content"], by_name=False, split_shared=opts["split_shared"],
                  rerun=opts["rerun"])
+
+
+plan = plan_minicc             # the table's move hook (histmig/tools/__init__.py)
+line_fields = minicc_fields

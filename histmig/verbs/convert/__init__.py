@@ -13,10 +13,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 from histmig import tools as registry
 from histmig.toolkit.convert import provenance
-from histmig.tools.claude_code import write as to_claude
-from histmig.tools.codex import write as to_codex
-from histmig.tools.manifest import write as to_manifest
-from histmig.tools.mini_cc import write as to_mini_cc
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import flatten
 from histmig.toolkit.convert.ids import UUID_RE, Ids, parse_ts
@@ -28,8 +24,7 @@ from histmig.core.model import SessionRef
 from histmig.core.paths import safe_component, valid_cwd
 from histmig.core.plan import CreateFile, Op, Plan
 
-WRITERS = {"claude-code": to_claude.write, "codex": to_codex.write, "mini-cc": to_mini_cc.write,
-           "manifest": to_manifest.write}
+WRITERS = registry.hooks("writer")     # tool name -> tools/<tool>/write.py's write, imported on first use
 CLEANUP_DAYS = 30
 
 

@@ -8,26 +8,23 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from histmig import tools as registry
 from histmig.core.homes import Homes
-from histmig.tools.claude_code import doctor as doctor_claude
-from histmig.tools.codex import doctor as doctor_codex
-from histmig.verbs.doctor import other as doctor_other
 from histmig.toolkit.doctor.base import CHECKS, Finding
 from histmig.toolkit.doctor.locate import HomeIndex
-from histmig.tools.claude_family.transcript import utcnow
 from histmig.core.plan import Plan
 from histmig.tools import canonical
 
-TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
+TOOLS = registry.FORMATS     # every tool in the table (a live view: a registered tool is in it)
 
 
 @dataclass
 class Report:
     findings: list[Finding] = field(default_factory=list)
-    tools: tuple[str, ...] = TOOLS
+    tools: tuple[str, ...] = field(default_factory=registry.names)
 
     @property
     def healthy(self) -> bool:
@@ -50,18 +47,14 @@ class Report:
 def diagnose(homes: Homes, *, now: datetime | None = None, tools: Iterable[str] = TOOLS,
              ignore: Iterable[str] = ()) -> Report:
     """Every finding for the chosen tools, minus the ignored codes (a code or a ``tool.`` prefix)."""
-    now = now or utcnow()
+    now = now or datetime.now(timezone.utc)
     tools, ignore = tuple(canonical(t) for t in tools), tuple(ignore)
-    index = HomeIndex(homes.home, exclude=[homes.codex, homes.claude, homes.mini_cc, homes.state])
+    index = HomeIndex(homes.home, exclude=[*registry.homes_of(homes), homes.state])
     found: list[Finding] = []
-    if "codex" in tools:
-        found += doctor_codex.check(homes, index, split_ignored=_ignored("codex.rollout-provider-split", ignore))
-    if "claude-code" in tools:
-        found += doctor_claude.check(homes, index, now)
-    if "mini-cc" in tools:
-        found += doctor_other.check_mini_cc(homes, index, now)
-    if "manifest" in tools:
-        found += doctor_other.check_manifest(homes)
+    for name in registry.names():          # table order, whatever order the tools were asked in
+        check = registry.hook(name, "doctor") if name in tools else None
+        if check is not None:
+            found += check(homes, index, now, lambda code: _ignored(code, ignore))
     return Report([f for f in found if not _ignored(f.code, ignore)], tools)
 
 

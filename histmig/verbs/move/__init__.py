@@ -12,37 +12,27 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from histmig.core import locks
+from histmig import tools as registry
 from histmig.core import tail_rules
 from histmig.verbs.move import paths as move_paths
-from histmig.tools.claude_code.move import plan_claude
-from histmig.tools.codex.move import plan_codex
 from histmig.tools import canonical
 from histmig.toolkit.move.common import ToolPlan, make_pathmap
-from histmig.tools.manifest.move import plan_manifest
-from histmig.tools.mini_cc.move import plan_minicc
 from histmig.core.plan import Plan
-
-TOOLS = ("codex", "claude-code", "mini-cc", "manifest")
 
 
 def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, force: bool = False,
               rewrite_content: bool = False, split_shared: bool = False) -> Plan:
-    selected = {canonical(t) for t in tools} if tools else set(TOOLS)
+    selected = {canonical(t) for t in tools} if tools else set(registry.names())
     res = move_paths.resolve(old, new)
     pm, warnings = make_pathmap(old, res.new)
     warnings = res.warnings + warnings
-    plans = {t: ToolPlan(t) for t in TOOLS}
+    plans = {t: ToolPlan(t) for t in registry.names()}
     opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content, "split_shared": split_shared,
             "rerun": rerun_command(old, new, tools, force=force, rewrite_content=rewrite_content)}
-    if selected & {"claude-code", "manifest"}:
-        plan_claude(homes, pm, plans, opts, locks.claude_live_registry(homes.claude))
-    if "manifest" in selected:
-        plan_manifest(homes, pm, plans, opts)
-    if "codex" in selected:
-        plan_codex(homes, pm, plans, opts)
-    if "mini-cc" in selected:
-        plan_minicc(homes, pm, plans, opts)
+    for name in registry.move_order(selected):     # each tool's hook fills plans[name] (and may skip)
+        hook = registry.hook(name, "move")
+        if hook is not None:
+            hook(homes, pm, plans, opts)
     plan = _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
     if split_shared:
         plan.args["split_shared"] = True
@@ -59,7 +49,7 @@ def rerun_command(old: str, new: str, tools: Iterable[str] | None, *, force: boo
 
 
 def _assemble(homes, old, new, pm, plans: dict[str, ToolPlan], selected, warnings, force, rewrite_content) -> Plan:
-    ordered = [plans[t] for t in TOOLS]
+    ordered = [plans[t] for t in registry.names()]
     ops = [op for p in ordered for op in p.writes]
     ops += [op for p in ordered for op in p.other]
     ops += [op for p in ordered for op in p.renames]
@@ -75,13 +65,13 @@ def _assemble(homes, old, new, pm, plans: dict[str, ToolPlan], selected, warning
 
 
 def _roots(homes, ops) -> list[str]:
-    """The homes, plus ~/.claude.json and the folders of databases the plan updates."""
-    roots = [os.path.abspath(r) for r in (homes.codex, homes.claude, homes.mini_cc)]
+    """The homes, plus files a tool keeps outside its home (~/.claude.json) and the folders of databases the plan updates."""
+    roots = [os.path.abspath(r) for r in registry.homes_of(homes)]
+    own_files = {os.path.abspath(f) for f in registry.files_of(homes)}
     for op in ops:
         for p in op.paths():
             if not any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots):
-                roots.append(p if os.path.abspath(p) == os.path.abspath(homes.claude_json)
-                             else os.path.dirname(p))
+                roots.append(p if os.path.abspath(p) in own_files else os.path.dirname(p))
     return roots
 
 
@@ -95,19 +85,13 @@ def tail_transform(plan: Plan):
 
     from histmig.jsonio import jsonl
     from histmig.jsonio.jsonedit import EditError
-    from histmig.tools.claude_code.move import claude_fields, history_fields
-    from histmig.tools.codex.move import codex_fields
     from histmig.toolkit.move.common import PathMap, content_edits, line_patches
-    from histmig.tools.mini_cc.move import minicc_fields
     pm = PathMap(tuple(plan.summary["old"]), plan.summary["new"])
     content = bool(plan.args.get("rewrite_content"))
-    by_tool = {"codex": codex_fields, "claude-code": claude_fields, "mini-cc": minicc_fields,
-               "manifest": lambda obj, pm: []}
 
     def transform(op, data: bytes) -> bytes:
         tool = (getattr(op, "session", None) or {}).get("tool")
-        path = op.paths()[0]
-        fields = by_tool.get(tool) or (history_fields if path.endswith("history.jsonl") else None)
+        fields = _line_fields(tool, op.paths()[0])
         if fields is None:
             return data
         out, pos = bytearray(), 0
@@ -126,6 +110,20 @@ def tail_transform(plan: Plan):
                 pos = p.offset + len(p.old)
         return bytes(out + data[pos:]) if pos else data
     return transform
+
+
+def _line_fields(tool: str | None, path: str):
+    """The fields function for the lines of one planned file: its session's tool's, or for a file no
+    session owns (Claude's history.jsonl) the first tool that claims the path."""
+    fields = registry.TABLE[tool].hook("fields") if tool in registry.TABLE else None
+    if fields is not None:
+        return fields
+    for row in list(registry.TABLE.values()):
+        unowned = row.hook("unowned")
+        fields = unowned(path) if unowned is not None else None
+        if fields is not None:
+            return fields
+    return None
 
 
 tail_rules.register("move", lambda plan: tail_transform(plan) if "old" in plan.summary and "new" in plan.summary else None)
