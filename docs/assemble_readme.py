@@ -12,6 +12,7 @@ ROOT = DOCS.parent
 # (file, demote headings by) in README order
 PARTS = [
     ("README.head.md", 0),
+    ("install.md", 1),
     ("demo.md", 1),
     ("scan-show.md", 1),
     ("codex.md", 1),

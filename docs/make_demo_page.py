@@ -7,7 +7,7 @@ out = subprocess.run([sys.executable, "-m", "histmig", "demo"], capture_output=T
                      env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"}).stdout
 page = f"""# Demo
 
-`histmig demo` installs `samples/` (real Codex 0.171.0 and Claude Code 2.1.197 recordings plus
+`histmig demo` installs `histmig/samples/` (real Codex 0.171.0 and Claude Code 2.1.197 recordings plus
 hand-written mini-cc and manifest trees) into a temporary home and runs the read-only commands and
 every dry run against it. Real output:
 

@@ -1,5 +1,5 @@
 """Every damaged-line kind is read without an exception, counted, and kept byte for byte
-(samples/broken/, made by samples/broken/make_broken.py)."""
+(histmig/samples/broken/, made by histmig/samples/broken/make_broken.py)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from histmig.tools.manifest import adapter as mf
 from histmig.tools.mini_cc import adapter as mc
 from histmig.core.homes import resolve_homes
 
-BROKEN = Path(__file__).resolve().parent.parent / "samples" / "broken"
+BROKEN = Path(__file__).resolve().parent.parent / "histmig" / "samples" / "broken"
 TOOLS = {"claude-code": cc, "mini-cc": mc}
 # lines a reader must set aside per kind: CRLF and a leading BOM are damage a strict reader
 # survives (the record still parses); every other kind leaves one line that is not a record

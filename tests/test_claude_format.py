@@ -14,7 +14,7 @@ from histmig.core.homes import resolve_homes
 from histmig.core.model import Attachment, Opaque, Reasoning, Text, ToolCall, ToolResult
 from histmig.core.paths import claude_slug
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples"
 
 
 def claude_sample_files() -> list[Path]:

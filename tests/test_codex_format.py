@@ -11,7 +11,7 @@ from histmig.core.homes import resolve_homes
 
 from codex_fixtures import TS, dumps, rollout, session_meta, tid, write_rollout
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "codex"
+SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples" / "codex"
 
 LEGACY_PRE_ENVELOPE = (
     b'{"id":"5973b6c0-94b8-487b-a530-2aeb6098ae0e","timestamp":"2025-08-11T16:19:51.140Z","instructions":null,"git":{"commit_hash":"abc"}}\n'

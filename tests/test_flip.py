@@ -414,7 +414,7 @@ def test_cli_flip_apply_then_undo_round_trip(tmp_path):
     assert _snapshot(codex_home) == before and _rows(codex_home) == rows_before
 
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "codex"
+SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples" / "codex"
 SAMPLE_HOMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "state_5.sqlite").exists()) if SAMPLES.is_dir() else []
 
 

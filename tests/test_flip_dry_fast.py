@@ -27,7 +27,7 @@ from clirun import histmig
 from codex_fixtures import home_with, rollout, tid, write_rollout
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "samples" / "codex"
+SAMPLES = ROOT / "histmig" / "samples" / "codex"
 
 
 # ---- the old implementations, as references ------------------------------------------------

@@ -12,7 +12,7 @@ from histmig.tools.manifest import adapter as mf
 from histmig.core.homes import resolve_homes
 from histmig.core.model import Text, ToolCall, ToolResult
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples"
 HEALTHY = SAMPLES / "manifest" / "healthy"
 UNHEALTHY = SAMPLES / "manifest" / "unhealthy-checkpoint-past-end"
 

@@ -11,7 +11,7 @@ from histmig.tools.mini_cc import adapter as mc
 from histmig.core.homes import resolve_homes
 from histmig.core.model import Reasoning, Text, ToolCall, ToolResult
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples"
 BASIC = SAMPLES / "mini-cc" / "basic"
 NODE = "6ec7a169-ab5d-4f12-bf8d-16f92f2c50f4"
 PY = "b25c2034-6d1f-4e8a-9b3c-2f7e1a0d5c48"

@@ -1,10 +1,11 @@
-"""Install the bundled ``samples/`` trees into a scratch home (for ``histmig demo`` and tests).
+"""Install the bundled ``histmig/samples/`` trees into a scratch home (for ``histmig demo`` and tests).
 
-Each ``samples/<tool>/<case>/`` folder is a home of that tool (CODEX_HOME, CLAUDE_CONFIG_DIR,
+Each ``histmig/samples/<tool>/<case>/`` folder is a home of that tool (CODEX_HOME, CLAUDE_CONFIG_DIR,
 MINI_CC_HOME; manifest cases are Claude-home-like). Installing merges every case of a tool into one
 home: files are copied with their mtimes, SQLite databases are merged row by row, and Codex
 ``threads.rollout_path`` values are re-pointed at the copied files (a copied home otherwise keeps
-pointing at the tree it was recorded in).
+pointing at the tree it was recorded in). The trees are package data, so a wheel, an sdist and an
+editable install all carry them (docs/install.md, "What the wheel and the sdist ship").
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def samples_root() -> Path:
     env = os.environ.get("HISTMIG_SAMPLES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "samples"
+    return Path(__file__).resolve().parents[1] / "samples"
 
 
 def cases(tool: str, root: Path | None = None, *, include_broken: bool = True) -> list[Path]:

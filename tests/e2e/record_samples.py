@@ -1,6 +1,6 @@
-"""Regenerate the real-client parts of ``samples/`` with the e2e harness.
+"""Regenerate the real-client parts of ``histmig/samples/`` with the e2e harness.
 
-    python -m tests.e2e.record_samples [--target /work/main/samples] [--only codex|claude-code] [CASE ...]
+    python -m tests.e2e.record_samples [--target /work/main/histmig/samples] [--only codex|claude-code] [CASE ...]
 
 Every case runs the pinned clients from scratch in the fixed folder ``/tmp/histmig-rec`` (HOME is
 ``/tmp/histmig-rec/home``, projects live under ``/tmp/histmig-rec/work/``). That path names nobody, so
@@ -185,7 +185,7 @@ def record(tool: str, case: str, fn, clients: Clients, target: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "samples")
+    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
     ap.add_argument("--only", choices=["codex", "claude-code"])
     ap.add_argument("cases", nargs="*")
     args = ap.parse_args(argv)

@@ -1,8 +1,8 @@
-"""Make samples/codex/unhealthy-shadowed-pair from samples/codex/plain.
+"""Make histmig/samples/codex/unhealthy-shadowed-pair from histmig/samples/codex/plain.
 
 A rollout whose plain ``.jsonl`` and ``.jsonl.zst`` both exist: Codex reads the plain file and
 ignores the ``.zst`` (it is "shadowed"). The ``.zst`` holds an older prefix of the conversation, as
-after an interrupted hand-made decompression. Run: ``python samples/make_shadowed.py``.
+after an interrupted hand-made decompression. Run: ``python histmig/samples/make_shadowed.py``.
 """
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""Regenerate the damaged-line samples: ``python samples/broken/make_broken.py``.
+"""Regenerate the damaged-line samples: ``python histmig/samples/broken/make_broken.py``.
 
 One session file per damage kind, for Claude Code and for mini-cc; ``kinds.json`` in each tree
 maps a session id to its kind. Every file is a short, valid conversation with exactly one kind of
