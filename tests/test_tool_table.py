@@ -235,6 +235,8 @@ def tool_namings() -> dict[str, list[str]]:
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith("tools/") and rel.count("/") >= 2:
             continue                          # inside a tool's own folder: that is where it belongs
+        if rel.startswith("samples/"):
+            continue                          # the bundled sample data and its generator scripts, not histmig's code
         hits = _namings(path)
         if hits:
             found[rel] = hits
