@@ -1,6 +1,7 @@
 """Plans: what a mutating command would do, as data.
 
-A planner (``histmig/verbs/*``, with each tool's hooks in ``histmig/tools/<tool>/``) reads the disk and returns a :class:`Plan`: a list of small,
+A planner (``histmig/verbs/*``, with each tool's hooks in ``histmig/tools/<tool>/``) reads the disk and
+returns a :class:`Plan`: a list of small,
 fingerprinted operations. Nothing is written until ``histmig.apply.apply_plan`` executes the plan
 through the one file-system facade; every operation carries what it expects to find so that apply can
 refuse (naming the file) when the world changed since planning.
@@ -27,11 +28,11 @@ from histmig.core.diagnostics import RefusedError, Skip, Warning
 PLAN_SCHEMA = "histmig-plan/1"
 
 
-def _b(data: bytes) -> str:
+def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _unb(text: str) -> bytes:
+def unb64(text: str) -> bytes:
     return base64.b64decode(text.encode())
 
 
@@ -59,7 +60,7 @@ class Fingerprint:
             return cls(absent=True)
         digest = None
         if with_hash and p.is_file() and not p.is_symlink():
-            from histmig.apply.fsio import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
+            from histmig.core.fsread import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
             import hashlib  # noqa: PLC0415 (lazy: a dry run never hashes)
             h = hashlib.sha256()
             with os.fdopen(open_read(p), "rb") as fh:
@@ -97,11 +98,11 @@ class Patch:
     new: bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "old": _b(self.old), "new": _b(self.new)}
+        return {"offset": self.offset, "old": b64(self.old), "new": b64(self.new)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Patch":
-        return cls(d["offset"], _unb(d["old"]), _unb(d["new"]))
+        return cls(d["offset"], unb64(d["old"]), unb64(d["new"]))
 
     @property
     def delta(self) -> int:
@@ -144,7 +145,7 @@ def _encode(value: Any) -> Any:
     if isinstance(value, (Fingerprint, Patch)):
         return value.to_dict()
     if isinstance(value, bytes):
-        return _b(value)
+        return b64(value)
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     return value
@@ -342,11 +343,11 @@ def op_from_dict(d: dict[str, Any]) -> Op:
     if cls is WriteFile:
         d["patches"] = tuple(Patch.from_dict(p) for p in d.get("patches", ()))
         if "new_bytes" in d:
-            d["new_bytes"] = _unb(d["new_bytes"])
+            d["new_bytes"] = unb64(d["new_bytes"])
     if cls is CreateFile:
         if {"data_path", "sha256", "size"} & d.keys():   # a spool file is this process's, never a plan's
             raise RefusedError("invalid plan: a create names a spool file instead of carrying its data")
-        d["data"] = _unb(d["data"])
+        d["data"] = unb64(d["data"])
     if cls is SqlInsert:
         d["key"] = tuple(d.get("key", ("id",)))
     return cls(**d)
