@@ -92,7 +92,7 @@ def test_case9_plan_out_embeds_the_data_and_refuses_over_the_cap(homes, proj, is
     [op] = [o for o in Plan.loads(out.read_bytes()).operations if isinstance(o, CreateFile)]
     assert op.data and op.data_path is None and b"data_path" not in out.read_bytes()
     out.unlink()
-    monkeypatch.setattr("histmig.cli.convert.BATCH_BYTES", 100)
+    monkeypatch.setattr("histmig.verbs.convert.batches.BATCH_BYTES", 100)
     before = tree(Path(isolated_homes["HOME"]))
     res = histmig("convert", "--to", "codex", CLAUDE_ID[:8], "--plan-out", out)
     assert res.exit_code == 1 and "error: --plan-out embeds each converted file in the plan" in res.stderr

@@ -85,7 +85,7 @@ def test_gc_apply_removes_backups_and_log_and_undo_say_so():
     txid = flipped()
     age(txid, 40)
     size = sum(p.stat().st_size for p in (tx_root(state()) / txid / "b").iterdir())
-    from histmig.verbs.catalog import fmt_size
+    from histmig.cli.fmt import fmt_size
     assert f"backups {fmt_size(size)}" in histmig("log").stdout          # e.g. "backups 12.0K"
     logged = orjson.loads(histmig("log", "--json").stdout)
     assert logged[0]["backup_bytes"] == size and logged[0]["gc"] is None

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from histmig.cli import samples
 from histmig.cli import cli
-from histmig.verbs.catalog import unique_prefixes
+from histmig.core.ids import unique_prefixes
 
 REC = "/tmp/histmig-rec/work"
 # (tool, case) -> [(cwd, provider, title, messages, state)], checked against the prompts the

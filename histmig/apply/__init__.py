@@ -17,26 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from histmig.apply.options import ApplyOptions, ApplyResult, RecoverResult
-from histmig.core.diagnostics import RefusedError
-from histmig.apply.journal import TxInfo, list_transactions, unfinished_transactions
+from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, RecoverResult
+from histmig.apply.journal import TxInfo, check_no_unfinished, transactions
 
 __all__ = ["ApplyOptions", "ApplyResult", "RecoverResult", "TxInfo", "ApplyFailedError", "apply_plan",
            "recover", "transactions", "check_no_unfinished"]
-
-
-class ApplyFailedError(RefusedError):
-    """An operation failed mid-apply; everything done so far was rolled back."""
-
-
-def transactions(homes) -> list[TxInfo]:
-    return list_transactions(homes.state)
-
-
-def check_no_unfinished(homes) -> None:
-    from histmig.core.diagnostics import UnfinishedTransactionError
-    for txid in unfinished_transactions(homes.state):
-        raise UnfinishedTransactionError(f"unfinished transaction {txid}; run histmig recover")
 
 
 def apply_plan(plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:

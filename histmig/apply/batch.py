@@ -39,12 +39,12 @@ from histmig.apply import fsio
 from histmig.apply import zstdfill
 from histmig.apply.check import parallel_map
 from histmig.apply.content import stream_segments, write_segments
-from histmig.apply.files import (RETRY, Ctx, VerifyError, _changed, _unlink_quiet, copy_meta, make_backup,
+from histmig.apply.files import (RETRY, Ctx, VerifyError, changed_since_check, unlink_quiet, copy_meta, make_backup,
                                  pre_state, salvage, verify)
 from histmig.apply.options import Prepared, key
 from histmig.core.diagnostics import Skip
 from histmig.core.livewriters import open_writers
-from histmig.core.plan import _b
+from histmig.core.plan import b64
 
 PARALLEL_MIN = 256 << 10   # files at least this big are filled two at a time
 BATCH = 64     # files per batch: bounds open descriptors (3 per file) and the work a rollback undoes
@@ -121,7 +121,7 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
             _close(items, name)
     for it in items:
         if it.outcome is not None and it.backup:
-            _unlink_quiet(ctx.fs, it.backup, None)   # not replaced: a hard-link backup would leave nlink 2
+            unlink_quiet(ctx.fs, it.backup, None)   # not replaced: a hard-link backup would leave nlink 2
     return items
 
 
@@ -134,7 +134,7 @@ def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
         it.st0 = os.fstat(it.src)
         it.tmp = _temp_for(ctx, p, attempt, it.st0)
         if key(it.st0) != key(p.st):
-            it.outcome = _changed(ctx, p, it.st0, it.src)
+            it.outcome = changed_since_check(ctx, p, it.st0, it.src)
             continue
         ctx.backup = None
         it.backup_rec = make_backup(ctx, f"{p.n}.{attempt}", it.dfd, p.name, it.src, it.st0, p.pre_sha, sync=False)
@@ -202,7 +202,7 @@ def _fill_temp(ctx: Ctx, it: Item) -> None:
         if p.pre_sha is not None and pre != p.pre_sha:   # the plan's: same ctime, other bytes (cannot happen)
             os.close(it.tfd)
             it.tfd = -1
-            _unlink_quiet(fs, it.tmp, it.dfd)
+            unlink_quiet(fs, it.tmp, it.dfd)
             it.outcome = Skip(p.op.paths()[0], "content changed since plan (sha256); re-plan", "changed")
             return
         p.pre_sha, p.post_sha = pre, post
@@ -245,12 +245,12 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
         st1 = os.stat(p.name, dir_fd=it.dfd, follow_symlinks=False)
         who = holders.get(it.inode)
         if key(st1) != key(it.st0) or who:
-            _unlink_quiet(fs, it.tmp, it.dfd)
+            unlink_quiet(fs, it.tmp, it.dfd)
             if who:
                 it.outcome = Skip(p.op.paths()[0], f"open for writing by {', '.join(h.describe() for h in who)}; "
                                   "quit it and re-run", "open-writer")
             else:
-                it.outcome = _changed(ctx, p, st1, it.src)
+                it.outcome = changed_since_check(ctx, p, st1, it.src)
             continue
         fs.point("before-replace", it.label)
         fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
@@ -270,9 +270,9 @@ def _cleanup(ctx: Ctx, items: list[Item]) -> None:
     (nobody would ever remove those). Journaled ones are the rollback's job."""
     for it in items:
         if it.dfd >= 0 and it.tmp and not it.replaced:
-            _unlink_quiet(ctx.fs, it.tmp, it.dfd)
+            unlink_quiet(ctx.fs, it.tmp, it.dfd)
         if it.backup and not it.journaled:
-            _unlink_quiet(ctx.fs, it.backup, None)
+            unlink_quiet(ctx.fs, it.backup, None)
 
 
 def _close(items: list[Item], name: str) -> None:
@@ -306,7 +306,7 @@ def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         post = {it.prep.n: {"sha256": it.prep.post_sha, "size": it.prep.post_size} for it in live}
         ctx.journal.append_many([("intent", {
             "n": it.prep.n, "method": "inplace", "path": it.prep.path,
-            "spans": [{"offset": p.offset, "old": _b(p.old), "new": _b(p.new)} for p in it.prep.patches],
+            "spans": [{"offset": p.offset, "old": b64(p.old), "new": b64(p.new)} for p in it.prep.patches],
             "pre": pre_state(it.st0, it.prep.pre_sha, None), "post": post[it.prep.n],
             "session": it.prep.session}) for it in live])
         for it in live:
@@ -319,3 +319,13 @@ def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         _close(items, "tfd")
         _close(items, "dfd")
     return [it.outcome for it in items]
+
+
+def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
+    """Replace one file (a batch of one)."""
+    return replace_batch(ctx, [prep])[0]
+
+
+def patch_in_place(ctx: Ctx, prep: Prepared) -> Skip | None:
+    """Patch one file in place (a batch of one)."""
+    return inplace_batch(ctx, [prep])[0]

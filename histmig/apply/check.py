@@ -14,14 +14,15 @@ Two passes, both read-only:
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
 from pathlib import Path
 
 from histmig.apply import fsio
+from histmig.apply.content import digest
 from histmig.apply.options import ApplyOptions, Prepared
+from histmig.apply.ranges import sha_range
 from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
                                     propagate_session_skips, mark_skip)
 from histmig.core.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
@@ -386,26 +387,8 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
         raise Stale(f"{op.path}: {why}", _why_code(why))
 
 
-def sha_range(fd: int, start: int, end: int) -> str:
-    h = hashlib.sha256()
-    for chunk in read_range(fd, start, end):
-        h.update(chunk)
-    return h.hexdigest()
-
-
-def read_range(fd: int, start: int, end: int, step: int = 1 << 20):
-    pos = start
-    while pos < end:
-        chunk = os.pread(fd, min(step, end - pos), pos)
-        if not chunk:
-            raise OSError(errno.EIO, "file shrank while reading")
-        yield chunk
-        pos += len(chunk)
-
-
 def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     """Pre hash (checked against the plan), patch check and expected post hash, in one read."""
-    from histmig.apply.content import digest  # local: content imports this module
     op: WriteFile = prep.op
     if op.compression == "zstd":
         return _digest_zstd(prep, op, src, opts)

@@ -14,18 +14,18 @@ from histmig import __version__
 from histmig.apply import fsio
 from histmig.apply import backups, batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
-from histmig.apply.files import Ctx, patch_in_place, rewrite
-from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, RecoverResult
+from histmig.apply.batch import patch_in_place, rewrite
+from histmig.apply.files import Ctx
+from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.skipping import skips_of
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.core.homes import Homes
-from histmig.apply.journal import Journal, new_txid, read_records, tx_root
+from histmig.apply.journal import Journal, check_no_unfinished, new_txid, read_records, transactions, tx_root
 from histmig.core.locks import GlobalLock, check_claude_json_lock, claude_json_lock, codex_maintenance_lock, ensure_private_dir
 
-from histmig.apply import ApplyFailedError, check_no_unfinished, transactions
 
 
 def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> ApplyResult:

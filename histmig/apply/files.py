@@ -2,7 +2,7 @@
 (:mod:`histmig.apply.batch`, which runs them for many files at once, §1.x) and by create/delete/rename:
 the execution context, backups, metadata copying, verification by re-reading, append handling.
 
-:func:`rewrite` and :func:`patch_in_place` run the protocol for a single file (a batch of one).
+:func:`histmig.apply.batch.rewrite` and :func:`~histmig.apply.batch.patch_in_place` run it for a single file.
 """
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import stat
 from dataclasses import dataclass, field
 
 from histmig.apply import fsio
-from histmig.apply.check import read_range, sha_range
+from histmig.apply.ranges import read_range, sha_range
+from histmig.apply.content import Window, digest
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared
 from histmig.core.diagnostics import Skip, Warning
 from histmig.apply.journal import Journal
-from histmig.core.plan import _b
+from histmig.core.plan import b64
 
 RETRY = object()
 _LINK_FALLBACK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES)
@@ -68,7 +69,7 @@ def pre_state(st: os.stat_result, sha: str | None, fd: int | None) -> dict:
     return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
             "atime_ns": st.st_atime_ns, "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid,
             "gid": st.st_gid, "nlink": st.st_nlink, "sha256": sha,
-            "xattrs": {k: _b(v) for k, v in read_xattrs(fd).items()} if fd is not None else {}}
+            "xattrs": {k: b64(v) for k, v in read_xattrs(fd).items()} if fd is not None else {}}
 
 
 def read_xattrs(fd: int) -> dict[str, bytes]:
@@ -80,12 +81,7 @@ def read_xattrs(fd: int) -> dict[str, bytes]:
 
 
 # -- replace ----------------------------------------------------------------------------------------
-def rewrite(ctx: Ctx, prep: Prepared) -> Skip | None:
-    from histmig.apply.batch import replace_batch
-    return replace_batch(ctx, [prep])[0]
-
-
-def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
+def changed_since_check(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
     """The file changed after precheck. A pure append (same inode, longer, old prefix intact) is
     retried with the new tail; anything else skips the file. A ``.zst`` has no appendable tail
     (its patches address the decompressed bytes; precheck refuses a grown one too): skipped."""
@@ -100,7 +96,6 @@ def _changed(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
 
 
 def _refresh(ctx: Ctx, prep: Prepared, src: int) -> None:
-    from histmig.apply.content import digest
     prep.st = os.fstat(src)
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, ctx.opts)
 
@@ -142,7 +137,6 @@ def salvage(ctx: Ctx, prep: Prepared, dfd: int, src: int, st0, sha: str, size: i
 
 def verify(dfd: int, name: str, sha: str, size: int, label: str) -> None:
     """Re-read the (durable) temp once, streaming, and compare size and sha256 with the plan."""
-    from histmig.apply.content import Window
     fd = fsio.open_read(name, dir_fd=dfd)
     try:
         h = hashlib.sha256()
@@ -175,7 +169,7 @@ def copy_meta(ctx: Ctx, st0, src: int | None, tfd: int, label: str, xattrs: dict
             ctx.warn("xattr-not-kept", f"could not copy xattr {k} ({e.strerror})", label)
 
 
-def _unlink_quiet(fs: fsio.FS, name: str, dfd: int | None) -> None:
+def unlink_quiet(fs: fsio.FS, name: str, dfd: int | None) -> None:
     try:
         os.unlink(name, dir_fd=dfd)  # cleanup is not a counted step: it must not fault
     except FileNotFoundError:
@@ -210,16 +204,10 @@ def make_backup(ctx: Ctx, bname: str, dfd: int, name: str, src: int, st0, sha: s
             raise VerifyError(errno.EIO, "backup copy differs from the original", path)
     except BaseException:
         os.close(bfd)
-        _unlink_quiet(fs, path, None)
+        unlink_quiet(fs, path, None)
         raise
     os.close(bfd)
     ctx.backup = path
     if sync:
         fs.fsync_dir(bdir)
     return {"name": bname, "kind": "copy"}
-
-
-# -- in place -------------------------------------------------------------------------------------
-def patch_in_place(ctx: Ctx, prep: Prepared) -> Skip | None:
-    from histmig.apply.batch import inplace_batch
-    return inplace_batch(ctx, [prep])[0]

@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from histmig.core.fsread import open_read  # noqa: F401 (re-exported: reads are not counted, so not the facade's)
+
 TMP_SUFFIX = ".histmig-tmp"
 _COUNT_LOCK = threading.Lock()
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -364,19 +366,6 @@ def open_dir(root: str, rel_parts: list[str]) -> int:
         os.close(fd)
         fd = nfd
     return fd
-
-
-_NOATIME = getattr(os, "O_NOATIME", 0)
-
-
-def open_read(name, *, dir_fd: int | None = None) -> int:
-    """Open for reading without following a symlink, without blocking on a FIFO and, where the
-    kernel allows it (our own files, or root), without touching atime — we keep atime exact."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        return os.open(name, flags | _NOATIME, dir_fd=dir_fd)
-    except PermissionError:
-        return os.open(name, flags, dir_fd=dir_fd)
 
 
 def is_regular(st: os.stat_result) -> bool:

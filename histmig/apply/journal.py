@@ -305,3 +305,14 @@ def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept:
             journal.append("undone")
     finally:
         journal.close()
+
+
+def transactions(homes) -> list[TxInfo]:
+    return list_transactions(homes.state)
+
+
+def check_no_unfinished(homes) -> None:
+    """Every mutating command calls this before planning: an unfinished apply must be recovered first."""
+    from histmig.core.diagnostics import UnfinishedTransactionError
+    for txid in unfinished_transactions(homes.state):
+        raise UnfinishedTransactionError(f"unfinished transaction {txid}; run histmig recover")

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, Skip, Warning
+from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, RefusedError, Skip, Warning
 from histmig.core.plan import Op, Patch
 
 
@@ -109,3 +109,7 @@ class Prepared:
 def key(st: os.stat_result) -> tuple[int, int, int, int]:
     """What "unchanged" means between two stats (Mercurial's idea, with ns and the inode)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class ApplyFailedError(RefusedError):
+    """An operation failed mid-apply; everything done so far was rolled back."""

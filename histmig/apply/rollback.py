@@ -17,12 +17,12 @@ from typing import Any
 
 from histmig.apply import fsio
 from histmig.apply.backups import unnamed_backups, verify_backup
-from histmig.apply.check import sha_range
-from histmig.apply.files import _unlink_quiet
+from histmig.apply.ranges import sha_range
+from histmig.apply.files import unlink_quiet
 from histmig.apply.sqlops import revert_db
 from histmig.core.diagnostics import Skip, Warning
 from histmig.apply.journal import Journal, read_records
-from histmig.core.plan import _unb
+from histmig.core.plan import unb64
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _drop_orphan_backups(fs, folder: Path, records: list[dict], how: Undo) -> No
     One whose file did change means the journal lost records: kept, and named."""
     drop, keep = unnamed_backups(folder, records)
     for p in drop:
-        _unlink_quiet(fs, str(p), None)
+        unlink_quiet(fs, str(p), None)
     for p, why in keep:
         how.skip(str(p), f"{why}; the backup is kept here (the journal lost records)", "journal-truncated")
 
@@ -91,7 +91,7 @@ def _drop_orphan_backups(fs, folder: Path, records: list[dict], how: Undo) -> No
 # -- replaced files -------------------------------------------------------------------------------
 def _revert_replace(fs: fsio.FS, folder: Path, rec: dict, how: Undo) -> None:
     path, pre = rec["path"], rec["pre"]
-    _unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
+    unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
     backup = folder / "b" / rec["backup"]["name"]
     try:
         st = os.lstat(path)
@@ -125,7 +125,7 @@ def _drop_link_backup(fs, backup: Path, pre: dict) -> None:
     except FileNotFoundError:
         return
     if (st.st_dev, st.st_ino) == (pre["dev"], pre["ino"]):
-        _unlink_quiet(fs, str(backup), None)
+        unlink_quiet(fs, str(backup), None)
 
 
 def _holds(path: str, pre: dict) -> bool:
@@ -183,12 +183,12 @@ def _write_back(fs, folder: Path, path: str, data: bytes, pre: dict, mtime_ns: i
     dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         ctx = Ctx(fs, _NoJournal(folder), ApplyOptions(), ApplyResult())
-        _unlink_quiet(fs, tmp, dfd)    # ours (the name holds the txid), left by an interrupted restore
+        unlink_quiet(fs, tmp, dfd)    # ours (the name holds the txid), left by an interrupted restore
         write_new(ctx, dfd, tmp, data, pre["mode"], mtime_ns, path, atime_ns=pre["atime_ns"])
         tfd = os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         try:
             st = os.stat_result((pre["mode"], 0, 0, 1, pre["uid"], pre["gid"], 0, 0, 0, 0))
-            copy_meta(ctx, st, None, tfd, path, {k: _unb(v) for k, v in pre.get("xattrs", {}).items()})
+            copy_meta(ctx, st, None, tfd, path, {k: unb64(v) for k, v in pre.get("xattrs", {}).items()})
             fs.utime(tfd, (pre["atime_ns"], mtime_ns), path)
             fs.fsync(tfd, path)
         finally:
@@ -216,7 +216,7 @@ def _revert_inplace(fs, folder, rec, how: Undo) -> None:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (pre["dev"], pre["ino"]):
             return how.skip(path, "replaced since apply; not restored", "modified")
-        spans = [(s["offset"], _unb(s["old"]), _unb(s["new"])) for s in rec["spans"]]
+        spans = [(s["offset"], unb64(s["old"]), unb64(s["new"])) for s in rec["spans"]]
         cur = [os.pread(fd, len(old), off) for off, old, _ in spans]
         if all(c == old for c, (_, old, _) in zip(cur, spans)):
             return how.restored.append(path)
@@ -234,7 +234,7 @@ def _revert_inplace(fs, folder, rec, how: Undo) -> None:
 
 def _revert_create(fs, folder, rec, how: Undo) -> None:
     path = rec["path"]
-    _unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
+    unlink_quiet(fs, os.path.join(os.path.dirname(path), rec["tmp"]), None)
     if os.path.lexists(path):
         with open(path, "rb") as fh:
             same = hashlib.sha256(fh.read()).hexdigest() == rec["post"]["sha256"]

@@ -8,8 +8,8 @@ import stat
 import time
 
 from histmig.apply import fsio
-from histmig.apply.check import sha_range
-from histmig.apply.files import Ctx, VerifyError, _unlink_quiet, make_backup, pre_state, verify
+from histmig.apply.ranges import sha_range
+from histmig.apply.files import Ctx, VerifyError, unlink_quiet, make_backup, pre_state, verify
 from histmig.apply.options import Prepared, key
 from histmig.core.diagnostics import RefusedError, Skip
 from histmig.core.plan import CreateFile
@@ -52,7 +52,7 @@ def create(ctx: Ctx, prep: Prepared) -> Skip | None:
         try:
             ctx.fs.rename_noreplace(tmp, prep.name, src_dir_fd=dfd, dst_dir_fd=dfd, label=prep.path)
         except FileExistsError:
-            _unlink_quiet(ctx.fs, tmp, dfd)
+            unlink_quiet(ctx.fs, tmp, dfd)
             raise RefusedError(f"{prep.path} appeared during apply; nothing replaced") from None
         ctx.fs.fsync(dfd, os.path.dirname(prep.path))
     finally:
@@ -81,7 +81,7 @@ def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: in
         fs.fsync(tfd, label + " (temp)")
     except BaseException:
         os.close(tfd)
-        _unlink_quiet(fs, tmp, dfd)
+        unlink_quiet(fs, tmp, dfd)
         raise
     os.close(tfd)
     verify(dfd, tmp, sha, size, label)

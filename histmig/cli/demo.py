@@ -31,13 +31,13 @@ def _steps(home: Path, first_cwd: str | None) -> list[list[str]]:
 @click.option("--keep", is_flag=True, help="Keep the temporary home and print its path.")
 @click.pass_obj
 def command(ctx, keep):
-    from histmig.verbs.catalog import discover_all
+    from histmig import api
     from histmig.cli import cli
 
     tmp = Path(tempfile.mkdtemp(prefix="histmig-demo-"))
     homes = samples.install(tmp)
     info(ctx, style(f"samples installed into a temporary home: {tmp}", bold=True))
-    codex_cwds = [r.cwd for r in discover_all(homes, ["codex"]) if r.cwd]
+    codex_cwds = [r.cwd for r in api.scan(homes, tools=["codex"]) if r.cwd]
     for args in _steps(tmp, codex_cwds[0] if codex_cwds else None):
         full = ["--home", str(tmp), "--state-dir", str(tmp / ".histmig-state"), *args]
         info(ctx, "\n" + style("$ histmig " + " ".join(shlex.quote(a) for a in args), fg="cyan"))

@@ -8,7 +8,7 @@ import click
 from histmig.cli.common import TOOL, emit_json, info
 from histmig.cli.tx import apply_options, run_plan
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
-from histmig.verbs.doctor import TOOLS, Report, diagnose, plan_repair
+from histmig import api
 
 EXAMPLES = """
 \b
@@ -33,20 +33,20 @@ Exit codes: 0 healthy, 1 problems found (or left after --repair --apply), 2 usag
 @apply_options
 @click.pass_obj
 def command(ctx, tools, ignore, repair, apply, as_json, plan_out):
-    report = diagnose(ctx.homes, tools=tools or TOOLS, ignore=ignore)
+    report = api.diagnose(ctx.homes, tools=tools or None, ignore=ignore)
     if (apply or plan_out) and not repair:
         raise UsageError("--apply and --plan-out need --repair")
     if not (repair and as_json):   # with --repair --json, the plan (or apply result) is the one document
         _show(ctx, report, as_json)
     if not repair:
         return EXIT_OK if report.healthy else EXIT_REFUSED
-    plan = plan_repair(ctx.homes, report)
+    plan = api.plan_repair(ctx.homes, report)
     shown = plan if as_json else dataclasses.replace(plan, warnings=[])   # findings were printed above
     code = run_plan(ctx, shown, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: _show_plan(ctx, p))
     if not apply:
         return EXIT_OK if report.healthy else EXIT_REFUSED
-    after = diagnose(ctx.homes, tools=tools or TOOLS, ignore=ignore)
+    after = api.diagnose(ctx.homes, tools=tools or None, ignore=ignore)
     if not as_json:
         info(ctx, "after repair: " + ("healthy" if after.healthy else f"{len(after.findings)} finding(s) left; "
                                       "each names the command to run"))
@@ -55,7 +55,7 @@ def command(ctx, tools, ignore, repair, apply, as_json, plan_out):
     return EXIT_OK if after.healthy else EXIT_REFUSED
 
 
-def _show(ctx, report: Report, as_json: bool) -> None:
+def _show(ctx, report, as_json: bool) -> None:
     if as_json:
         emit_json(report.to_dict())
         return

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import click
 
-from histmig.verbs.catalog import discover_all, filter_refs, fmt_size, fmt_time, parse_since, unique_prefixes
+from histmig import api
 from histmig.cli.common import TOOL, Progress, emit_json, info, style
+from histmig.cli.fmt import fmt_size, fmt_time
+from histmig.core.ids import unique_prefixes
 from histmig.tools import FORMATS
 
 EXAMPLES = """
@@ -24,10 +26,10 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per session.")
 @click.pass_obj
 def command(ctx, tools, provider, cwd, since, as_json):
-    since_ts = parse_since(since) if since else None
+    since_ts = api.parse_since(since) if since else None
     progress = Progress("scanning", enabled=not as_json and not ctx.quiet)
     refs = []
-    for ref in filter_refs(discover_all(ctx.homes, tools or None), provider=provider, cwd=cwd, since=since_ts):
+    for ref in api.scan(ctx.homes, tools=tools or None, provider=provider, cwd=cwd, since=since_ts):
         refs.append(ref)
         progress.step(ref.size)
     progress.done()

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import click
 
-from histmig.verbs.catalog import resolve
+from histmig import api
 from histmig.cli.common import TOOL, echo_chunks, emit_json_stream
 from histmig.cli.native import native_view
-from histmig.tools import adapter
 from histmig.cli.render import json_view, write_text
 
 EXAMPLES = """
@@ -26,10 +25,8 @@ Examples:
 @click.option("--tool", "tools", multiple=True, type=TOOL, help="Only look among these tools' sessions.")
 @click.pass_obj
 def command(ctx, session, fmt, tools):
-    ref = resolve(ctx.homes, session, tools or None)
-    tool = adapter(ref.format)
-    # stream(): records are read from the file as they are printed (bounded memory, any size)
-    sess = getattr(tool, "stream", tool.read)(ref)
+    # streamed: records are read from the file as they are printed (bounded memory, any size)
+    sess = api.show(ctx.homes, session, tools=tools or None)
     if fmt == "native":
         emit_json_stream(native_view(sess))
     elif fmt == "json":

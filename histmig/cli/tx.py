@@ -79,8 +79,8 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
         progress.step(0)
     opts.on_commit = on_commit
     try:
-        from histmig.apply import apply_plan
-        res = apply_plan(plan, ctx.homes, options=opts)
+        from histmig import api
+        res = api.apply(plan, ctx.homes, options=opts)
     finally:
         progress.done()
     if as_json:
@@ -109,21 +109,10 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
       histmig flip openai my-provider --plan-out flip.json
       histmig apply flip.json
     """
-    plan = Plan.loads(Path(plan_file).read_bytes())
-    _load_verb(plan.op)
+    from histmig import api
+    plan = api.load_plan(Path(plan_file).read_bytes())
     return run_plan(ctx, plan, apply=True, as_json=as_json, plan_out=None, render_dry_run=None,
                     options=_collect(flags))
-
-
-# The verb behind each plan kind: importing it registers its rule for lines appended after the
-# plan was made (histmig/core/tail_rules.py); the write path itself never imports a verb.
-_VERBS = {"flip": "histmig.verbs.flip", "move": "histmig.verbs.move"}
-
-
-def _load_verb(op: str) -> None:
-    if op in _VERBS:
-        import importlib
-        importlib.import_module(_VERBS[op])
 
 
 @click.command("undo")
@@ -150,8 +139,8 @@ def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force,
       histmig undo
       histmig undo 20261130T050933.123456Z-141272 --force
     """
-    from histmig.verbs.undo.run import undo
-    res = undo(ctx.homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run,
+    from histmig import api
+    res = api.undo(ctx.homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run,
                argv=sys.argv[1:])
     if as_json:
         emit_json({"dry_run": True, "plan": res.plan.to_dict()} if dry_run else res.to_dict())
@@ -192,8 +181,8 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
     Examples:
       histmig recover
     """
-    from histmig.apply import recover
-    res = recover(ctx.homes)
+    from histmig import api
+    res = api.recover(ctx.homes)
     if as_json:
         emit_json(res.to_dict())
         return res.exit_code
@@ -224,8 +213,8 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
     """
     from histmig.apply.gc import backup_size, gc_record
     from histmig.apply.journal import tx_root
-    from histmig.apply import transactions
-    txs = transactions(ctx.homes)
+    from histmig import api
+    txs = api.transactions(ctx.homes)
     folders = {t.txid: tx_root(ctx.homes.state) / t.txid for t in txs}
     sizes = {t.txid: backup_size(folders[t.txid]).bytes for t in txs}
     collected = {t.txid: gc_record(folders[t.txid]) for t in txs}
@@ -245,7 +234,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
 
 def _backups_note(state: str, size: int, gc_rec: dict | None) -> str:
     from histmig.apply.gc import UNDOABLE
-    from histmig.verbs.catalog import fmt_size
+    from histmig.cli.fmt import fmt_size
     if gc_rec is None:
         return f"backups {fmt_size(size)}"
     return "backups removed by gc" + ("; cannot be undone" if state in UNDOABLE else "")
@@ -268,8 +257,9 @@ def gc_cmd(ctx: Context, older_than: str, apply: bool, as_json: bool) -> int:
       histmig gc                       # dry run: what would go, and what could no longer be undone
       histmig gc --older-than 12h --apply
     """
-    from histmig.apply.gc import gc, parse_age
-    res = gc(ctx.homes, parse_age(older_than), apply=apply)
+    from histmig import api
+    from histmig.apply.gc import parse_age
+    res = api.gc(ctx.homes, parse_age(older_than), apply=apply)
     if as_json:
         emit_json(res.to_dict())
         return EXIT_OK
@@ -278,7 +268,7 @@ def gc_cmd(ctx: Context, older_than: str, apply: bool, as_json: bool) -> int:
 
 
 def _render_gc(ctx: Context, res, older_than: str) -> None:
-    from histmig.verbs.catalog import fmt_size
+    from histmig.cli.fmt import fmt_size
     verb = "removed" if res.applied else "would remove"
     for e in res.entries:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.last_write_ns / 1e9))

@@ -28,11 +28,11 @@ from histmig.core.diagnostics import RefusedError, Skip, Warning
 PLAN_SCHEMA = "histmig-plan/1"
 
 
-def _b(data: bytes) -> str:
+def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _unb(text: str) -> bytes:
+def unb64(text: str) -> bytes:
     return base64.b64decode(text.encode())
 
 
@@ -60,7 +60,7 @@ class Fingerprint:
             return cls(absent=True)
         digest = None
         if with_hash and p.is_file() and not p.is_symlink():
-            from histmig.apply.fsio import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
+            from histmig.core.fsread import open_read  # O_NOATIME where allowed: fingerprinting must not bump atime
             import hashlib  # noqa: PLC0415 (lazy: a dry run never hashes)
             h = hashlib.sha256()
             with os.fdopen(open_read(p), "rb") as fh:
@@ -98,11 +98,11 @@ class Patch:
     new: bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "old": _b(self.old), "new": _b(self.new)}
+        return {"offset": self.offset, "old": b64(self.old), "new": b64(self.new)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Patch":
-        return cls(d["offset"], _unb(d["old"]), _unb(d["new"]))
+        return cls(d["offset"], unb64(d["old"]), unb64(d["new"]))
 
     @property
     def delta(self) -> int:
@@ -145,7 +145,7 @@ def _encode(value: Any) -> Any:
     if isinstance(value, (Fingerprint, Patch)):
         return value.to_dict()
     if isinstance(value, bytes):
-        return _b(value)
+        return b64(value)
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     return value
@@ -343,11 +343,11 @@ def op_from_dict(d: dict[str, Any]) -> Op:
     if cls is WriteFile:
         d["patches"] = tuple(Patch.from_dict(p) for p in d.get("patches", ()))
         if "new_bytes" in d:
-            d["new_bytes"] = _unb(d["new_bytes"])
+            d["new_bytes"] = unb64(d["new_bytes"])
     if cls is CreateFile:
         if {"data_path", "sha256", "size"} & d.keys():   # a spool file is this process's, never a plan's
             raise RefusedError("invalid plan: a create names a spool file instead of carrying its data")
-        d["data"] = _unb(d["data"])
+        d["data"] = unb64(d["data"])
     if cls is SqlInsert:
         d["key"] = tuple(d.get("key", ("id",)))
     return cls(**d)

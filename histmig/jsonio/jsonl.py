@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import Any, BinaryIO, Iterator
 
 import orjson
 
 from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import open_regular, open_regular_fd  # noqa: F401 (re-exported: the readers' one import)
 
 BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -241,35 +241,6 @@ def iter_lines(fp: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             yield Line(number, buf_offset, None, len(buf))
         else:
             yield Line(number, buf_offset, bytes(buf))
-
-
-def open_regular(path: str | os.PathLike) -> BinaryIO:
-    """Open a file for reading without following a final symlink and without blocking on a FIFO;
-    refuse anything that is not a regular file."""
-    fd = open_regular_fd(path)
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb", buffering=0)
-
-
-def open_regular_fd(path: str | os.PathLike) -> int:
-    """:func:`open_regular` as a bare fd (for a caller that reads once and closes: a dry run's
-    line 1 of every rollout). It stays O_NONBLOCK, which has no effect on a regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        import errno
-        if e.errno == errno.ELOOP:
-            raise HistmigInputError("is a symlink; not followed", path=path) from None
-        if e.errno in (errno.EACCES, errno.EPERM):
-            raise HistmigInputError("permission denied", path=path) from None
-        raise HistmigInputError(e.strerror or str(e), path=path) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise HistmigInputError("not a regular file", path=path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def is_zst(path: str | os.PathLike) -> bool:

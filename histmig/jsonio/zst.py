@@ -17,6 +17,7 @@ from typing import BinaryIO
 import zstandard
 
 from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import open_regular
 
 MAGIC = 0xFD2FB528
 MAX_WINDOW = 1 << 27                        # 128 MiB, Codex's own limit is lower
@@ -157,6 +158,5 @@ def compress(data: bytes, level: int = 3) -> bytes:
 
 def decompress_all(path: str | os.PathLike, *, max_output: int | None = None) -> bytes:
     """The whole decompressed content (for small files and tests)."""
-    from histmig.jsonio.jsonl import open_regular
     with BoundedZstdReader(open_regular(path), path=os.fspath(path), max_output=max_output) as r:
         return r.read()

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from histmig.toolkit.convert.ids import parse_ts
 from histmig.toolkit.convert.loss import LossReport
-from histmig.tools.claude_family.blocks import message_model
+from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
 CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")

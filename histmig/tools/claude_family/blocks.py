@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from histmig.core.diagnostics import HistmigError, Warning
 from histmig.jsonio.jsonl import Line
+from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Part, Reasoning, Record, Text, ToolCall, ToolResult
 
 # context the client injects into user turns (reminders, slash-command echoes, hook output)
@@ -121,13 +122,6 @@ def build_message(skeleton: dict | None, rec: Record) -> dict:
     if rec.usage is not None and "usage" in msg:
         msg["usage"] = rec.usage
     return msg
-
-
-def message_model(rec: Record) -> str | None:
-    """The model named in a record's message, except Claude's ``<synthetic>`` (client-made turns)."""
-    msg = rec.extra.get("message") if isinstance(rec.extra, dict) else None
-    model = msg.get("model") if isinstance(msg, dict) else None
-    return model if isinstance(model, str) and model != "<synthetic>" else None
 
 
 # ---- one record per line ----------------------------------------------------------------------

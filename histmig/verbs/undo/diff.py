@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from histmig.apply import fsio
-from histmig.apply.check import read_range, sha_range
+from histmig.apply.ranges import read_range, sha_range
 from histmig.core.plan import Patch, compact
 
 

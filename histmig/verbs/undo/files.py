@@ -19,7 +19,7 @@ from histmig.core.diagnostics import Warning
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, starts_with, tail_patches,
                                    whole_patch)
-from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, _unb
+from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, unb64
 
 LineEdit = Callable[[Op, bytes], bytes]
 
@@ -171,7 +171,7 @@ def inverse_inplace(env: Env, rec: dict) -> Member:
     path = env.locate(rec["path"])
     if path is None:
         return Member.kept(rec["path"], "deleted since the transaction", "deleted")
-    spans = [(s["offset"], _unb(s["old"]), _unb(s["new"])) for s in rec["spans"]]
+    spans = [(s["offset"], unb64(s["old"]), unb64(s["new"])) for s in rec["spans"]]
     post_size = (rec.get("post") or {}).get("size", rec["pre"]["size"])
     patches, h = [], hashlib.sha256()
     with os.fdopen(fsio.open_read(path), "rb") as fh:

@@ -1,16 +1,16 @@
-"""Finding sessions across every tool: discovery, filters, and resolving what the user typed."""
+"""Finding sessions across every tool: discovery, filters, and resolving what the user typed. Beside the
+tool table because it only walks the table (each tool's adapter discovers its own sessions); no verb."""
 from __future__ import annotations
 
 import os
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from histmig.core.diagnostics import AmbiguousError, NotFoundError, UsageError
 from histmig.core.model import SessionRef
-from histmig.core.ids import unique_prefixes  # noqa: F401 (re-exported)
 from histmig.core.paths import is_under
 from histmig.tools import adapter, adapters
 
@@ -83,17 +83,3 @@ def resolve(homes, spec: str, tools: Iterable[str] | None = None) -> SessionRef:
         raise NotFoundError(f"no session matches {spec!r}")
     raise AmbiguousError(f"{spec!r} matches {len(hits)} sessions; give more of the id:",
                          [f"{r.format:<11} {r.id}  {r.path}" for r in hits])
-
-
-def fmt_time(ts: float | None) -> str:
-    if not ts:
-        return "-"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def fmt_size(n: int) -> str:
-    for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
-        n /= 1024
-    return f"{n}"

@@ -1,0 +1,178 @@
+"""histmig as a library: one function per verb (alembic's ``command.py``, sqlite-utils).
+
+Each function imports its verb when called and hands over, so ``from histmig import api`` costs nothing
+and a command loads only what it runs (docs/ARCHITECTURE.md). Planners return a
+:class:`~histmig.core.plan.Plan` and never write; :func:`apply` is the one way a plan reaches the disk.
+Errors are typed (histmig/core/diagnostics.py); nothing here prints or exits. ``homes`` is a
+:class:`~histmig.core.homes.Homes` (``histmig.core.homes.resolve_homes()``).
+
+    refs = api.scan(homes, tools=["codex"])                     # sessions, lazily
+    plan = api.plan_move(homes, "/code/app", "/work/app")
+    result = api.apply(plan, homes)
+    api.undo(homes, result.txid)
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from histmig.apply import ApplyOptions, ApplyResult, RecoverResult, TxInfo
+    from histmig.apply.gc import GcResult
+    from histmig.core.model import Session, SessionRef
+    from histmig.core.plan import Plan
+    from histmig.verbs.convert import ConvertOptions, Outcome
+    from histmig.verbs.convert.batches import Converted
+    from histmig.verbs.doctor import Report
+    from histmig.verbs.undo.run import UndoResult
+
+# Types a caller builds or catches, loaded on first use like the verbs.
+_TYPES = {"ConvertOptions": "histmig.verbs.convert", "LossyError": "histmig.verbs.convert.batches",
+          "ApplyOptions": "histmig.apply"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TYPES:
+        return getattr(importlib.import_module(_TYPES[name]), name)
+    raise AttributeError(f"module 'histmig.api' has no attribute {name!r}")
+
+
+# -- reading ------------------------------------------------------------------------------------
+def scan(homes, *, tools: Iterable[str] | None = None, provider: str | None = None, cwd: str | None = None,
+         since: float | None = None) -> Iterator[SessionRef]:
+    """Every session of the chosen tools (all by default), lazily, filtered; ``since`` is a Unix time."""
+    from histmig.tools.catalog import discover_all, filter_refs
+    return filter_refs(discover_all(homes, tools), provider=provider, cwd=cwd, since=since)
+
+
+def parse_since(text: str) -> float:
+    """``7d``, ``12h``, ``30m`` or an ISO date/time -> a Unix time (``scan --since``)."""
+    from histmig.tools.catalog import parse_since as parse
+    return parse(text)
+
+
+def find(homes, spec: str, *, tools: Iterable[str] | None = None) -> SessionRef:
+    """One session by full id, unique id prefix, or path to its file."""
+    from histmig.tools.catalog import resolve
+    return resolve(homes, spec, tools)
+
+
+def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
+    """One session (as :func:`find` names it), its records streamed from the file as they are read."""
+    from histmig.tools import adapter
+    ref = find(homes, spec, tools=tools)
+    tool = adapter(ref.format)
+    return getattr(tool, "stream", tool.read)(ref)
+
+
+def providers(homes, *, archived: bool = True) -> dict[str, Any]:
+    """Codex sessions by recorded model provider, and what each state database holds (``flip --list``)."""
+    from histmig.tools.codex.census import provider_census
+    return provider_census(homes, archived=archived)
+
+
+# -- planning -----------------------------------------------------------------------------------
+def plan_flip(homes, old: str, new: str, **options: Any) -> Plan:
+    """Re-label Codex sessions from provider ``old`` to ``new`` (histmig/verbs/flip)."""
+    from histmig.verbs.flip import plan_flip as plan
+    return plan(homes, old, new, **options)
+
+
+def plan_move(homes, old: str, new: str, **options: Any) -> Plan:
+    """Re-point every tool's history from project folder ``old`` to ``new`` (histmig/verbs/move)."""
+    from histmig.verbs.move import plan_move as plan
+    return plan(homes, old, new, **options)
+
+
+def convert_sessions(homes, target: str, sessions: Iterable[str] = (), *, from_tool: str | None = None,
+                     cwd: str | None = None, all_: bool = False) -> list[SessionRef]:
+    """The sessions a conversion to ``target`` takes: named ones, ``from_tool`` [``cwd``], or all."""
+    from histmig.verbs.convert.batches import choose
+    return choose(homes, target, sessions, from_tool=from_tool, cwd=cwd, all_=all_)
+
+
+def refuse_lossy(homes, refs: list[SessionRef], opts: ConvertOptions) -> None:
+    """Raise ``LossyError`` (naming them) when any of these conversions would lose content."""
+    from histmig.verbs.convert.batches import refuse_lossy as refuse
+    refuse(homes, refs, opts)
+
+
+def plan_convert(homes, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
+    """The whole conversion as one plan, every new file's bytes in memory (small runs, tests)."""
+    from histmig.verbs.convert import plan_convert as plan
+    return plan(homes, refs, opts)
+
+
+def plan_convert_whole(homes, refs: list[SessionRef], opts: ConvertOptions, *, named: bool = False,
+                       on_outcome: Callable[[Outcome], None] | None = None) -> Plan:
+    """One plan for ``--plan-out``: every new file embedded, each capped (histmig/verbs/convert/batches.py)."""
+    from histmig.verbs.convert.batches import whole_plan
+    return whole_plan(homes, refs, opts, named=named, on_outcome=on_outcome)
+
+
+def convert(homes, refs: list[SessionRef], opts: ConvertOptions, *, apply: bool = False, named: bool = False,
+            on_outcome: Callable[[Outcome], None] | None = None, apply_batch: Callable[[Plan], int] | None = None,
+            options: ApplyOptions | None = None) -> Converted:
+    """Convert streaming: a dry run writes nothing; with ``apply`` the sessions are applied in bounded
+    transactions (by ``apply_batch(plan) -> exit code``, else :func:`apply` with ``options``)."""
+    from histmig.verbs.convert.batches import stream
+    return stream(homes, refs, opts, apply=apply, named=named, on_outcome=on_outcome, apply_batch=apply_batch,
+                  options=options)
+
+
+def diagnose(homes, *, tools: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> Report:
+    """Why history is missing, per tool (histmig/verbs/doctor); pure reads."""
+    from histmig.verbs.doctor import diagnose as run
+    chosen = {"tools": tuple(tools)} if tools else {}     # default: every tool of the table
+    return run(homes, ignore=ignore, **chosen)
+
+
+def plan_repair(homes, report: Report) -> Plan:
+    """The safe repairs of a :func:`diagnose` report, as one plan."""
+    from histmig.verbs.doctor import plan_repair as plan
+    return plan(homes, report)
+
+
+# -- the write path ------------------------------------------------------------------------------
+def apply(plan: Plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:
+    """Apply a plan through the journaled write path (histmig/apply); undo with :func:`undo`."""
+    from histmig.apply import apply_plan
+    return apply_plan(plan, homes, options=options)
+
+
+def load_plan(data: bytes) -> Plan:
+    """A plan written with ``--plan-out``; loading its verb registers its rule for appended lines."""
+    from histmig.core.plan import Plan
+    plan = Plan.loads(data)
+    if plan.op in _VERBS:
+        importlib.import_module(_VERBS[plan.op])
+    return plan
+
+
+# The verb behind each plan kind: importing it registers its rule for lines appended after the plan
+# was made (histmig/core/tail_rules.py); the write path itself never imports a verb.
+_VERBS = {"flip": "histmig.verbs.flip", "move": "histmig.verbs.move"}
+
+
+def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted: bool = False,
+         dry_run: bool = False, argv: list[str] | None = None) -> UndoResult:
+    """Undo a transaction (default: the latest still applied) with an inverse plan (histmig/verbs/undo)."""
+    from histmig.verbs.undo.run import undo as run
+    return run(homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run, argv=argv)
+
+
+def recover(homes) -> RecoverResult:
+    """Roll back an apply that did not finish."""
+    from histmig.apply import recover as run
+    return run(homes)
+
+
+def transactions(homes) -> list[TxInfo]:
+    from histmig.apply import transactions as listed
+    return listed(homes)
+
+
+def gc(homes, older_than_s: float, *, apply: bool = False) -> GcResult:
+    """Remove (or, by default, list) the backups of old finished transactions."""
+    from histmig.apply.gc import gc as run
+    return run(homes, older_than_s, apply=apply)

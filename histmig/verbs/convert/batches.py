@@ -1,0 +1,152 @@
+"""A whole ``convert`` run: which sessions, ``--strict``, and the three ways the sessions flow.
+
+- :func:`whole_plan`: one plan holding every new file's bytes (``--plan-out``; each file capped at
+  ``BATCH_BYTES``);
+- :func:`stream` without apply: a dry run, lines only counted and hashed, nothing written;
+- :func:`stream` with apply: lines spooled under ``<state>/spool/<run>/`` one at a time and applied in
+  transactions of at most ``BATCH_BYTES`` of new data, so memory never grows with the run.
+
+The caller sees each session's outcome as it is decided (``on_outcome``) and may apply each batch
+itself (``apply_batch``); the loop over sessions and batches is here, never in the CLI.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
+from histmig.core.model import SessionRef
+from histmig.core.plan import Plan
+from histmig.toolkit.convert.sink import Sink, SpoolDir
+from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
+from histmig.verbs.convert import select
+
+BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
+
+OnOutcome = Callable[[Outcome], None]
+
+
+class LossyError(RefusedError):
+    """``--strict``: some conversion would lose content; nothing was written. ``lossy`` names them."""
+
+    def __init__(self, lossy: list[Outcome]):
+        super().__init__(f"--strict: {len(lossy)} conversion(s) would lose content; nothing written")
+        self.lossy = lossy
+
+
+@dataclass
+class Converted:
+    """What a streamed run did: ``total`` sums every session (its operations are not kept),
+    ``transactions`` holds the apply results when the library applied the batches itself."""
+
+    total: Plan
+    code: int = EXIT_OK
+    transactions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return max(self.code, EXIT_SKIPPED if self.total.skips else EXIT_OK)
+
+
+def choose(homes: Any, target: str, sessions: Iterable[str] = (), *, from_tool: str | None = None,
+           cwd: str | None = None, all_: bool = False) -> list[SessionRef]:
+    """The sessions a run takes: named ones, ``--from TOOL [--cwd PATH]``, or ``--all``."""
+    sessions = list(sessions)
+    if sum(map(bool, (sessions, all_))) != 1 and not from_tool:
+        raise UsageError("name sessions, or use --from TOOL [--cwd PATH], or --all")
+    if sessions and all_:
+        raise UsageError("--all and named sessions do not mix")
+    if cwd and not from_tool and not all_:
+        raise UsageError("--cwd needs --from TOOL or --all")
+    tools = select.tools_for(from_tool, target)
+    if sessions:
+        return select.resolve(homes, sessions, tools)
+    refs = select.discover(homes, tools)
+    return list(select.by_cwd(refs, cwd) if cwd else refs)
+
+
+def refuse_lossy(homes: Any, refs: list[SessionRef], opts: ConvertOptions) -> None:
+    """--strict: a first pass that only measures loss, so nothing is written when one is lossy."""
+    counted = Run(homes, opts, functools.partial(Sink, "count"))
+    lossy = [o for o, _ in iter_convert(counted, refs) if o.status == "convert" and o.loss.lossy]
+    if lossy:
+        raise LossyError(lossy)
+
+
+def _run(homes: Any, opts: ConvertOptions, sink: Callable[[], Sink]) -> Run:
+    run = Run(homes, opts, sink)
+    if run.tables is not None:
+        run.warnings += run.tables.warnings
+    return run
+
+
+def _check_named(out: Outcome, named: bool) -> None:
+    if named and out.code == "invalid-session-id":
+        raise RefusedError(f"invalid session id in {out.source_path}")
+
+
+def whole_plan(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, named: bool = False,
+               on_outcome: OnOutcome | None = None) -> Plan:
+    """The plan file carries every new file's bytes: kept in memory, each up to BATCH_BYTES."""
+    run = _run(homes, opts, functools.partial(Sink, "memory", cap=BATCH_BYTES))
+    plan = new_plan(run)
+    for out, ops in iter_convert(run, refs):
+        _check_named(out, named)
+        add_outcome(plan, out, ops)
+        if on_outcome:
+            on_outcome(out)
+    plan.warnings += run.warnings
+    return plan
+
+
+def stream(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, apply: bool, named: bool = False,
+           on_outcome: OnOutcome | None = None, apply_batch: Callable[[Plan], int] | None = None,
+           options: Any = None) -> Converted:
+    """A dry run (apply=False: nothing at all is written) or an apply in batches. ``apply_batch(plan)``
+    applies one batch and returns its exit code; by default :func:`histmig.apply.apply_plan` with
+    ``options``, its results kept in ``Converted.transactions``."""
+    if not apply:    # a dry run writes nothing at all: lines are only counted and hashed
+        return _stream(homes, refs, opts, functools.partial(Sink, "count"), False, named, on_outcome, None, options)
+    spool = SpoolDir(homes.state)   # <state>/spool/<run>/: one line at a time, never the file in memory
+    try:
+        sink = functools.partial(Sink, "spool", spool.path)
+        return _stream(homes, refs, opts, sink, True, named, on_outcome, apply_batch, options)
+    finally:
+        spool.close()
+
+
+def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply_batch, options) -> Converted:
+    run = _run(homes, opts, sink)
+    done = Converted(new_plan(run))
+    batch, size = new_plan(run), 0
+    for out, ops in iter_convert(run, refs):
+        _check_named(out, named)
+        add_outcome(done.total, out, [])
+        if on_outcome:
+            on_outcome(out)
+        if apply and ops:
+            add_outcome(batch, out, ops)
+            size += out.bytes
+            if size >= BATCH_BYTES:
+                done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
+                batch, size = new_plan(run), 0
+    if apply and batch.operations:
+        done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
+    done.total.warnings += run.warnings
+    return done
+
+
+def _apply(homes: Any, plan: Plan, apply_batch, options, done: Converted) -> int:
+    try:
+        if apply_batch is not None:
+            return apply_batch(plan)
+        from histmig.apply import apply_plan
+        res = apply_plan(plan, homes, options=options)
+        done.transactions.append(res.to_dict())
+        return res.exit_code
+    finally:    # this batch's spool files are copied (or rolled back): free the disk for the next one
+        for op in plan.operations:
+            if getattr(op, "data_path", None):
+                Path(op.data_path).unlink(missing_ok=True)

@@ -1,0 +1,85 @@
+"""Issue 13 start-up: each command imports only what it needs (flip's discipline, tests/test_flip_dry_fast.py,
+applied to scan, show, move, convert and doctor). Each case runs a dry run or listing in a fresh interpreter
+against the bundled samples and checks which histmig modules got imported."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from histmig.cli import samples
+
+PROBE = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
+         "code = run_guarded(cli, sys.argv[1:])\n"
+         "print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig'))), code)\n")
+
+WRITE_PATH = ("histmig.apply",)   # the engine, the journal, fsio: only an apply loads them
+OTHER_TOOLS = {"codex": ("histmig.tools.claude_code", "histmig.tools.mini_cc", "histmig.tools.manifest"),
+               "claude-code": ("histmig.tools.codex", "histmig.tools.mini_cc", "histmig.tools.manifest")}
+
+# (argv after the homes, module prefixes that must not be imported)
+CASES = {
+    "scan": (["scan"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", "histmig.toolkit.convert",
+                        "histmig.toolkit.move", "histmig.toolkit.doctor"]),
+    "scan --tool codex": (["scan", "--tool", "codex"], ["histmig.verbs", *WRITE_PATH, *OTHER_TOOLS["codex"]]),
+    "show": (["show", "--tool", "codex", "019"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx",
+                                                  "histmig.toolkit.convert", "histmig.toolkit.move"]),
+    "move": (["move", "/nowhere/a", "/nowhere/b"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.convert",
+                                                    "histmig.verbs.doctor", "histmig.verbs.undo",
+                                                    "histmig.toolkit.convert", "histmig.toolkit.doctor"]),
+    "convert": (["convert", "--to", "codex", "--all"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.move",
+                                                        "histmig.verbs.doctor", "histmig.verbs.undo",
+                                                        "histmig.toolkit.move", "histmig.toolkit.doctor"]),
+    "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
+                                               "histmig.verbs.undo", "histmig.toolkit.convert"]),
+}
+
+# Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper
+# "table") and flip's line editor no longer sits under doctor (helper "editor"). strict: when they pass,
+# drop the mark.
+PENDING = pytest.mark.xfail(strict=True, reason="needs the lazy writer/doctor table and doctor_split off verbs.flip")
+NARROW = {
+    "convert --to codex": (["convert", "--to", "codex", "--all"],
+                           ["histmig.tools.claude_code.write", "histmig.tools.mini_cc.write",
+                            "histmig.tools.manifest.write"]),
+    "convert --to claude-code": (["convert", "--to", "claude-code", "--from", "codex"],
+                                 ["histmig.tools.codex.write", "histmig.tools.mini_cc.write",
+                                  "histmig.tools.manifest.write"]),
+    "doctor --tool codex": (["doctor", "--tool", "codex"], ["histmig.tools.claude_code.doctor", "histmig.verbs.flip"]),
+    "doctor --tool claude-code": (["doctor", "--tool", "claude-code"], ["histmig.tools.codex.doctor",
+                                                                        "histmig.verbs.flip"]),
+}
+
+
+def _loaded(tmp_path, argv: list[str]) -> tuple[list[str], str]:
+    home = tmp_path / "h"
+    home.mkdir()
+    samples.install(home)
+    full = ["--home", str(home), "--state-dir", str(tmp_path / "state"), *argv]
+    out = subprocess.run([sys.executable, "-c", PROBE, *full], capture_output=True, text=True, cwd=tmp_path)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("MODULES ")), None)
+    assert line is not None, out.stderr
+    *mods, code = line.split()[1:]
+    return mods, code
+
+
+def _offending(mods: list[str], forbidden: list[str]) -> list[str]:
+    return [m for m in mods if any(m == f or m.startswith(f + ".") for f in forbidden)]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_command_imports_only_what_it_needs(tmp_path, case):
+    argv, forbidden = CASES[case]
+    mods, code = _loaded(tmp_path, argv)
+    assert code in ("0", "1", "3"), (case, code)
+    assert len(mods) > 5
+    assert not _offending(mods, forbidden), f"{case} imported {_offending(mods, forbidden)}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=PENDING) for c in NARROW])
+def test_a_command_for_one_tool_imports_no_other_tool(tmp_path, case):
+    argv, forbidden = NARROW[case]
+    mods, code = _loaded(tmp_path, argv)
+    assert code in ("0", "1", "3"), (case, code)
+    assert not _offending(mods, forbidden), f"{case} imported {_offending(mods, forbidden)}"
