@@ -67,7 +67,7 @@ def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:
     """Codex sessions by recorded model provider, and what each state database holds (``flip --list``)."""
-    from histmig.tools.codex.census import provider_census
+    from histmig.verbs.flip import provider_census
     return provider_census(homes, archived=archived)
 
 

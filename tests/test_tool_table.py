@@ -105,7 +105,7 @@ def toy_session(toy, tmp_path):
 
 
 def test_a_registered_tool_is_scanned_shown_and_moved_by_the_library(toy_session):
-    from histmig.verbs.catalog import discover_all, resolve
+    from histmig.tools.catalog import discover_all, resolve
     from histmig.verbs.move import plan_move
     homes, old, path = toy_session
     assert "toy" in registry.names() and registry.canonical("TOY-CLI") == "toy"
@@ -184,7 +184,6 @@ ALLOWLIST = {
     "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
     "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
     "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",
-    "verbs/convert/__init__.py": "Codex target settings (provider, thread tables, uuid7) and Claude's cleanup age",
     "toolkit/convert/flatten.py": "which formats speak Anthropic Messages, and Codex token counts",
     "toolkit/convert/provenance.py": "each target's provenance marker and where its converted copies live",
     "toolkit/doctor/base.py": "the catalogue of finding codes (docs/doctor.md); `claude.` codes belong to claude-code",

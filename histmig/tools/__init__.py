@@ -11,6 +11,8 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``fields``: ``<pkg>.move.line_fields``, the path fields of one record (move's appended-tail edit)
 - ``unowned``: ``<pkg>.move.unowned_fields``, ``(path) -> fields or None`` for a file no session owns
 - ``doctor``: ``<pkg>.doctor.check``, ``check(homes, index, now, ignored) -> [Finding]``
+- ``target``: ``<pkg>.target.RULES``, how the tool receives converted sessions (id kind, folder mode,
+  settings, rows to register): a ``toolkit.convert.common.TargetRules``; defaults when absent
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
@@ -37,7 +39,8 @@ from histmig.core import homes as homes_module
 
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
-         "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check")}
+         "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
+         "target": ("target", "RULES")}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,19 @@ class Target:
     sink: Callable[[], Sink] = Sink   # where each new file's lines go (memory unless the planner says)
 
 
+@dataclass(frozen=True)
+class TargetRules:
+    """How a tool receives converted sessions, beyond its writer (``tools/<tool>/target.py``'s ``RULES``;
+    a tool without that module gets these defaults)."""
+
+    new_id: str = "uuid4"                 # "uuid7": the id kind the tool itself mints
+    dir_mode: int | None = 0o700          # folders it creates (None: left to the umask)
+    cleanup_days: int | None = None       # the tool deletes sessions older than this at start-up ...
+    cleanup_note: str = ""                # ... and this says so: "<who> deletes it ... unless <setting> is raised"
+    settings: Callable[[Any, Any], tuple[str | None, str | None]] | None = None   # (homes, opts) -> provider, model
+    tables: Callable[[Any], Any] | None = None   # homes -> rows that register a new session (``inserts``)
+
+
 @dataclass
 class Written:
     files: list[tuple[Path, bytes | Spooled]]   # absolute paths and their bytes (new files only)

@@ -648,3 +648,5 @@ def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize)
+# a Codex session's model names a model a converted session can record (convert's Target.model)
+ADAPTER.lends_model = True

@@ -13,19 +13,17 @@ from typing import Any, Callable, Iterable, Iterator
 
 from histmig import tools as registry
 from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.common import Target, Written
+from histmig.toolkit.convert.common import Target, TargetRules, Written
 from histmig.toolkit.convert.flatten import flatten
 from histmig.toolkit.convert.ids import UUID_RE, Ids, parse_ts
 from histmig.toolkit.convert.loss import LossReport
 from histmig.toolkit.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
-from histmig.tools.codex.threads import ThreadsTables
 from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.core.model import SessionRef
 from histmig.core.paths import safe_component, valid_cwd
 from histmig.core.plan import CreateFile, Op, Plan
 
 WRITERS = registry.hooks("writer")     # tool name -> tools/<tool>/write.py's write, imported on first use
-CLEANUP_DAYS = 30
 
 
 @dataclass
@@ -70,25 +68,15 @@ class Run:
         self.sink = sink          # memory (tests, --plan-out), count (dry run) or spool (apply): see convert.sink
         self.ids = Ids(opts.seed, opts.now)
         self.index = provenance.Index(homes, opts.target)
-        self.root = Path({"codex": homes.codex, "claude-code": homes.claude, "mini-cc": homes.mini_cc,
-                          "manifest": homes.manifest}[opts.target])
-        self.provider, self.model = _codex_settings(homes, opts) if opts.target == "codex" else (None, None)
-        self.tables = ThreadsTables(homes) if opts.target == "codex" else None
+        self.rules: TargetRules = registry.hook(opts.target, "target") or TargetRules()
+        self.root = Path(registry.tool(opts.target).home(homes))
+        self.provider, self.model = self.rules.settings(homes, opts) if self.rules.settings else (None, None)
+        self.tables = self.rules.tables(homes) if self.rules.tables else None
         self.folders: dict[str, Path] = {}
         self.warnings: list[Warning] = []
 
     def now(self) -> float:
         return self.ids.time()
-
-
-def _codex_settings(homes: Any, opts: ConvertOptions) -> tuple[str, str | None]:
-    from histmig.tools.codex.config import active_profile, load_config, model_provider
-    try:
-        cfg = load_config(homes)
-    except HistmigError:
-        cfg = {}
-    model = opts.model or active_profile(cfg).get("model") or cfg.get("model")
-    return opts.provider or model_provider(cfg), model if isinstance(model, str) else None
 
 
 def iter_convert(run: Run, refs: Iterable[SessionRef]) -> Iterator[tuple[Outcome, list[Op]]]:
@@ -142,11 +130,11 @@ def _size(path: Any) -> int:
 
 
 def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
-    sid = run.ids.uuid7() if run.opts.target == "codex" else run.ids.uuid4()
+    sid = run.ids.uuid7() if run.rules.new_id == "uuid7" else run.ids.uuid4()
     assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
                keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
-               model=run.model or (session.model if session.format == "codex" else None), sink=run.sink)
+               model=run.model or (session.model if _lends_model(session.format) else None), sink=run.sink)
     w: Written = WRITERS[run.opts.target](conv, t)
     for path, _ in w.files:
         if not all(safe_component(c) for c in path.relative_to(run.root).parts):
@@ -155,8 +143,7 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
             return _skip(out, "invalid-path", f"unsafe target path {path}"), []
     mtime = _mtime_ns(run, w)
     tag = {"tool": run.opts.target, "id": sid}
-    # Claude Code and mini-cc create their folders 0700; Codex leaves folders to the umask
-    dir_mode = None if run.opts.target == "codex" else 0o700
+    dir_mode = run.rules.dir_mode
     ops: list[Op] = [_create(p, data, mtime, tag, f"convert {session.format} {out.source_id}", dir_mode)
                      for p, data in w.files]
     if run.tables is not None:
@@ -183,11 +170,16 @@ def _mtime_ns(run: Run, w: Written) -> int | None:
     dt = parse_ts(w.last_ts)
     if dt is None:
         return None
-    if run.opts.target == "claude-code" and run.now() - dt.timestamp() > CLEANUP_DAYS * 86400:
+    days = run.rules.cleanup_days
+    if days is not None and run.now() - dt.timestamp() > days * 86400:
         run.warnings.append(Warning("old-mtime", f"{w.session_id}: kept time {w.last_ts} is older than "
-                                    f"{CLEANUP_DAYS} days; Claude Code deletes it at its next start unless "
-                                    "cleanupPeriodDays is raised", str(w.files[0][0])))
+                                    f"{days} days; {run.rules.cleanup_note}", str(w.files[0][0])))
     return (int(dt.timestamp()) - (1 if dt.microsecond and dt.timestamp() < 0 else 0)) * 10**9 + dt.microsecond * 1000
+
+
+def _lends_model(source: str) -> bool:
+    """Whether the source tool's model names are worth recording in the target (an adapter says so)."""
+    return bool(getattr(registry.adapter(source), "lends_model", False))
 
 
 def _sane_id(sid: str) -> bool:
