@@ -48,7 +48,8 @@ def write_as(session: Session, fmt: str, root: Path, n: int) -> Session:
     home.mkdir()
     ids = Ids(seed=n, now=1.8e9)
     sid = ids.uuid7() if fmt == "codex" else ids.uuid4()
-    w = WRITERS[fmt](flatten(session), Target(home, sid, session.cwd, ids, session.format, session.id))
+    conv = flatten(session, getattr(registry.adapter(session.format), "usage_of", None))
+    w = WRITERS[fmt](conv, Target(home, sid, session.cwd, ids, session.format, session.id))
     for path, data in w.files:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)

@@ -13,6 +13,8 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``doctor``: ``<pkg>.doctor.check``, ``check(homes, index, now, ignored) -> [Finding]``
 - ``target``: ``<pkg>.target.RULES``, how the tool receives converted sessions (id kind, folder mode,
   settings, rows to register): a ``toolkit.convert.common.TargetRules``; defaults when absent
+- ``provenance``: the module ``<pkg>.provenance`` itself (``marker_of(path)``, ``folders(homes, cwd)``,
+  ``files(folder)``): where a converted session records its source, and where converted copies live
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
@@ -40,7 +42,7 @@ from histmig.core import homes as homes_module
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
-         "target": ("target", "RULES")}
+         "target": ("target", "RULES"), "provenance": ("provenance", None)}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class Tool:
         module, attr = HOOKS[kind]
         name = f"{self.package}.{module}"
         try:
-            return getattr(importlib.import_module(name), attr, None)
+            module_ = importlib.import_module(name)
+            return module_ if attr is None else getattr(module_, attr, None)
         except ModuleNotFoundError as e:
             if e.name != name:
                 raise

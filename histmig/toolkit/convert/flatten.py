@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from histmig.toolkit.convert.ids import parse_ts
 from histmig.toolkit.convert.loss import LossReport
@@ -17,7 +17,6 @@ from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
 CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")
-ANTHROPIC = ("claude-code", "mini-cc", "manifest")   # formats whose history is Anthropic Messages
 
 
 @dataclass
@@ -44,10 +43,11 @@ class Conversation:
     last_ts: str | None = None
     answered: set[str] = field(default_factory=set)            # call ids that have a result
     patches: dict[str, Any] = field(default_factory=dict)      # call id -> Claude's structuredPatch result
+    usage_of: Callable[[Record], dict | None] | None = None    # the source adapter's usage from a bookkeeping record
 
     @property
     def items(self) -> Iterator[Item]:
-        return _items(self.source, LossReport())     # loss was counted by flatten's pass
+        return _items(self.source, LossReport(), self.usage_of)     # loss was counted by flatten's pass
 
     def _note(self, item: Item) -> None:
         if item.kind == "user" and self.first_prompt is None and item.text.strip():
@@ -65,23 +65,25 @@ class Conversation:
                 if isinstance(s, dict) and "structuredPatch" in s else None
 
 
-def flatten(session: Session) -> Conversation:
-    conv = Conversation(session)
-    for item in _items(session, conv.loss):
+def flatten(session: Session, usage_of: Callable[[Record], dict | None] | None = None) -> Conversation:
+    """One pass over the session; ``usage_of`` is the source adapter's ``usage_of`` (token counts a
+    tool keeps in records of its own, such as Codex's ``token_count`` events), when it has one."""
+    conv = Conversation(session, usage_of=usage_of)
+    for item in _items(session, conv.loss, usage_of):
         conv._note(item)
     if session.subagents:
         conv.loss.add("dropped", "sub-agent transcript", len(session.subagents))
     return conv
 
 
-def _items(session: Session, loss: LossReport) -> Iterator[Item]:
+def _items(session: Session, loss: LossReport, usage_of: Callable | None = None) -> Iterator[Item]:
     for n, rec in enumerate(session.records):
         if rec.opaque:
             loss.add("dropped", "unparseable line")
         elif rec.kind in CONVERSATION_KINDS:
             yield from _content(loss, rec, n)
         else:
-            yield from _bookkeeping(loss, rec, n)
+            yield from _bookkeeping(loss, rec, n, usage_of)
 
 
 def _content(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
@@ -117,8 +119,8 @@ def _text(loss: LossReport, rec: Record, p: Text, n: int) -> Iterator[Item]:
         loss.add("dropped", f"text with role {rec.role}")
 
 
-def _bookkeeping(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
-    usage = rec.usage or _codex_token_count(rec)
+def _bookkeeping(loss: LossReport, rec: Record, n: int, usage_of: Callable | None) -> Iterator[Item]:
+    usage = rec.usage or (usage_of(rec) if usage_of is not None else None)
     if usage:
         yield Item("usage", rec.timestamp, usage=usage_from(usage), rec=n)
         return
@@ -127,16 +129,6 @@ def _bookkeeping(loss: LossReport, rec: Record, n: int) -> Iterator[Item]:
         return
     if rec.source_type not in ("blank", "histmig-provenance"):
         loss.add("not-carried", f"{rec.source_type or rec.kind}")
-
-
-def _codex_token_count(rec: Record) -> dict | None:
-    env = rec.extra.get("envelope") if isinstance(rec.extra, dict) else None
-    payload = env.get("payload") if isinstance(env, dict) else None
-    if isinstance(payload, dict) and payload.get("type") == "token_count":
-        info = payload.get("info")
-        if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-            return info["last_token_usage"]
-    return None
 
 
 def usage_from(u: dict) -> dict[str, int]:

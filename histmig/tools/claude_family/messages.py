@@ -16,7 +16,8 @@ from typing import Any, Iterator
 import orjson
 
 from histmig.toolkit.convert import calls as tools
-from histmig.toolkit.convert.flatten import ANTHROPIC, Conversation, Item
+from histmig.toolkit.convert.flatten import Conversation, Item
+from histmig.tools.claude_family import ANTHROPIC
 from histmig.toolkit.convert.loss import LossReport
 from histmig.tools.claude_family.blocks import part_to_block
 from histmig.core.model import Reasoning, ToolCall, ToolResult

@@ -646,7 +646,19 @@ def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
         yield make_ref(Path(path), archived=is_archived, shadowed=Path(shadowed) if shadowed is not None else None)
 
 
+def usage_of(rec: Record) -> dict | None:
+    """The token usage of a ``token_count`` event (``last_token_usage``), for convert's usage items."""
+    env = rec.extra.get("envelope") if isinstance(rec.extra, dict) else None
+    payload = env.get("payload") if isinstance(env, dict) else None
+    if isinstance(payload, dict) and payload.get("type") == "token_count":
+        info = payload.get("info")
+        if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+            return info["last_token_usage"]
+    return None
+
+
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
-                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize)
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
+                          usage_of=usage_of)
 # a Codex session's model names a model a converted session can record (convert's Target.model)
 ADAPTER.lends_model = True

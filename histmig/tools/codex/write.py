@@ -15,10 +15,11 @@ from typing import Any
 
 import orjson
 
-from histmig.toolkit.convert import provenance
+from histmig.tools.codex import provenance
 from histmig.toolkit.convert import calls as tools
 from histmig.toolkit.convert.common import Target, Written
-from histmig.toolkit.convert.flatten import ANTHROPIC, Conversation, Item
+from histmig.toolkit.convert.flatten import Conversation, Item
+from histmig.tools.claude_family import ANTHROPIC
 from histmig.toolkit.convert.ids import Clock, iso_z, parse_ts
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 
@@ -164,7 +165,7 @@ def session_meta(conv: Conversation, t: Target, cwd: str, created: datetime) -> 
     branch = _git(conv.source)
     if branch:
         meta["git"] = branch
-    meta[provenance.CODEX_KEY] = provenance.codex_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
+    meta[provenance.KEY] = provenance.marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
     return meta
 
 

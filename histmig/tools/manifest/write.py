@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from histmig import __version__
-from histmig.toolkit.convert import provenance
+from histmig.tools.manifest import provenance
 from histmig.tools.claude_family.messages import Options, anthropic_usage, build_messages
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation
@@ -54,7 +54,7 @@ def write(conv: Conversation, t: Target, *, folder: Path | None = None) -> Writt
         out.write(orjson.dumps({"ts": iso_z(clock.at(msg.stamps[0])), "role": role, "payload": payload}) + b"\n")
     meta = {"sessionId": t.sid, "projectPath": cwd, "cwd": cwd, "cliVersion": f"histmig {__version__}",
             "model": conv.source.model or "", "createdAt": created, "updatedAt": iso_z(clock.last),
-            provenance.MANIFEST_KEY: provenance.manifest_marker(t.source_tool, t.source_id,
+            provenance.KEY: provenance.marker(t.source_tool, t.source_id,
                                                                 iso_z(Clock(None, t.ids.time()).last))}
     d = (folder or project_folder(t.root, cwd)) / "sessions" / t.sid
     files = [(d / "meta.json", orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n"),

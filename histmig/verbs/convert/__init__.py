@@ -67,7 +67,7 @@ class Run:
         self.homes, self.opts = homes, opts
         self.sink = sink          # memory (tests, --plan-out), count (dry run) or spool (apply): see convert.sink
         self.ids = Ids(opts.seed, opts.now)
-        self.index = provenance.Index(homes, opts.target)
+        self.index = provenance.Index(homes, registry.hook(opts.target, "provenance"))
         self.rules: TargetRules = registry.hook(opts.target, "target") or TargetRules()
         self.root = Path(registry.tool(opts.target).home(homes))
         self.provider, self.model = self.rules.settings(homes, opts) if self.rules.settings else (None, None)
@@ -101,7 +101,8 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     cwd = session.cwd or ref.cwd
     if not cwd or not valid_cwd(cwd) or ".." in Path(cwd).parts:
         return _skip(out, "invalid-cwd", f"no usable cwd ({cwd!r:.80})"), []
-    mark = provenance.marker_of(ref.path, ref.format)
+    marks = registry.hook(ref.format, "provenance")
+    mark = marks.marker_of(ref.path) if marks is not None else None
     if mark and not run.opts.again:     # convert the original instead (or pass --again)
         return _skip(out, "is-conversion", f"is a conversion of {mark[0]} session {mark[1]}"), []
     done = run.index.find(ref.format, out.source_id, cwd)
@@ -109,7 +110,7 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
         out.status, out.paths, out.reason, out.code = "already", [done], "already converted", "already-converted"
         return out, []
     try:
-        conv = flatten(session)
+        conv = flatten(session, getattr(tool, "usage_of", None))
         return _write(run, session, conv, cwd, out)
     except (TooLargeToEmbed, SpoolError):    # the run's own limits, not this session's: stop, exit 1
         raise
