@@ -184,7 +184,6 @@ ALLOWLIST = {
     "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
     "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
     "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",
-    "toolkit/doctor/base.py": "the catalogue of finding codes (docs/doctor.md); `claude.` codes belong to claude-code",
 }
 
 

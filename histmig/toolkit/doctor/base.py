@@ -164,16 +164,14 @@ class Finding:
     fix: str | None = None
     repair: list[Op] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    # the canonical name of the tool whose check found it (doctor sets it from the table: codes keep
+    # their short prefix, ``claude.``); the code's prefix until then
+    tool: str = ""
 
     def __post_init__(self) -> None:
         if self.code not in CHECKS:
             raise ValueError(f"unknown doctor code {self.code!r}")
-
-    @property
-    def tool(self) -> str:
-        """The canonical tool name (codes keep their short prefix: ``claude.``)."""
-        prefix = self.code.split(".", 1)[0]
-        return {"claude": "claude-code"}.get(prefix, prefix)
+        self.tool = self.tool or self.code.split(".", 1)[0]
 
     def to_warning(self) -> Warning:
         extra = {"count": self.count, **({"fix": self.fix} if self.fix else {})}

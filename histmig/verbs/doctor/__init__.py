@@ -54,7 +54,9 @@ def diagnose(homes: Homes, *, now: datetime | None = None, tools: Iterable[str] 
     for name in registry.names():          # table order, whatever order the tools were asked in
         check = registry.hook(name, "doctor") if name in tools else None
         if check is not None:
-            found += check(homes, index, now, lambda code: _ignored(code, ignore))
+            for finding in check(homes, index, now, lambda code: _ignored(code, ignore)):
+                finding.tool = name
+                found.append(finding)
     return Report([f for f in found if not _ignored(f.code, ignore)], tools)
 
 
