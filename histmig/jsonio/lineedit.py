@@ -12,7 +12,7 @@ the wrong bytes cannot slip through: the verification fails and the scanner redo
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import orjson
 
@@ -21,7 +21,7 @@ from histmig.jsonio.jsonedit import EditError, Path, end_of_value, find_span
 from histmig.jsonio.jsonl import parse_json
 
 __all__ = ["EditError", "Edit", "REPLACE", "PAD", "INSERT", "edit_line", "edit_strings", "replace_values",
-           "pad_to", "splice", "splice_spans", "intended", "set_path", "encode_value", "encoded"]
+           "pad_to", "splice", "splice_spans", "edit_appended", "intended", "set_path", "encode_value", "encoded"]
 
 REPLACE, PAD, INSERT = "replace", "pad", "insert"
 Span = tuple[int, int, bytes]          # (start, end, new bytes) inside one JSON text
@@ -99,6 +99,21 @@ def splice(data: bytes, patches: Sequence[Patch], base: int = 0) -> bytes:
 
 def _offset(p: Patch) -> int:
     return p.offset
+
+
+def edit_appended(data: bytes, lines: Iterable[tuple[int, bytes]],
+                  patches_of: Callable[[bytes, int], list[Patch]]) -> bytes:
+    """``data`` with each line's verified edit made: the appended-lines transform of flip and move
+    (bytes a tool appended after the plan, docs/safety.md). ``lines`` yields ``(offset of the JSON
+    text in data, JSON text)``; ``patches_of(text, offset)`` returns its patches or raises: a line
+    that does not parse or whose edit does not verify is kept as it is. Deterministic."""
+    patches: list[Patch] = []
+    for base, body in lines:
+        try:
+            patches += patches_of(body, base)
+        except (EditError, _JSONError):
+            continue
+    return splice(data, patches) if patches else data
 
 
 def _verify(body: bytes, spans: Sequence[Span], expected: Any) -> bytes:

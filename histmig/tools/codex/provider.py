@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Iterator
 from histmig.core.diagnostics import HistmigInputError
 from histmig.core.plan import Fingerprint, Patch
 from histmig.jsonio.jsonl import open_stream, parse_json
-from histmig.jsonio.lineedit import INSERT, PAD, REPLACE, Edit, EditError, edit_line, splice
+from histmig.jsonio.lineedit import INSERT, PAD, REPLACE, Edit, edit_appended, edit_line
 from histmig.tools.codex import adapter as codex
 from histmig.tools.codex.census import Target
 
@@ -153,14 +153,16 @@ def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
 def patch_appended(data: bytes, t: Target, old: str, new: str, *, strip: bool = False) -> bytes:
     """``data`` (lines appended to ``t``'s rollout after its plan) with the same edits; a line that
     does not parse or whose edit does not verify is kept as it is. Deterministic."""
-    patches: list[Patch] = []
-    for line_off, line in marked_lines(io.BytesIO(data), markers(strip)):
-        body_off, body = line_body(line)
+    def patches_of(body: bytes, base: int) -> list[Patch]:
         obj, err = parse_json(body)
         edits = [] if err else line_edits(obj, t, old, new, strip)
-        if edits:
-            try:
-                patches += edit_line(body, obj, edits, base=line_off + body_off)
-            except EditError:
-                continue
-    return splice(data, patches) if patches else data
+        return edit_line(body, obj, edits, base=base) if edits else []
+
+    return edit_appended(data, _texts(data, markers(strip)), patches_of)
+
+
+def _texts(data: bytes, marks: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
+    """``(offset, JSON text)`` of each marked line of ``data``."""
+    for off, line in marked_lines(io.BytesIO(data), marks):
+        body_off, body = line_body(line)
+        yield off + body_off, body
