@@ -17,12 +17,10 @@ from typing import Any
 
 from histmig.core.diagnostics import HistmigError, Skip, UsageError, Warning
 from histmig.core.forkmap import file_size, fork_map
-from histmig.jsonio.lineedit import EditError
 from histmig.core import tail_rules
 from histmig.core.plan import Plan, WriteFile
 from histmig.tools.codex.census import Census, Target, census, provider_census  # noqa: F401 (re-exported)
 from histmig.tools.codex import config as codex_config
-from histmig.tools.codex.provider import patch_appended, scan_patches
 from histmig.tools.codex import state as codex_state
 
 
@@ -80,9 +78,10 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
 
 
 def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, str | None]:
-    """:func:`scan_patches` for every target, on every CPU (forked workers: the marker search
+    """``tools/codex/provider.scan_patches`` for every target, on every CPU (forked workers: the marker search
     and the parsing hold the GIL). Fills each target as the sequential loop would and returns
     each one's error message (None when it was scanned), by ``id``."""
+    import histmig.tools.codex.provider  # noqa: F401, PLC0415 (loaded once, before the workers fork)
     results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], [file_size(t.path) for t in targets])
     out: dict[int, str | None] = {}
     for t, (patches, fingerprint, stripped, error) in zip(targets, results):
@@ -94,6 +93,8 @@ def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[
 
 def _scan_one(task: tuple) -> tuple:
     """One file's scan as plain data (it may run in a forked worker)."""
+    from histmig.jsonio.lineedit import EditError  # noqa: PLC0415 (lazy: a dry run never edits)
+    from histmig.tools.codex.provider import scan_patches  # noqa: PLC0415
     t, old, new, strip = task
     try:
         scan_patches(t, old, new, strip=strip)
@@ -193,6 +194,7 @@ def tail_transform(args: dict[str, Any]):
     """The flip's per-line edit for bytes appended to a rollout after it was planned (apply's
     ``tail_transform``: --allow-appended, append races, salvage). Deterministic; a line that does
     not parse or whose edit does not verify is kept as it is."""
+    from histmig.tools.codex.provider import patch_appended  # noqa: PLC0415 (lazy: a dry run never edits)
     old, new, strip = args["old"], args["new"], bool(args.get("strip_encrypted"))
 
     def transform(op, data: bytes) -> bytes:
