@@ -15,7 +15,8 @@ import pytest
 from histmig.jsonio import zst
 from histmig.core.homes import resolve_homes
 from histmig.tools.codex import adapter as codex
-from histmig.verbs.flip import marked_lines, plan_flip, provider_census
+from histmig.tools.codex.provider import marked_lines
+from histmig.verbs.flip import plan_flip, provider_census
 from histmig.core.plan import CreateFile, Plan, SqlUpdate, WriteFile
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk

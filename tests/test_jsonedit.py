@@ -6,7 +6,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from histmig.jsonio.jsonedit import EditError, find_span, pad_to, replace_values
+from histmig.jsonio.jsonedit import EditError, find_span
+from histmig.jsonio.lineedit import pad_to, replace_values
 
 
 def test_only_the_value_span_changes_and_odd_number_formats_survive():

@@ -1,21 +1,22 @@
-"""Surgical edits of one JSON value inside a line: only the value's bytes change.
+"""Where a JSON value's bytes are: a small scanner over one JSON text (no parse, no copy).
 
-Re-serialising a line changes bytes the user never asked to change (number formats, escapes, key
-order, separators) and, for Codex, moves every byte offset stored in ``thread_history_1.sqlite``.
-So we locate the byte span of the value at a key path with a small scanner and splice in the new
-value's encoding, then verify that the result parses to exactly the old object with that one value
-changed.
+``find_span`` gives the byte span of the value at a key path; ``object_members`` walks an object's
+members with their key and value spans. The verified edit built on it is ``jsonio.lineedit``
+(replace / pad / insert): re-serialising a line would change bytes nobody asked to change (number
+formats, escapes, key order, separators) and, for Codex, move every byte offset stored in
+``thread_history_1.sqlite`` (docs/safety.md).
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Sequence
 
 import orjson
 
-from histmig.jsonio.jsonl import parse_json
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+# The unrolled form of ``"(?:[^"\\]|\\.)*"`` (the same strings): a run of plain bytes is one
+# repeat, so the regex engine keeps no backtracking mark per byte; the plain form grew its stack
+# (realloc and copy) on every long string, which made a 2 KB string's scan several times slower.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _STRUCT = re.compile(rb'["{}\[\]]')
 _WS = b" \t\r\n"
 
@@ -40,7 +41,7 @@ def _end_of_string(b: bytes, i: int) -> int:
     return m.end()
 
 
-def _end_of_value(b: bytes, i: int) -> int:
+def end_of_value(b: bytes, i: int) -> int:
     """Index just past the JSON value starting at ``i`` (which is not whitespace)."""
     c = b[i:i + 1]
     if c == b'"':
@@ -84,7 +85,7 @@ def object_members(b: bytes, i: int):
         if b[i:i + 1] != b":":
             raise EditError("expected ':'")
         vstart = _skip_ws(b, i + 1)
-        vend = _end_of_value(b, vstart)
+        vend = end_of_value(b, vstart)
         yield key, kstart, kend, vstart, vend
         i = _skip_ws(b, vend)
         if b[i:i + 1] == b",":
@@ -98,7 +99,7 @@ def _element_spans(b: bytes, i: int):
     if b[i:i + 1] == b"]":
         return
     while True:
-        vend = _end_of_value(b, i)
+        vend = end_of_value(b, i)
         yield i, vend
         i = _skip_ws(b, vend)
         if b[i:i + 1] == b",":
@@ -114,7 +115,7 @@ def find_span(body: bytes, path: Path) -> tuple[int, int]:
     ambiguous: which one does the reader use?).
     """
     start = _skip_ws(body, 0)
-    end = _end_of_value(body, start)
+    end = end_of_value(body, start)
     for step in path:
         if isinstance(step, str):
             if body[start:start + 1] != b"{":
@@ -133,58 +134,3 @@ def find_span(body: bytes, path: Path) -> tuple[int, int]:
             else:
                 raise EditError(f"index {step} out of range")
     return start, end
-
-
-def encode_value(value: Any) -> bytes:
-    """Compact JSON with raw non-ASCII, as serde_json and JSON.stringify write it."""
-    return orjson.dumps(value)
-
-
-def _set_path(obj: Any, path: Path, value: Any) -> Any:
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(obj, dict):
-        out = dict(obj)
-        out[head] = _set_path(obj[head], rest, value)
-        return out
-    out_list = list(obj)
-    out_list[head] = _set_path(obj[head], rest, value)
-    return out_list
-
-
-def replace_values(body: bytes, edits: Sequence[tuple[Path, Any]]) -> bytes:
-    """Return ``body`` with each path's value replaced; every other byte unchanged. Verified."""
-    old_obj, err = parse_json(body)
-    if err:
-        raise EditError(f"line is not editable: {err}")
-    spans = []
-    expected = old_obj
-    for path, value in edits:
-        s, e = find_span(body, path)
-        spans.append((s, e, encode_value(value)))
-        expected = _set_path(expected, path, value)
-    spans.sort()
-    for (_s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
-        if s2 < e1:
-            raise EditError("overlapping edits")
-    out = bytearray()
-    pos = 0
-    for s, e, new in spans:
-        out += body[pos:s]
-        out += new
-        pos = e
-    out += body[pos:]
-    new_body = bytes(out)
-    new_obj, err = parse_json(new_body)
-    if err or new_obj != expected:
-        raise EditError("edit did not verify")
-    return new_body
-
-
-def pad_to(body: bytes, length: int) -> bytes | None:
-    """Pad a JSON text with trailing spaces to ``length`` bytes (valid JSON whitespace), or None
-    if it is already longer."""
-    if len(body) > length:
-        return None
-    return body + b" " * (length - len(body))

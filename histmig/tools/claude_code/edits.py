@@ -17,7 +17,8 @@ from typing import Any, Callable
 import orjson
 
 from histmig.core.diagnostics import LockedError, RefusedError, Warning
-from histmig.jsonio.jsonedit import EditError, find_span, object_members
+from histmig.jsonio.jsonedit import find_span, object_members
+from histmig.jsonio.lineedit import splice_spans
 from histmig.core.plan import Fingerprint, WriteFile
 from histmig.tools.claude_code.files import history_path, read_claude_json
 from histmig.core.merge import merge_entry
@@ -159,13 +160,7 @@ def _rewrite(raw: bytes, data: dict, new_projects: dict, renames, repos) -> byte
     if repos != data.get("githubRepoPaths"):
         s, e = find_span(raw, ["githubRepoPaths"])
         edits.append((s, e, _encode_at_depth(repos, indent, 1)))
-    out, pos = bytearray(), 0
-    for s, e, b in sorted(edits):
-        if s < pos:
-            raise EditError("overlapping edits")
-        out += raw[pos:s] + b
-        pos = e
-    return bytes(out + raw[pos:])
+    return splice_spans(raw, edits)      # raises EditError on overlapping edits
 
 
 # ---- history.jsonl ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from the file (startup backfill, a deleted or reset ``state_5.sqlite``) the *las
 (the seed's naive script) leaves ``thread_settings_applied.model_provider_id`` on the old provider: a
 row repaired from line 1 is right today and wrong after the next rebuild.
 
-The repair is flip's own byte-level edit (``ops.flip.scan_patches``): the stale values are flipped to
+The repair is flip's own byte-level edit (``tools/codex/provider.py``'s ``scan_patches``): the stale values are flipped to
 line 1's provider. When the edit changes the file's length, the ``thread_history_1.sqlite`` offsets
 are planned by ``doctor_codex_db.check_offsets`` against the edited file (``Split.edits``), so the
 offset rows and the file change together.
@@ -17,11 +17,11 @@ import shlex
 from dataclasses import dataclass, field
 
 from histmig.core.diagnostics import HistmigError
-from histmig.jsonio.jsonedit import EditError
+from histmig.jsonio.lineedit import EditError
 from histmig.toolkit.doctor.base import Finding, session_tag
 from histmig.tools.codex.doctor_data import CodexHome, Rollout
-from histmig.verbs.flip import scan_patches
 from histmig.tools.codex.census import Target
+from histmig.tools.codex.provider import scan_patches
 from histmig.core.plan import WriteFile
 from histmig.tools.codex.state import shift
 

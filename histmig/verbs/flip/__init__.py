@@ -2,231 +2,26 @@
 
 Pure planner: reads the Codex home and returns a Plan; never writes. What a correct flip is was
 measured on Codex 0.171.0 (docs/specs/codex.md §0.4, §15.1): the provider value in every same-id
-``session_meta`` and every ``thread_settings_applied`` line, edited in place (only the value's bytes),
-**plus** ``threads.model_provider`` in every state DB, **plus** the thread's byte offsets in
-``thread_history_1.sqlite`` when a line changes length.
+``session_meta`` and every ``thread_settings_applied`` line, edited in place (only the value's bytes;
+the Codex tool's ``tools/codex/provider.py`` finds and edits them), **plus** ``threads.model_provider``
+in every state DB, **plus** the thread's byte offsets in ``thread_history_1.sqlite`` when a line
+changes length.
 
 Speed: deciding whether a session is affected needs only line 1 (``head_meta``). The exact patches
-need the whole file (later ``session_meta`` / ``thread_settings_applied`` lines are spread through
-it), found by a byte search for the markers before any line is parsed. A dry run (``exact=False``)
-stops at the heads.
+need the whole file; a dry run (``exact=False``) stops at the heads.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any
 
-from histmig.core.diagnostics import HistmigError, HistmigInputError, Skip, UsageError, Warning
+from histmig.core.diagnostics import HistmigError, Skip, UsageError, Warning
 from histmig.core.forkmap import file_size, fork_map
-from histmig.tools.codex import adapter as codex
-from histmig.jsonio.jsonedit import EditError, _end_of_value, _set_path, encode_value, find_span
-from histmig.jsonio.jsonl import open_stream, parse_json
 from histmig.core import tail_rules
-from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile, compact
+from histmig.core.plan import Plan, WriteFile
 from histmig.tools.codex.census import Census, Target, census, provider_census  # noqa: F401 (re-exported)
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
-
-PROVIDER_MARKERS = (b'"session_meta"', b'"thread_settings_applied"')
-ENCRYPTED_MARKER = b'"encrypted_content"'
-MAX_TARGET_LINE = 64 * 1024 * 1024
-CHUNK = 1 << 20
-
-
-# ---- scanning one file ------------------------------------------------------------------
-
-def marked_lines(fh: BinaryIO, markers: tuple[bytes, ...], *, hasher=None,
-                 max_line: int = MAX_TARGET_LINE) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line bytes)`` of each line containing one of ``markers``; other lines are never
-    split out or parsed. Memory: one chunk plus the longest line that crosses a chunk boundary."""
-    buf, base = b"", 0
-    while True:
-        data = fh.read(CHUNK)
-        if hasher is not None and data:
-            hasher.update(data)
-        buf = buf + data if buf else data
-        end = len(buf) if not data else buf.rfind(b"\n") + 1
-        if data and end == 0:
-            if len(buf) > max_line:
-                raise HistmigInputError(f"a line exceeds {max_line} bytes")
-            continue
-        yield from _hits(buf, end, markers, base)
-        buf, base = buf[end:], base + end
-        if not data:
-            return
-
-
-def _hits(buf: bytes, end: int, markers: tuple[bytes, ...], base: int) -> Iterator[tuple[int, bytes]]:
-    starts: set[int] = set()
-    for marker in markers:
-        i = buf.find(marker, 0, end)
-        while i >= 0:
-            start = buf.rfind(b"\n", 0, i) + 1
-            starts.add(start)
-            nl = buf.find(b"\n", i, end)
-            i = buf.find(marker, end if nl < 0 else nl + 1, end)
-    for start in sorted(starts):
-        nl = buf.find(b"\n", start, end)
-        yield base + start, buf[start:(end if nl < 0 else nl + 1)]
-
-
-def _body(line: bytes) -> tuple[int, bytes]:
-    """``(offset of the JSON text in the line, JSON text)``: without BOM and terminator."""
-    start = 3 if line.startswith(b"\xef\xbb\xbf") else 0
-    end = len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0)
-    return start, line[start:end]
-
-
-def _fast_span(body: bytes, path: list) -> tuple[int, int]:
-    """Span of the value at ``path`` found by its key's only occurrence (a byte search; no walk
-    over the 20 KB of instructions before it). Callers verify the patched line by parsing it, and
-    fall back to the full scanner (``find_span``) when the key is not unique or verification fails."""
-    needle = encode_value(path[-1]) + b":"
-    i = body.find(needle)
-    if i <= 0 or body.find(needle, i + 1) >= 0 or body[i - 1:i] == b"\\":
-        return find_span(body, path)
-    start = i + len(needle)
-    while body[start:start + 1] in (b" ", b"\t"):
-        start += 1
-    return start, _end_of_value(body, start)
-
-
-def _value_patch(line_off: int, body_off: int, body: bytes, path: list, value: Any, *, pad: bool,
-                 fast: bool = True) -> Patch:
-    """Replace one value; with ``pad`` a shorter value is followed by spaces inside the old span
-    (JSON whitespace before the next ``,`` or ``}``), so the line keeps its length and only the
-    provider value's bytes differ."""
-    s, e = (_fast_span if fast and isinstance(path[-1], str) else find_span)(body, path)
-    new = encode_value(value)
-    if pad and len(new) < e - s:
-        new += b" " * (e - s - len(new))
-    return Patch(line_off + body_off + s, compact(body[s:e]), compact(new))
-
-
-def _insert_patch(line_off: int, body_off: int, body: bytes, obj_path: list, key: str, value: Any) -> Patch:
-    """Insert ``"key":value`` as the last member of the object at ``obj_path``."""
-    s, e = find_span(body, obj_path)
-    inner = body[s + 1:e - 1].strip()
-    member = (b"," if inner else b"") + encode_value(key) + b":" + encode_value(value)
-    return Patch(line_off + body_off + e - 1, b"", compact(member))
-
-
-# An edit is (path, new value, how): "pad" replaces and pads a shorter value, "raw" replaces,
-# "insert" adds the last key of ``path`` to the object at ``path[:-1]``.
-Edit = tuple[list, Any, str]
-
-
-def _line_edits(obj: Any, t: Target, old: str, new: str, strip: bool) -> list[Edit]:
-    out: list[Edit] = []
-    ltype = codex.line_type(obj)
-    p = codex.payload(obj)
-    if ltype == "session_meta" and p.get("id") == t.thread_id:
-        if "model_provider" not in p:
-            if t.assumed:
-                out.append((["payload", "model_provider"], new, "insert"))
-        elif _matches(p["model_provider"], old, t.assumed):
-            out.append((["payload", "model_provider"], new, "pad"))
-    elif ltype == "event_msg" and p.get("type") == "thread_settings_applied":
-        ts = p.get("thread_settings")
-        if isinstance(ts, dict) and "model_provider_id" in ts and _matches(ts["model_provider_id"], old, t.assumed):
-            out.append((["payload", "thread_settings", "model_provider_id"], new, "pad"))
-    if strip:
-        out += _strip_edits(ltype, p, t)
-    return out
-
-
-def _matches(value: Any, old: str, assumed: bool) -> bool:
-    return value == old or (assumed and value in (None, ""))
-
-
-STRIPPED_PREFIX = "histmig_stripped_"
-BOUND_ITEMS = ("reasoning", "compaction", "compaction_summary", "context_compaction")
-
-
-def _strip_edits(ltype, p, t: Target) -> list[Edit]:
-    """Take provider-bound items out of what Codex sends: an item ``{"type":"reasoning",
-    "encrypted_content":"gAAA..."}`` becomes ``{"type":"histmig_stripped_reasoning",
-    "encrypted_content":null}``. Codex 0.171.0 reads an unknown item type as ``Other`` and never
-    sends it (verified with the real client; a reasoning item with ``encrypted_content: null`` *is*
-    still sent and rejected), and the line stays in place, so ordinals keep counting. Top level and
-    inside ``compacted.replacement_history`` (which replaces the history on resume)."""
-    items: list[tuple[list, dict]] = []
-    if ltype == "response_item":
-        items.append((["payload"], p))
-    if ltype == "compacted" and isinstance(p.get("replacement_history"), list):
-        items += [(["payload", "replacement_history", i], it) for i, it in enumerate(p["replacement_history"])]
-    out: list[Edit] = []
-    for path, item in items:
-        if isinstance(item, dict) and item.get("type") in BOUND_ITEMS and isinstance(item.get("encrypted_content"), str):
-            out.append((path + ["type"], STRIPPED_PREFIX + item["type"], "raw"))
-            out.append((path + ["encrypted_content"], None, "raw"))
-            t.stripped += 1
-    return out
-
-
-def _patches(edits: list[Edit], line_off: int, body_off: int, body: bytes, fast: bool) -> list[Patch]:
-    out = []
-    for path, value, how in edits:
-        if how == "insert":
-            out.append(_insert_patch(line_off, body_off, body, path[:-1], path[-1], value))
-        else:
-            out.append(_value_patch(line_off, body_off, body, path, value, pad=how == "pad",
-                                    fast=fast and len(edits) == 1))
-    return out
-
-
-def _checked_patches(obj: Any, edits: list[Edit], line_off: int, body_off: int, body: bytes) -> list[Patch]:
-    """Patches for one line, verified: the patched text must parse to exactly ``obj`` with the
-    edits applied (so a fast locator that hit the wrong bytes can never slip through)."""
-    expected = obj
-    for path, value, _how in edits:
-        expected = _set_path(expected, path, value) if _how != "insert" else _insert(expected, path, value)
-    for fast in (True, False):
-        try:
-            patches = _patches(edits, line_off, body_off, body, fast)
-        except EditError:
-            continue
-        new_obj, err = parse_json(_splice(body, patches, line_off + body_off))
-        if err is None and new_obj == expected:
-            return patches
-    raise EditError("edit did not verify")
-
-
-def _insert(obj: Any, path: list, value: Any) -> Any:
-    parent = obj
-    for step in path[:-1]:
-        parent = parent[step]
-    return _set_path(obj, path[:-1], {**parent, path[-1]: value})
-
-
-def _splice(body: bytes, patches: list[Patch], base: int) -> bytes:
-    out, pos = bytearray(), 0
-    for p in sorted(patches, key=lambda p: p.offset):
-        rel = p.offset - base
-        out += body[pos:rel] + p.new
-        pos = rel + len(p.old)
-    return bytes(out + body[pos:])
-
-
-def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
-    """Fill ``t.patches`` and ``t.fingerprint`` from one streaming pass over the file."""
-    markers = PROVIDER_MARKERS + ((ENCRYPTED_MARKER,) if strip else ())
-    import hashlib  # noqa: PLC0415 (lazy: the dry run never hashes)
-    hasher = None if t.compressed else hashlib.sha256()
-    st = os.lstat(t.path)
-    with open_stream(t.path) as fh:
-        for line_off, line in marked_lines(fh, markers, hasher=hasher):
-            body_off, body = _body(line)
-            obj, err = parse_json(body)
-            if err:
-                continue                      # opaque lines are preserved as they are
-            edits = _line_edits(obj, t, old, new, strip)
-            if edits:
-                t.patches += _checked_patches(obj, edits, line_off, body_off, body)
-    digest = hasher.hexdigest() if hasher else Fingerprint.of(t.path).sha256
-    t.fingerprint = Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest,
-                                ctime_ns=st.st_ctime_ns)
 
 
 # ---- the plan ----------------------------------------------------------------------------
@@ -283,9 +78,10 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
 
 
 def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, str | None]:
-    """:func:`scan_patches` for every target, on every CPU (forked workers: the marker search
+    """``tools/codex/provider.scan_patches`` for every target, on every CPU (forked workers: the marker search
     and the parsing hold the GIL). Fills each target as the sequential loop would and returns
     each one's error message (None when it was scanned), by ``id``."""
+    import histmig.tools.codex.provider  # noqa: F401, PLC0415 (loaded once, before the workers fork)
     results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], [file_size(t.path) for t in targets])
     out: dict[int, str | None] = {}
     for t, (patches, fingerprint, stripped, error) in zip(targets, results):
@@ -297,6 +93,8 @@ def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[
 
 def _scan_one(task: tuple) -> tuple:
     """One file's scan as plain data (it may run in a forked worker)."""
+    from histmig.jsonio.lineedit import EditError  # noqa: PLC0415 (lazy: a dry run never edits)
+    from histmig.tools.codex.provider import scan_patches  # noqa: PLC0415
     t, old, new, strip = task
     try:
         scan_patches(t, old, new, strip=strip)
@@ -396,26 +194,15 @@ def tail_transform(args: dict[str, Any]):
     """The flip's per-line edit for bytes appended to a rollout after it was planned (apply's
     ``tail_transform``: --allow-appended, append races, salvage). Deterministic; a line that does
     not parse or whose edit does not verify is kept as it is."""
-    import io
+    from histmig.tools.codex.provider import patch_appended  # noqa: PLC0415 (lazy: a dry run never edits)
     old, new, strip = args["old"], args["new"], bool(args.get("strip_encrypted"))
-    markers = PROVIDER_MARKERS + ((ENCRYPTED_MARKER,) if strip else ())
 
     def transform(op, data: bytes) -> bytes:
         sid = (getattr(op, "session", None) or {}).get("id")
         if not sid:
             return data
         t = Target(Path(op.paths()[0]), sid, False, False, False, rollout_id=sid)
-        patches: list[Patch] = []
-        for line_off, line in marked_lines(io.BytesIO(data), markers):
-            body_off, body = _body(line)
-            obj, err = parse_json(body)
-            edits = [] if err else _line_edits(obj, t, old, new, strip)
-            if edits:
-                try:
-                    patches += _checked_patches(obj, edits, line_off, body_off, body)
-                except EditError:
-                    continue
-        return _splice(data, patches, 0) if patches else data
+        return patch_appended(data, t, old, new, strip=strip)
     return transform
 
 
