@@ -8,11 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "histmig"
 
-# Private names still imported across modules, each with the branch that removes it. Keep it empty.
-KNOWN: set[tuple[str, str]] = {
-    ("histmig.verbs.flip", "histmig.jsonio.jsonedit._end_of_value"),   # verbs/flip: the line editor's work
-    ("histmig.verbs.flip", "histmig.jsonio.jsonedit._set_path"),
-}
+# Private names still imported across modules, each with why. Keep it empty.
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

@@ -38,9 +38,6 @@ CASES = {
 # Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper
 # "table") and flip's line editor no longer sits under doctor (helper "editor"). strict: when they pass,
 # drop the mark.
-# doctor --tool codex loads verbs.flip through doctor_split until the provider edit moves to tools/codex
-WAITING = {"doctor --tool codex"}
-PENDING = pytest.mark.xfail(strict=True, reason="needs the lazy writer/doctor table and doctor_split off verbs.flip")
 NARROW = {
     "convert --to codex": (["convert", "--to", "codex", "--all"],
                            ["histmig.tools.claude_code.write", "histmig.tools.mini_cc.write",
@@ -79,7 +76,7 @@ def test_a_command_imports_only_what_it_needs(tmp_path, case):
     assert not _offending(mods, forbidden), f"{case} imported {_offending(mods, forbidden)}"
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=PENDING if c in WAITING else ()) for c in NARROW])
+@pytest.mark.parametrize("case", list(NARROW))
 def test_a_command_for_one_tool_imports_no_other_tool(tmp_path, case):
     argv, forbidden = NARROW[case]
     mods, code = _loaded(tmp_path, argv)

@@ -84,7 +84,7 @@ def tail_transform(plan: Plan):
     import orjson
 
     from histmig.jsonio import jsonl
-    from histmig.jsonio.jsonedit import EditError
+    from histmig.jsonio.lineedit import edit_appended
     from histmig.toolkit.move.common import PathMap, content_edits, line_patches
     pm = PathMap(tuple(plan.summary["old"]), plan.summary["new"])
     content = bool(plan.args.get("rewrite_content"))
@@ -94,21 +94,16 @@ def tail_transform(plan: Plan):
         fields = _line_fields(tool, op.paths()[0])
         if fields is None:
             return data
-        out, pos = bytearray(), 0
-        for line in jsonl.iter_lines(io.BytesIO(data)):
-            if line.raw is None or not any(n in line.raw for n in pm.needles):
-                continue
-            try:
-                obj = orjson.loads(line.body)
-                edits = fields(obj, pm)
-                edits = edits + (content_edits(obj, pm, {e[0] for e in edits}) if content else [])
-                patches = line_patches(line.body, obj, edits, line.offset + line.body_start) if edits else []
-            except (orjson.JSONDecodeError, EditError):
-                continue
-            for p in patches:
-                out += data[pos:p.offset] + p.new
-                pos = p.offset + len(p.old)
-        return bytes(out + data[pos:]) if pos else data
+
+        def patches_of(body: bytes, base: int) -> list:
+            obj = orjson.loads(body)
+            edits = fields(obj, pm)
+            edits = edits + (content_edits(obj, pm, {e[0] for e in edits}) if content else [])
+            return line_patches(body, obj, edits, base) if edits else []
+
+        lines = ((ln.offset + ln.body_start, ln.body) for ln in jsonl.iter_lines(io.BytesIO(data))
+                 if ln.raw is not None and any(n in ln.raw for n in pm.needles))
+        return edit_appended(data, lines, patches_of)
     return transform
 
 
