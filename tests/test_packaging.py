@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from histmig.cli import samples
-from histmig.verbs.catalog import discover_all
+from histmig.tools.catalog import discover_all
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "histmig" / "samples"
