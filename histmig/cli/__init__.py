@@ -11,7 +11,7 @@ import sys
 import click
 
 from histmig import __version__
-from histmig.cli.common import Context, run_guarded
+from histmig.cli.common import Context, PipeClosed, run_guarded
 
 # command name -> the module that defines it (``histmig/cli/<module>.py``), in --help order.
 # Only the module of the command being run is imported, so a dry run does not pay for the others.
@@ -47,6 +47,13 @@ class LazyGroup(click.Group):
                 return cmd
         return None
 
+    def invoke(self, ctx):
+        # click turns a closed pipe into exit 1 on its own; `histmig scan | head -1` is a success
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise PipeClosed from e
+
 
 HELP = """Move AI coding-agent chat history between tools and through change, without losing a byte.
 
@@ -56,6 +63,7 @@ Examples:
   histmig flip openai my-provider           # dry run: what would change
   histmig flip openai my-provider --apply
   histmig move ~/code/app ~/work/app --apply
+  histmig convert --to claude-code 019e9625        # dry run: one Codex session as a Claude Code one
   histmig undo
 """
 

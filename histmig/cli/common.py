@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from dataclasses import dataclass
@@ -103,6 +104,20 @@ def print_warnings(items: Iterable[Warning | Skip]) -> None:
         diag(item.describe() if isinstance(item, Skip) else "warning: " + item.describe())
 
 
+class PipeClosed(Exception):
+    """The reader of stdout went away (``histmig scan | head -1``): not an error."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe
+    (the recipe in the Python docs, "Note on SIGPIPE")."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass                            # not a real file (tests capture into a StringIO)
+
+
 def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     """Run the click group; turn library errors into ``error: ...`` and an exit code."""
     try:
@@ -116,7 +131,8 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     except HistmigError as e:
         diag(f"error: {e.describe()}")
         return e.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, PipeClosed):
+        _silence_stdout()
         return EXIT_OK
     except OSError as e:   # the library names its errors; this is the net under a raw one
         where = f"{os.fsdecode(e.filename)}: " if e.filename else ""

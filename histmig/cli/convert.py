@@ -12,6 +12,7 @@ from histmig.cli.tx import apply_options, current_options, run_plan
 from histmig.toolkit.convert.loss import LossReport
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig convert --to claude-code 019e9625            # one Codex session (id prefix), dry run

@@ -11,6 +11,7 @@ from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
 from histmig import api
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig doctor                          # what is wrong, per tool
@@ -18,6 +19,7 @@ Examples:
   histmig doctor --repair                 # dry run: what would be repaired
   histmig doctor --repair --apply         # repair (undo with: histmig undo)
   histmig doctor --ignore codex.cwd-missing --ignore claude.
+
 \b
 Exit codes: 0 healthy, 1 problems found (or left after --repair --apply), 2 usage error,
 3 repaired but something was skipped.

@@ -11,6 +11,7 @@ from histmig.cli.tx_options import apply_options
 # against `find | head -qn1` (docs/bench.md), and apply's imports alone would cost a third of that.
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig flip --list
@@ -28,7 +29,8 @@ Examples:
 @click.option("--list", "list_only", is_flag=True, help="Show the providers present in history, with counts.")
 @click.option("--no-archived", is_flag=True, help="Leave archived_sessions/ alone.")
 @click.option("--strip-encrypted", is_flag=True,
-              help="Set encrypted reasoning (bound to the old account) to null; reported per file.")
+              help="Retype reasoning/compaction items with encrypted content (bound to the old backend) so Codex "
+                   "stops sending them; the line stays, the blob goes (docs/codex.md); reported per file.")
 @click.option("--set-config", is_flag=True, help='Also set model_provider = "NEW" in config.toml (comments kept).')
 @click.option("--exact", is_flag=True, help="Dry run: compute every byte edit (reads whole files).")
 @click.option("--force", is_flag=True, help="Flip to a NEW that config.toml does not define (resume fails until "

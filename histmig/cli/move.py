@@ -9,6 +9,7 @@ from histmig.cli.tx import apply_options, run_plan
 from histmig.core.plan import Rename
 
 EXAMPLES = """
+
 \b
 Examples:
   mv ~/code/app ~/work/app

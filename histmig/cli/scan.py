@@ -10,6 +10,7 @@ from histmig.core.ids import unique_prefixes
 from histmig.tools import FORMATS
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig scan

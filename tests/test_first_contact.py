@@ -1,0 +1,53 @@
+"""Issue 14, "Help and messages": one test per rough edge a new user trips over."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from clirun import histmig
+from codex_fixtures import rollout, tid, write_rollout
+
+from histmig.cli import cli
+
+EXAMPLE_COMMANDS = ["scan", "show", "flip", "move", "convert", "doctor", "demo"]
+
+
+def _help(*argv: str) -> str:
+    r = histmig(*argv, "--help")
+    assert r.exit_code == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("name", EXAMPLE_COMMANDS)
+def test_help_examples_keep_one_line_per_command(name):
+    lines = _help(name).splitlines()
+    at = lines.index("  Examples:")            # a paragraph of its own, not reflowed into the description
+    examples = [x for x in lines[at + 1:] if x.strip()][:2]
+    assert all(x.startswith("    histmig ") or x.startswith("    mv ") for x in examples), examples
+
+
+def test_root_help_shows_a_convert_example():
+    assert "  histmig convert --to " in _help()
+
+
+def test_strip_encrypted_help_says_it_retypes_the_item():
+    text = " ".join(_help("flip").split())
+    assert "Retype" in text and "null" not in text
+
+
+def _run(argv, env, **kw):
+    return subprocess.run([sys.executable, "-m", "histmig", *argv], env=env, **kw)
+
+
+def test_scan_piped_into_head_exits_0(isolated_homes):
+    codex = isolated_homes["CODEX_HOME"]
+    write_rollout(codex, tid(1), rollout(tid(1), turns=3000))   # `show` of it is far over a pipe buffer
+    proc = subprocess.Popen([sys.executable, "-m", "histmig", "show", tid(1)], env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()                      # what `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err
