@@ -51,3 +51,21 @@ def test_scan_piped_into_head_exits_0(isolated_homes):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["scan", "--home", "{h}"], ["scan", "--home={h}", "-v"], ["-q", "scan", "--state-dir", "{h}/st", "--home", "{h}"],
+    ["flip", "--list", "--codex-home", "{h}/.codex", "-vv"],
+])
+def test_global_options_are_accepted_after_the_command(tmp_path, argv):
+    r = histmig(*[a.format(h=tmp_path) for a in argv])
+    assert r.exit_code == 0, r.stderr
+    assert "No such option" not in r.stderr
+
+
+def test_global_options_after_the_command_mean_the_same_as_before(tmp_path):
+    write_rollout(tmp_path / ".codex", tid(7), rollout(tid(7)))
+    before = histmig("--home", str(tmp_path), "scan", "--json")
+    after = histmig("scan", "--json", "--home", str(tmp_path))
+    assert before.exit_code == after.exit_code == 0
+    assert before.stdout == after.stdout and tid(7) in after.stdout
