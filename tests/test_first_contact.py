@@ -69,3 +69,14 @@ def test_global_options_after_the_command_mean_the_same_as_before(tmp_path):
     after = histmig("scan", "--json", "--home", str(tmp_path))
     assert before.exit_code == after.exit_code == 0
     assert before.stdout == after.stdout and tid(7) in after.stdout
+
+
+def test_an_empty_or_wrong_home_says_where_it_looked(tmp_path):
+    (tmp_path / ".codex").mkdir()
+    r = histmig("--home", str(tmp_path), "scan")
+    assert r.exit_code == 0
+    assert "no sessions found in:" in r.stdout
+    assert f"codex        {tmp_path / '.codex'}\n" in r.stdout                  # exists, empty
+    assert f"{tmp_path / '.mini_cc'}  (does not exist)" in r.stdout
+    only = histmig("--home", str(tmp_path), "scan", "--tool", "codex", "--since", "1d")
+    assert "no sessions match the filters in:" in only.stdout and ".claude" not in only.stdout
