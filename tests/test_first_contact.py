@@ -80,3 +80,25 @@ def test_an_empty_or_wrong_home_says_where_it_looked(tmp_path):
     assert f"{tmp_path / '.mini_cc'}  (does not exist)" in r.stdout
     only = histmig("--home", str(tmp_path), "scan", "--tool", "codex", "--since", "1d")
     assert "no sessions match the filters in:" in only.stdout and ".claude" not in only.stdout
+
+
+def _demo_home(tmp_path):
+    from histmig.cli import samples
+    samples.install(tmp_path)
+    return tmp_path
+
+
+def test_convert_apply_prints_how_to_resume_each_new_session(tmp_path):
+    import shlex
+    home = _demo_home(tmp_path / "h")
+    base = ["--home", str(home), "--state-dir", str(tmp_path / "st")]
+    r = histmig(*base, "convert", "--to", "claude-code", "--from", "codex", "--apply")
+    assert r.exit_code == 0, r.stderr
+    hints = r.stdout.split("resume with:\n", 1)[1].splitlines()
+    assert hints and all(h.startswith("  cd ") for h in hints)
+    for line in hints:
+        words = shlex.split(line)
+        assert words[2:4] == ["&&", "claude"] and words[4] == "--resume"
+        assert list((home / ".claude" / "projects").glob(f"*/{words[5]}.jsonl"))
+    back = histmig(*base, "convert", "--to", "codex", "--from", "claude-code", "--apply")
+    assert "codex resume " in back.stdout
