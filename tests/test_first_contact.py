@@ -102,3 +102,46 @@ def test_convert_apply_prints_how_to_resume_each_new_session(tmp_path):
         assert list((home / ".claude" / "projects").glob(f"*/{words[5]}.jsonl"))
     back = histmig(*base, "convert", "--to", "codex", "--from", "claude-code", "--apply")
     assert "codex resume " in back.stdout
+
+
+def _printed(text: str, marker: str) -> list[str]:
+    """The command after ``marker`` on the line that has it, split as the shell would."""
+    import shlex
+    line = next(x for x in text.splitlines() if marker in x)
+    return shlex.split(line.split(marker, 1)[1])
+
+
+def _run_as_printed(words: list[str], env=None):
+    assert words[0] == "histmig", words
+    return _run(words[1:], dict(env or os.environ), capture_output=True, text=True, timeout=120)
+
+
+def test_every_printed_follow_up_command_is_complete_and_runs_as_printed(tmp_path):
+    home = _demo_home(tmp_path / "h")
+    base = ["--home", str(home), "--state-dir", str(tmp_path / "st")]
+    flipped = histmig("flip", "openai", "my-provider", "--apply", *base)           # flags after the command
+    assert flipped.exit_code == 0, flipped.stderr
+    undo = _printed(flipped.stdout, "undo with: ")
+    assert undo[1:5] == base and undo[5] == "undo"
+    done = _run_as_printed(undo)
+    assert done.returncode == 0 and "undone" in done.stdout, done.stderr
+
+    plan = tmp_path / "my plan.json"
+    wrote = histmig(*base, "move", "/tmp/histmig-rec/work/app", "/tmp/histmig-rec/work/app2", "--plan-out", plan)
+    assert wrote.exit_code == 0, wrote.stderr
+    applied = _run_as_printed(_printed(wrote.stderr, "apply with: "))
+    assert applied.returncode == 0, applied.stderr
+    again = _run_as_printed(_printed(applied.stdout, "undo with: "))
+    assert again.returncode == 0 and "undone" in again.stdout, again.stderr
+
+
+def test_a_shared_state_dir_never_undoes_another_homes_transaction(tmp_path, monkeypatch):
+    monkeypatch.setenv("HISTMIG_STATE_DIR", str(tmp_path / "shared"))
+    a, b = _demo_home(tmp_path / "a"), _demo_home(tmp_path / "b")
+    in_a = histmig("--home", a, "flip", "openai", "my-provider", "--apply")
+    in_b = histmig("--home", b, "flip", "openai", "my-provider", "--apply")
+    tx_a, tx_b = _printed(in_a.stdout, "undo with: ")[-1], _printed(in_b.stdout, "undo with: ")[-1]
+    r = histmig("--home", a, "undo")                   # the latest transaction is b's: not this home's
+    assert r.exit_code == 0, r.stderr
+    assert f"transaction {tx_a} undone" in r.stdout and tx_b not in r.stdout
+    assert f"transaction {tx_b} undone" in histmig("--home", b, "undo").stdout

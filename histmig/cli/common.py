@@ -4,6 +4,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -23,7 +25,35 @@ class Context:
 
     @classmethod
     def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":
-        return cls(homes=resolve_homes(**home_flags), quiet=quiet, verbose=verbose)
+        homes = resolve_homes(**home_flags)
+        _GIVEN[:] = given_flags(homes, home_flags)
+        return cls(homes=homes, quiet=quiet, verbose=verbose)
+
+
+# The home and state-dir flags of the running command, absolute, so a printed follow-up command
+# ("undo with: histmig ...") reaches the same homes and journal when run as printed (docs/safety.md,
+# "Follow-up commands"). Set by Context.create, cleared by run_guarded: one command per process.
+_GIVEN: list[str] = []
+_FLAGS = {"home": ("--home", "home"), "codex_home": ("--codex-home", "codex"),
+          "claude_home": ("--claude-home", "claude"), "mini_cc_home": ("--mini-cc-home", "mini_cc"),
+          "state_dir": ("--state-dir", "state")}
+_COMMAND = re.compile(r"\bhistmig (?=(?:scan|show|flip|move|convert|doctor|apply|undo|log|recover|gc)\b)")
+
+
+def given_flags(homes: Homes, flags: dict) -> list[str]:
+    out: list[str] = []
+    for key, (flag, attr) in _FLAGS.items():
+        if flags.get(key) is not None:
+            out += [flag, str(homes.home if attr == "home" else getattr(homes, attr))]
+    return out
+
+
+def complete(text: str) -> str:
+    """``text`` with this run's home and state-dir flags put into every ``histmig <command>`` it names."""
+    if not _GIVEN:
+        return text
+    flags = shlex.join(_GIVEN) + " "
+    return _COMMAND.sub(lambda m: "histmig " + flags, text)
 
 
 def use_color(stream=None) -> bool:
@@ -95,8 +125,8 @@ def info(ctx: Context | None, message: str) -> None:
 
 
 def diag(message: str) -> None:
-    """Diagnostics go to stderr."""
-    click.echo(message, err=True)
+    """Diagnostics go to stderr; a command they suggest gets this run's home flags (:func:`complete`)."""
+    click.echo(complete(message), err=True)
 
 
 def print_warnings(items: Iterable[Warning | Skip]) -> None:
@@ -120,6 +150,7 @@ def _silence_stdout() -> None:
 
 def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     """Run the click group; turn library errors into ``error: ...`` and an exit code."""
+    _GIVEN.clear()
     try:
         rv = group.main(args=argv, prog_name="histmig", standalone_mode=False)
         return rv if isinstance(rv, int) else EXIT_OK

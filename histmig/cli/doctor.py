@@ -5,7 +5,7 @@ import dataclasses
 
 import click
 
-from histmig.cli.common import TOOL, emit_json, info
+from histmig.cli.common import TOOL, complete, emit_json, info
 from histmig.cli.tx import apply_options, run_plan
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
 from histmig import api
@@ -71,13 +71,13 @@ def _show(ctx, report, as_json: bool) -> None:
             if ctx.verbose and f.path:
                 info(ctx, f"    at: {f.path}" + (f":{f.line}" if f.line else ""))
             if f.fix:
-                info(ctx, f"    fix: {f.fix}")
+                info(ctx, complete(f"    fix: {f.fix}"))
     n = len(report.repairable())
     if report.healthy:
         info(ctx, "healthy")
     else:
         tail = f"; {n} can be repaired: histmig doctor --repair --apply" if n else ""
-        info(ctx, f"{len(report.findings)} finding(s){tail}")
+        info(ctx, complete(f"{len(report.findings)} finding(s){tail}"))
 
 
 def _show_plan(ctx, plan) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
-from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
+from histmig.cli.common import Progress, Context, complete, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.core.plan import Plan
@@ -48,7 +49,7 @@ def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(plan.dumps())
     if not quiet:
-        diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {path}")
+        diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {shlex.quote(path)}")
 
 
 def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: bool) -> int:
@@ -89,7 +90,7 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
     print_warnings([*res.warnings, *res.skips])
     if res.txid:
         info(ctx, f"applied {len(res.done)} change(s); transaction {res.txid}")
-        info(ctx, f"undo with: histmig undo {res.txid}")
+        info(ctx, complete(f"undo with: histmig undo {res.txid}"))
     else:
         info(ctx, "nothing applied")
     return res.exit_code
@@ -286,7 +287,7 @@ def _render_gc(ctx: Context, res, older_than: str) -> None:
     if res.kept_unfinished:
         kept.append(f"{len(res.kept_unfinished)} unfinished (run histmig recover): {', '.join(res.kept_unfinished)}")
     if kept:
-        info(ctx, "kept: " + "; ".join(kept))
+        info(ctx, complete("kept: " + "; ".join(kept)))
     if not res.applied and res.entries:
         info(ctx, "dry run: nothing was removed; add --apply to remove them")
 
