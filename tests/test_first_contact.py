@@ -145,3 +145,14 @@ def test_a_shared_state_dir_never_undoes_another_homes_transaction(tmp_path, mon
     assert r.exit_code == 0, r.stderr
     assert f"transaction {tx_a} undone" in r.stdout and tx_b not in r.stdout
     assert f"transaction {tx_b} undone" in histmig("--home", b, "undo").stdout
+
+
+def test_flip_old_provider_typo_gives_a_did_you_mean_with_the_command_to_run(tmp_path):
+    home = _demo_home(tmp_path / "h")
+    r = histmig("--home", home, "flip", "openia", "my-provider", "--apply")
+    assert r.exit_code == 1 and "did you mean 'openai'?" in r.stderr
+    fixed = _printed(r.stderr, "did you mean: ")
+    assert fixed == ["histmig", "--home", str(home), "flip", "openai", "my-provider", "--apply"]
+    assert _run_as_printed(fixed[:-1]).returncode == 0          # the dry run of the corrected line
+    new = histmig("--home", home, "flip", "openai", "my-provder")
+    assert _printed(new.stderr, "did you mean: ")[-2:] == ["openai", "my-provider"]

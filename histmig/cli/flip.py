@@ -45,15 +45,23 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
         raise UsageError("flip needs OLD and NEW (or --list)")
     exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
     from histmig.verbs.flip import check_names, plan_flip
-    from histmig.verbs.flip.names import check_new, check_old
+    from histmig.verbs.flip.names import ProviderTypoError, check_new, check_old
     from histmig.tools.codex.config import load_config
     check_names(old, new)
     cfg = load_config(ctx.homes)
-    check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
-    plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                     set_config=set_config, exact=exact, counts_only=not exact)
-    if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
-        plan.warnings.append(absent)
+    given = {"--no-archived": no_archived, "--strip-encrypted": strip_encrypted, "--set-config": set_config,
+             "--exact": exact and not apply, "--apply": apply}
+    typo = 1                                      # which of (OLD, NEW) a ProviderTypoError is about
+    try:
+        check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
+        typo = 0
+        plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                         set_config=set_config, exact=exact, counts_only=not exact)
+        if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
+            plan.warnings.append(absent)
+    except ProviderTypoError as e:
+        _suggest(e, [old, new], typo, given)
+        raise
     if not exact:                                 # head-only dry run: counts, rows, a sample
         if as_json:
             emit_json({"dry_run": True, **plan_summary(plan, rows_counted=True)})
@@ -67,6 +75,16 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
     from histmig.cli.tx import run_plan
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
+
+
+def _suggest(e, names: list[str], typo: int, given: dict) -> None:
+    """Add the corrected command line to a typo's error (the home flags join it when printed)."""
+    if not e.suggestion:
+        return
+    import shlex
+    names[typo] = e.suggestion
+    words = ["histmig", "flip", *names, *[flag for flag, on in given.items() if on]]
+    e.args = (f"{e}\n  did you mean: {shlex.join(words)}",)
 
 
 def plan_summary(plan, *, rows_counted: bool = False) -> dict:
