@@ -156,3 +156,47 @@ def test_flip_old_provider_typo_gives_a_did_you_mean_with_the_command_to_run(tmp
     assert _run_as_printed(fixed[:-1]).returncode == 0          # the dry run of the corrected line
     new = histmig("--home", home, "flip", "openai", "my-provder")
     assert _printed(new.stderr, "did you mean: ")[-2:] == ["openai", "my-provider"]
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def _stderr_on_a_tty(monkeypatch, *argv):
+    import contextlib
+    import io
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with contextlib.redirect_stdout(io.StringIO()):
+        from histmig.cli.common import run_guarded
+        code = run_guarded(cli, [str(a) for a in argv])
+    return code, tty.text
+
+
+def test_error_warning_and_skip_are_coloured_on_a_terminal(monkeypatch, tmp_path):
+    from histmig.cli.common import coloured
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys, "stderr", _Tty())
+    for word in ("error:", "warning:", "skip:"):
+        assert coloured(f"{word} x").startswith("\x1b[") and coloured(f"{word} x").endswith(" x")
+    assert coloured("wrote plan to x") == "wrote plan to x"
+    code, err = _stderr_on_a_tty(monkeypatch, "show", "nope", "--home", tmp_path)
+    assert code == 1 and err.startswith("\x1b[31m\x1b[1merror:\x1b[0m "), err
+
+
+def test_no_colour_with_no_color_or_json(monkeypatch, tmp_path):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in _stderr_on_a_tty(monkeypatch, "--home", tmp_path, "show", "nope")[1]
+    monkeypatch.delenv("NO_COLOR")
+    code, err = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, "scan", "--since", "bogus", "--json")
+    assert code != 0 and err.startswith("error: "), err

@@ -126,7 +126,28 @@ def info(ctx: Context | None, message: str) -> None:
 
 def diag(message: str) -> None:
     """Diagnostics go to stderr; a command they suggest gets this run's home flags (:func:`complete`)."""
-    click.echo(complete(message), err=True)
+    click.echo(coloured(complete(message)), err=True)
+
+
+# the prefix of a diagnostic line -> its colour on a terminal (docs/safety.md, "Colour")
+_COLOURS = {"error:": "red", "warning:": "yellow", "skip:": "magenta", "lossy:": "yellow"}
+
+
+def coloured(message: str) -> str:
+    """``message`` with its ``error:``/``warning:``/``skip:`` prefix coloured when stderr is a
+    terminal, never with NO_COLOR or in a ``--json`` run (whose stderr a program may read)."""
+    word = message.split(" ", 1)[0]
+    if word not in _COLOURS or not use_color(sys.stderr) or _json_run():
+        return message
+    return click.style(word, fg=_COLOURS[word], bold=True) + message[len(word):]
+
+
+def _json_run() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return _JSON_ARGV[0] or (ctx is not None and bool(ctx.params.get("as_json")))
+
+
+_JSON_ARGV = [False]        # set by run_guarded: errors print after click's context is gone
 
 
 def print_warnings(items: Iterable[Warning | Skip]) -> None:
@@ -151,6 +172,7 @@ def _silence_stdout() -> None:
 def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     """Run the click group; turn library errors into ``error: ...`` and an exit code."""
     _GIVEN.clear()
+    _JSON_ARGV[0] = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
         rv = group.main(args=argv, prog_name="histmig", standalone_mode=False)
         return rv if isinstance(rv, int) else EXIT_OK
