@@ -200,3 +200,48 @@ def test_no_colour_with_no_color_or_json(monkeypatch, tmp_path):
     monkeypatch.delenv("NO_COLOR")
     code, err = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, "scan", "--since", "bogus", "--json")
     assert code != 0 and err.startswith("error: "), err
+
+
+def test_apply_skip_lines_name_the_session_once_and_counts_share_one_vocabulary(tmp_path):
+    home = _demo_home(tmp_path / "h")
+    plan = tmp_path / "flip.json"
+    assert histmig("--home", home, "flip", "openai", "my-provider", "--plan-out", plan).exit_code == 0
+    rollout_file = sorted((home / ".codex" / "sessions").rglob("*.jsonl"))[0]
+    with open(rollout_file, "ab") as fh:                  # a client appends after the plan
+        fh.write(b'{"timestamp":"2026-12-01T00:00:00Z","type":"event_msg","payload":{"type":"x"}}\n')
+    r = histmig("--home", home, "apply", plan)
+    assert r.exit_code == 3, r.stderr
+    lines = r.stderr.splitlines()
+    cause = next(i for i, x in enumerate(lines) if x.startswith(f"skip: {rollout_file}: "))
+    assert lines[cause + 1].startswith("  skipped with it (the rest of its session): ")
+    assert ".sqlite" in lines[cause + 1]
+    assert not [x for x in lines if x.startswith("skip:") and ".sqlite" in x.split(": ")[1]]
+    applied = next(x for x in r.stdout.splitlines() if x.startswith("applied: "))
+    files = int(applied.split()[1])
+    assert " rows in " in applied and "change(s)" not in r.stdout
+    log = histmig("--home", home, "log").stdout
+    assert f"{files} files" in log
+    undone = histmig("--home", home, "undo").stdout
+    assert f"undone: {files} files" in undone
+
+
+def test_flip_dry_run_says_how_many_more_files_than_listed(tmp_path):
+    home = _demo_home(tmp_path / "h")
+    out = histmig("--home", home, "flip", "openai", "my-provider").stdout
+    listed = [x for x in out.splitlines() if x.startswith("  01")]
+    assert len(listed) == 5 and "  ... and 1 more file; -v lists up to 10" in out
+    assert "more file" not in histmig("--home", home, "-v", "flip", "openai", "my-provider").stdout
+
+
+def test_apply_progress_never_says_0_0_mb(monkeypatch):
+    import time
+
+    from histmig.cli import common
+    fake = _Tty()
+    monkeypatch.setattr(common.sys, "stderr", fake)
+    clock = iter([100.0] + [101.5] * 1000)
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    p = common.Progress("applying", total=200)
+    for _ in range(100):
+        p.step(0)                                  # apply counts files, not bytes
+    assert "applying: 100/200 files, ETA" in fake.text and "MB" not in fake.text

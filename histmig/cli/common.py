@@ -151,8 +151,31 @@ _JSON_ARGV = [False]        # set by run_guarded: errors print after click's con
 
 
 def print_warnings(items: Iterable[Warning | Skip]) -> None:
+    items = list(items)
+    followers = _followers(items)
     for item in items:
+        if isinstance(item, Skip) and item.code == "session-skipped" and _cause(item) in followers:
+            continue                      # said once, under the skip that caused it
         diag(item.describe() if isinstance(item, Skip) else "warning: " + item.describe())
+        if isinstance(item, Skip) and item.path in followers:
+            diag("  skipped with it (the rest of its session): " + ", ".join(followers[item.path]))
+
+
+def _cause(skip: Skip) -> str:
+    return skip.reason.rpartition("(see ")[2].removesuffix(")")
+
+
+def _followers(items: list) -> dict[str, list[str]]:
+    """cause path -> the files and databases skipped with its session (apply/skipping.py names the
+    cause in each ``session-skipped`` reason), when the cause is among ``items``."""
+    causes = {i.path for i in items if isinstance(i, Skip) and i.code != "session-skipped"}
+    out: dict[str, list[str]] = {}
+    for i in items:
+        if isinstance(i, Skip) and i.code == "session-skipped" and _cause(i) in causes:
+            out.setdefault(_cause(i), [])
+            if i.path not in out[_cause(i)]:
+                out[_cause(i)].append(i.path)
+    return out
 
 
 class PipeClosed(Exception):
@@ -207,9 +230,9 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
 class Progress:
     """A progress line on stderr for runs over about a second, only when stderr is a terminal."""
 
-    def __init__(self, label: str, *, total: int | None = None, enabled: bool = True):
+    def __init__(self, label: str, *, total: int | None = None, enabled: bool = True, unit: str = "files"):
         import time
-        self.label, self.total, self.count, self.bytes = label, total, 0, 0
+        self.label, self.total, self.count, self.bytes, self.unit = label, total, 0, 0, unit
         self.start = time.monotonic()
         self.enabled = enabled and sys.stderr.isatty()
         self.shown = False
@@ -228,7 +251,8 @@ class Progress:
             rate = self.count / elapsed
             eta = f", ETA {max(0, (self.total - self.count) / rate):.0f}s"
         of = f"/{self.total}" if self.total else ""
-        sys.stderr.write(f"\r{self.label}: {self.count}{of} files, {self.bytes / 1e6:.1f} MB{eta}   ")
+        size = f", {self.bytes / 1e6:.1f} MB" if self.bytes else ""    # apply counts files, not bytes
+        sys.stderr.write(f"\r{self.label}: {self.count}{of} {self.unit}{size}{eta}   ")
         sys.stderr.flush()
         self.shown = True
 

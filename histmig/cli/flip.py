@@ -132,6 +132,9 @@ def render(ctx, plan) -> None:
     for item in shown:
         flags = [f for f in ("compressed", "archived") if item[f]]
         info(ctx, f"  {short[item['id']]:<{width}}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
+    if (more := s["sessions"] - len(shown)) > 0:
+        hint = "; -v lists up to 10" if not ctx.verbose and len(s["sample"]) > len(shown) else ""
+        info(ctx, f"  ... and {more:,} more file{'s' * (more != 1)}{hint}")
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:

@@ -89,11 +89,26 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
         return res.exit_code
     print_warnings([*res.warnings, *res.skips])
     if res.txid:
-        info(ctx, f"applied {len(res.done)} change(s); transaction {res.txid}")
+        info(ctx, f"applied: {counted(res.done, plan)}; transaction {res.txid}")
         info(ctx, complete(f"undo with: histmig undo {res.txid}"))
     else:
         info(ctx, "nothing applied")
     return res.exit_code
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+def counted(done: list[str], plan: Plan | None) -> str:
+    """What an apply or undo changed, in the words every summary uses (docs/safety.md, "Counts"):
+    files (each changed file once, a database included) and the rows changed inside databases."""
+    dbs = {op.paths()[0] for op in plan.operations if op.kind == "sql-update"} if plan is not None else set()
+    rows = sum(1 for p in done if p in dbs)
+    text = _n(len(set(done)), "file")
+    if rows:
+        text += f" ({_n(rows, 'row')} in {_n(len(dbs & set(done)), 'database')})"
+    return text
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -156,10 +171,10 @@ def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force,
         info(ctx, f"moved to the trash: {path}")
     via = f" (undo transaction {res.undo_txid})" if res.undo_txid else ""
     if res.skips:
-        info(ctx, f"transaction {res.txid} partly undone: {len(res.done)} change(s) reverted{via}; "
+        info(ctx, f"transaction {res.txid} partly undone: {counted(res.done, res.plan)} reverted{via}; "
                   f"{len(res.skips)} session(s) or file(s) kept, named above")
     else:
-        info(ctx, f"transaction {res.txid} undone: {len(res.done)} change(s) reverted{via}")
+        info(ctx, f"transaction {res.txid} undone: {counted(res.done, res.plan)} reverted{via}")
     return res.exit_code
 
 
@@ -226,7 +241,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
         info(ctx, "no transactions")
     for t in txs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_ns / 1e9)) if t.started_ns else "?"
-        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)  "
+        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {_n(len(t.paths), 'file')}  "
                   + _backups_note(t.state, sizes[t.txid], collected[t.txid]))
         for k in t.kept:
             info(ctx, f"    kept: {k['path']}: {k['reason']}" if k.get("reason") else f"    kept: {k['path']}")
