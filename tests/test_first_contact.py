@@ -245,3 +245,21 @@ def test_apply_progress_never_says_0_0_mb(monkeypatch):
     for _ in range(100):
         p.step(0)                                  # apply counts files, not bytes
     assert "applying: 100/200 files, ETA" in fake.text and "MB" not in fake.text
+
+
+@pytest.mark.parametrize("argv", [["move", "/w/proj", "/w/new"], ["flip", "openai", "my-provider", "--exact", "--force"]])
+def test_long_planning_shows_progress_with_totals_on_a_terminal(monkeypatch, tmp_path, argv):
+    import itertools
+    import time
+    for n in range(120):
+        write_rollout(tmp_path / ".codex", tid(n), rollout(tid(n), cwd="/w/proj"))
+    ticks = itertools.count(100.0, 0.6)                     # every reading of the clock: 0.6 s later
+    monkeypatch.setattr(time, "monotonic", lambda: next(ticks))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    code, err = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, *argv)
+    assert code == 0, err
+    assert "files read" in err and "\rplanning" in err
+    if argv[0] == "move":
+        assert "planning (codex, " in err and "/4): " in err           # which tool of how many
+    quiet = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, *argv, "--json")[1]
+    assert "planning" not in quiet

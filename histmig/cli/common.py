@@ -262,6 +262,30 @@ class Progress:
             sys.stderr.flush()
 
 
+@contextlib.contextmanager
+def planning_progress(ctx: Context, *, enabled: bool = True):
+    """Progress on stderr while a long plan is made (histmig/core/progress.py): files read, their
+    size and, for a planner made of parts (move: one per tool), which part of how many."""
+    from histmig.core import progress as events
+    shown = Progress("planning", enabled=enabled and not ctx.quiet, unit="files read")
+
+    def listener(event: str, value) -> None:
+        if event == "file":
+            shown.step(value or 0)
+        elif event == "step":
+            name, n, total = value
+            shown.label = f"planning ({name}, {n}/{total})"
+    if not shown.enabled:                 # not a terminal: the readers pay nothing
+        yield
+        return
+    previous = events.listen(listener)
+    try:
+        yield
+    finally:
+        events.listen(previous)
+        shown.done()
+
+
 class ToolName(click.ParamType):
     """A tool name: the canonical ``codex``, ``claude-code``, ``mini-cc``, ``manifest``, or one of
     their aliases (``claude``, ``mini_cc``, ...); the command always gets the canonical one."""

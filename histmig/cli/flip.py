@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from histmig.cli.common import emit_json, info, print_warnings
+from histmig.cli.common import emit_json, info, planning_progress, print_warnings
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
 from histmig.cli.tx_options import apply_options
 
@@ -55,8 +55,9 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
     try:
         check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
         typo = 0
-        plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                         set_config=set_config, exact=exact, counts_only=not exact)
+        with planning_progress(ctx, enabled=exact and not as_json):     # a head-only dry run is quick
+            plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                             set_config=set_config, exact=exact, counts_only=not exact)
         if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
             plan.warnings.append(absent)
     except ProviderTypoError as e:
