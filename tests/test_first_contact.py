@@ -263,3 +263,21 @@ def test_long_planning_shows_progress_with_totals_on_a_terminal(monkeypatch, tmp
         assert "planning (codex, " in err and "/4): " in err           # which tool of how many
     quiet = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, *argv, "--json")[1]
     assert "planning" not in quiet
+
+
+def test_doctor_groups_cwd_missing_under_their_moved_parent_with_one_move_command(tmp_path):
+    home = tmp_path / "h"
+    for n, name in enumerate(["api", "web", "cli"]):
+        (home / "work" / name).mkdir(parents=True)                 # the projects now live here
+        write_rollout(home / ".codex", tid(n), rollout(tid(n), cwd=str(home / "code" / name)))
+    r = histmig("--home", home, "doctor", "--tool", "codex")
+    assert r.exit_code == 1
+    lines = [x for x in r.stdout.splitlines() if "cwd-missing" in x]
+    assert lines == [f"  codex.cwd-missing (3): 3 folders below {home / 'code'}, which no longer exists; "
+                     f"likely moved to {home / 'work'}"]
+    each = histmig("--home", home, "-v", "doctor", "--tool", "codex").stdout       # -v names every folder
+    assert all(f"recorded in {home / 'code' / name}" in each for name in ("api", "web", "cli"))
+    fix = _printed(r.stdout, "fix: ")
+    assert fix == ["histmig", "--home", str(home), "move", str(home / "code"), str(home / "work"), "--apply"]
+    assert _run_as_printed(fix).returncode == 0
+    assert histmig("--home", home, "doctor", "--tool", "codex").exit_code == 0          # healthy after it

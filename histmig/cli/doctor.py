@@ -66,6 +66,7 @@ def _show(ctx, report, as_json: bool) -> None:
             info(ctx, f"{tool}: ok")
             continue
         info(ctx, f"{tool}: {sum(f.count for f in findings)} problem(s) in {len(findings)} finding(s)")
+        findings = _moved_parents(ctx, findings)
         for f in findings:
             info(ctx, f"  {f.code} ({f.count}): {f.detail}")
             if ctx.verbose and f.path:
@@ -78,6 +79,22 @@ def _show(ctx, report, as_json: bool) -> None:
     else:
         tail = f"; {n} can be repaired: histmig doctor --repair --apply" if n else ""
         info(ctx, complete(f"{len(report.findings)} finding(s){tail}"))
+
+
+def _moved_parents(ctx, findings: list) -> list:
+    """Print the ``cwd-missing`` findings that share one missing parent as one, with one move
+    command (histmig/toolkit/doctor/group.py); returns the findings left to print one by one."""
+    from histmig.toolkit.doctor.group import group_moved
+    groups, rest = group_moved(findings)
+    for g in groups:
+        code = g.findings[0].code
+        where = f"; likely moved to {g.new}" if g.new else ""
+        info(ctx, f"  {code} ({g.sessions}): {len(g.findings)} folders below {g.root}, which no longer "
+                  f"exists{where}")
+        for f in g.findings if ctx.verbose else []:
+            info(ctx, f"    {f.detail}")
+        info(ctx, complete(f"    fix: {g.fix}"))
+    return rest
 
 
 def _show_plan(ctx, plan) -> None:
