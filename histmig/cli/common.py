@@ -26,7 +26,7 @@ class Context:
     @classmethod
     def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":
         homes = resolve_homes(**home_flags)
-        _GIVEN[:] = given_flags(homes, home_flags)
+        _GIVEN[:] = given_flags(home_flags)
         return cls(homes=homes, quiet=quiet, verbose=verbose)
 
 
@@ -34,17 +34,16 @@ class Context:
 # ("undo with: histmig ...") reaches the same homes and journal when run as printed (docs/safety.md,
 # "Follow-up commands"). Set by Context.create, cleared by run_guarded: one command per process.
 _GIVEN: list[str] = []
-_FLAGS = {"home": ("--home", "home"), "codex_home": ("--codex-home", "codex"),
-          "claude_home": ("--claude-home", "claude"), "mini_cc_home": ("--mini-cc-home", "mini_cc"),
-          "state_dir": ("--state-dir", "state")}
+_FLAGS = ("home", "codex_home", "claude_home", "mini_cc_home", "state_dir")   # resolve_homes' keywords
 _COMMAND = re.compile(r"\bhistmig (?=(?:scan|show|flip|move|convert|doctor|apply|undo|log|recover|gc)\b)")
 
 
-def given_flags(homes: Homes, flags: dict) -> list[str]:
+def given_flags(flags: dict) -> list[str]:
+    """The home and state-dir options given, each as ``--name ABSOLUTE-PATH``."""
     out: list[str] = []
-    for key, (flag, attr) in _FLAGS.items():
+    for key in _FLAGS:
         if flags.get(key) is not None:
-            out += [flag, str(homes.home if attr == "home" else getattr(homes, attr))]
+            out += ["--" + key.replace("_", "-"), os.path.abspath(os.path.expanduser(os.fspath(flags[key])))]
     return out
 
 
