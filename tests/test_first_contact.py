@@ -216,6 +216,8 @@ def test_apply_skip_lines_name_the_session_once_and_counts_share_one_vocabulary(
     assert lines[cause + 1].startswith("  skipped with it (the rest of its session): ")
     assert ".sqlite" in lines[cause + 1]
     assert not [x for x in lines if x.startswith("skip:") and ".sqlite" in x.split(": ")[1]]
+    planned = histmig("--home", home, "flip", "openai", "my-provider", "--exact").stdout
+    assert "change(s)" not in planned
     applied = next(x for x in r.stdout.splitlines() if x.startswith("applied: "))
     files = int(applied.split()[1])
     assert " rows in " in applied and "change(s)" not in r.stdout

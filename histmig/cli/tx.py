@@ -63,7 +63,8 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
                 info(ctx, "would " + op.describe())
         print_warnings([*plan.warnings, *plan.skips])
         if not plan.empty and not wrote_plan:
-            info(ctx, f"dry run: {len(plan.operations)} change(s) planned, nothing written; add --apply to make them")
+            planned = counted([op.paths()[0] for op in plan.operations], plan)
+            info(ctx, f"dry run: {planned} to change, nothing written; add --apply to make them")
         elif plan.empty:
             info(ctx, "nothing to do")
     return EXIT_SKIPPED if plan.skips else EXIT_OK
