@@ -120,6 +120,17 @@ def convert(homes, refs: list[SessionRef], opts: ConvertOptions, *, apply: bool 
                   options=options)
 
 
+def resume_command(target: str, cwd: str | None, new_id: str) -> str | None:
+    """The shell line that resumes a converted session in its tool (``tools/<tool>/target.py``), or
+    None when the tool has no such line or the session records no folder."""
+    import shlex
+    from histmig.tools import hook
+    rules = hook(target, "target")
+    if rules is None or not rules.resume or ("{cwd}" in rules.resume and not cwd):
+        return None
+    return rules.resume.format(cwd=shlex.quote(cwd or ""), id=shlex.quote(new_id))
+
+
 def diagnose(homes, *, tools: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> Report:
     """Why history is missing, per tool (histmig/verbs/doctor); pure reads."""
     from histmig.verbs.doctor import diagnose as run

@@ -11,7 +11,7 @@ import sys
 import click
 
 from histmig import __version__
-from histmig.cli.common import Context, run_guarded
+from histmig.cli.common import Context, PipeClosed, run_guarded
 
 # command name -> the module that defines it (``histmig/cli/<module>.py``), in --help order.
 # Only the module of the command being run is imported, so a dry run does not pay for the others.
@@ -47,6 +47,52 @@ class LazyGroup(click.Group):
                 return cmd
         return None
 
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, hoist_global_options(self, ctx, list(args)))
+
+    def invoke(self, ctx):
+        # click turns a closed pipe into exit 1 on its own; `histmig scan | head -1` is a success
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise PipeClosed from e
+
+
+def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
+    """Move the group's options written after the command to before it, so `histmig scan --home X`
+    means `histmig --home X scan` (docs/README.head.md, "Where histmig looks"). An option the command defines
+    itself stays with the command; nothing after `--` moves."""
+    takes_value = {}
+    for p in group.params:
+        if isinstance(p, click.Option) and not p.is_eager:
+            for name in p.opts + p.secondary_opts:
+                takes_value[name] = not (p.is_flag or p.count)
+    at = 0
+    while at < len(args) and args[at] not in COMMANDS:      # past the options before the command
+        at += 2 if takes_value.get(args[at]) else 1
+    if at >= len(args):
+        return args
+    cmd = group.get_command(ctx, args[at])
+    own = {n for p in cmd.params for n in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+    head, rest, tail = args[:at], [args[at]], args[at + 1:]
+    i = 0
+    while i < len(tail):
+        arg = tail[i]
+        if arg == "--":
+            rest += tail[i:]
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name.startswith("-") and not name.startswith("--") and len(set(name[1:])) == 1:
+            name = name[:2]                                   # -vv counts like -v -v
+        if name in takes_value and name not in own:
+            take = 2 if takes_value[name] and "=" not in arg else 1
+            head += tail[i:i + take]
+            i += take
+            continue
+        rest.append(arg)
+        i += 1
+    return head + rest
+
 
 HELP = """Move AI coding-agent chat history between tools and through change, without losing a byte.
 
@@ -56,6 +102,7 @@ Examples:
   histmig flip openai my-provider           # dry run: what would change
   histmig flip openai my-provider --apply
   histmig move ~/code/app ~/work/app --apply
+  histmig convert --to claude-code 019e9625        # dry run: one Codex session as a Claude Code one
   histmig undo
 """
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import re
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -22,7 +25,34 @@ class Context:
 
     @classmethod
     def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":
-        return cls(homes=resolve_homes(**home_flags), quiet=quiet, verbose=verbose)
+        homes = resolve_homes(**home_flags)
+        _GIVEN[:] = given_flags(home_flags)
+        return cls(homes=homes, quiet=quiet, verbose=verbose)
+
+
+# The home and state-dir flags of the running command, absolute, so a printed follow-up command
+# ("undo with: histmig ...") reaches the same homes and journal when run as printed (docs/safety.md,
+# "Follow-up commands"). Set by Context.create, cleared by run_guarded: one command per process.
+_GIVEN: list[str] = []
+_FLAGS = ("home", "codex_home", "claude_home", "mini_cc_home", "state_dir")   # resolve_homes' keywords
+_COMMAND = re.compile(r"\bhistmig (?=(?:scan|show|flip|move|convert|doctor|apply|undo|log|recover|gc)\b)")
+
+
+def given_flags(flags: dict) -> list[str]:
+    """The home and state-dir options given, each as ``--name ABSOLUTE-PATH``."""
+    out: list[str] = []
+    for key in _FLAGS:
+        if flags.get(key) is not None:
+            out += ["--" + key.replace("_", "-"), os.path.abspath(os.path.expanduser(os.fspath(flags[key])))]
+    return out
+
+
+def complete(text: str) -> str:
+    """``text`` with this run's home and state-dir flags put into every ``histmig <command>`` it names."""
+    if not _GIVEN:
+        return text
+    flags = shlex.join(_GIVEN) + " "
+    return _COMMAND.sub(lambda m: "histmig " + flags, text)
 
 
 def use_color(stream=None) -> bool:
@@ -94,17 +124,77 @@ def info(ctx: Context | None, message: str) -> None:
 
 
 def diag(message: str) -> None:
-    """Diagnostics go to stderr."""
-    click.echo(message, err=True)
+    """Diagnostics go to stderr; a command they suggest gets this run's home flags (:func:`complete`)."""
+    click.echo(coloured(complete(message)), err=True)
+
+
+# the prefix of a diagnostic line -> its colour on a terminal (docs/safety.md, "Colour")
+_COLOURS = {"error:": "red", "warning:": "yellow", "skip:": "magenta", "lossy:": "yellow"}
+
+
+def coloured(message: str) -> str:
+    """``message`` with its ``error:``/``warning:``/``skip:`` prefix coloured when stderr is a
+    terminal, never with NO_COLOR or in a ``--json`` run (whose stderr a program may read)."""
+    word = message.split(" ", 1)[0]
+    if word not in _COLOURS or not use_color(sys.stderr) or _json_run():
+        return message
+    return click.style(word, fg=_COLOURS[word], bold=True) + message[len(word):]
+
+
+def _json_run() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return _JSON_ARGV[0] or (ctx is not None and bool(ctx.params.get("as_json")))
+
+
+_JSON_ARGV = [False]        # set by run_guarded: errors print after click's context is gone
 
 
 def print_warnings(items: Iterable[Warning | Skip]) -> None:
+    items = list(items)
+    followers = _followers(items)
     for item in items:
+        if isinstance(item, Skip) and item.code == "session-skipped" and _cause(item) in followers:
+            continue                      # said once, under the skip that caused it
         diag(item.describe() if isinstance(item, Skip) else "warning: " + item.describe())
+        if isinstance(item, Skip) and item.path in followers:
+            diag("  skipped with it (the rest of its session): " + ", ".join(followers[item.path]))
+
+
+def _cause(skip: Skip) -> str:
+    return skip.reason.rpartition("(see ")[2].removesuffix(")")
+
+
+def _followers(items: list) -> dict[str, list[str]]:
+    """cause path -> the files and databases skipped with its session (apply/skipping.py names the
+    cause in each ``session-skipped`` reason), when the cause is among ``items``."""
+    causes = {i.path for i in items if isinstance(i, Skip) and i.code != "session-skipped"}
+    out: dict[str, list[str]] = {}
+    for i in items:
+        if isinstance(i, Skip) and i.code == "session-skipped" and _cause(i) in causes:
+            out.setdefault(_cause(i), [])
+            if i.path not in out[_cause(i)]:
+                out[_cause(i)].append(i.path)
+    return out
+
+
+class PipeClosed(Exception):
+    """The reader of stdout went away (``histmig scan | head -1``): not an error."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe
+    (the recipe in the Python docs, "Note on SIGPIPE")."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass                            # not a real file (tests capture into a StringIO)
 
 
 def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     """Run the click group; turn library errors into ``error: ...`` and an exit code."""
+    _GIVEN.clear()
+    _JSON_ARGV[0] = "--json" in (sys.argv[1:] if argv is None else argv)
     try:
         rv = group.main(args=argv, prog_name="histmig", standalone_mode=False)
         return rv if isinstance(rv, int) else EXIT_OK
@@ -116,7 +206,8 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
     except HistmigError as e:
         diag(f"error: {e.describe()}")
         return e.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, PipeClosed):
+        _silence_stdout()
         return EXIT_OK
     except OSError as e:   # the library names its errors; this is the net under a raw one
         where = f"{os.fsdecode(e.filename)}: " if e.filename else ""
@@ -138,9 +229,9 @@ def run_guarded(group: click.Group, argv: list[str] | None) -> int:
 class Progress:
     """A progress line on stderr for runs over about a second, only when stderr is a terminal."""
 
-    def __init__(self, label: str, *, total: int | None = None, enabled: bool = True):
+    def __init__(self, label: str, *, total: int | None = None, enabled: bool = True, unit: str = "files"):
         import time
-        self.label, self.total, self.count, self.bytes = label, total, 0, 0
+        self.label, self.total, self.count, self.bytes, self.unit = label, total, 0, 0, unit
         self.start = time.monotonic()
         self.enabled = enabled and sys.stderr.isatty()
         self.shown = False
@@ -159,7 +250,8 @@ class Progress:
             rate = self.count / elapsed
             eta = f", ETA {max(0, (self.total - self.count) / rate):.0f}s"
         of = f"/{self.total}" if self.total else ""
-        sys.stderr.write(f"\r{self.label}: {self.count}{of} files, {self.bytes / 1e6:.1f} MB{eta}   ")
+        size = f", {self.bytes / 1e6:.1f} MB" if self.bytes else ""    # apply counts files, not bytes
+        sys.stderr.write(f"\r{self.label}: {self.count}{of} {self.unit}{size}{eta}   ")
         sys.stderr.flush()
         self.shown = True
 
@@ -167,6 +259,30 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 70 + "\r")
             sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def planning_progress(ctx: Context, *, enabled: bool = True):
+    """Progress on stderr while a long plan is made (histmig/core/progress.py): files read, their
+    size and, for a planner made of parts (move: one per tool), which part of how many."""
+    from histmig.core import progress as events
+    shown = Progress("planning", enabled=enabled and not ctx.quiet, unit="files read")
+
+    def listener(event: str, value) -> None:
+        if event == "file":
+            shown.step(value or 0)
+        elif event == "step":
+            name, n, total = value
+            shown.label = f"planning ({name}, {n}/{total})"
+    if not shown.enabled:                 # not a terminal: the readers pay nothing
+        yield
+        return
+    previous = events.listen(listener)
+    try:
+        yield
+    finally:
+        events.listen(previous)
+        shown.done()
 
 
 class ToolName(click.ParamType):

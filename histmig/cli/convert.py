@@ -9,9 +9,11 @@ import click
 
 from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
+from histmig.core.diagnostics import EXIT_REFUSED
 from histmig.toolkit.convert.loss import LossReport
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig convert --to claude-code 019e9625            # one Codex session (id prefix), dry run
@@ -53,14 +55,38 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
         if not as_json:
             _report(ctx, plan, apply)
         return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out, render_dry_run=lambda p: None)
-    outcomes = []
+    outcomes, made = [], []
     keep = (lambda o: outcomes.append(o.to_dict())) if as_json else show
+    if apply and not as_json:
+        keep = functools.partial(_remember, made, show)
     apply_batch = None if as_json else functools.partial(run_plan, ctx, apply=True, as_json=False, plan_out=None,
                                                           render_dry_run=None)
     done = api.convert(ctx.homes, refs, opts, apply=apply, named=bool(sessions), on_outcome=keep,
                        apply_batch=apply_batch, options=current_options() if apply else None)
     _finish(ctx, done, outcomes, apply, as_json)
+    if made and done.code != EXIT_REFUSED:         # a failed batch rolled back: no hints for what it held
+        _resume_hints(ctx, refs, made, target)
     return done.exit_code
+
+
+def _remember(made: list, show, out) -> None:
+    if out.status == "convert":
+        made.append(out)
+    show(out)
+
+
+def _resume_hints(ctx, refs, made, target: str) -> None:
+    """How to open each new session (docs/convert.md, "Resuming a converted session")."""
+    from histmig import api
+    cwd = {(r.format, r.id): r.cwd for r in refs}
+    lines = [line for o in made if (line := api.resume_command(target, cwd.get((o.tool, o.source_id)), o.new_id))]
+    if lines:
+        info(ctx, "resume with:")
+        shown = lines if ctx.verbose else lines[:10]
+        for line in shown:
+            info(ctx, "  " + line)
+        if len(lines) > len(shown):
+            info(ctx, f"  ... and {len(lines) - len(shown)} more (-v lists them all)")
 
 
 def _refuse_lossy(ctx, refs, opts) -> None:

@@ -11,6 +11,7 @@ from histmig.cli import samples
 from histmig.cli.common import diag, info, style
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig demo

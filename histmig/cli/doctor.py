@@ -5,12 +5,13 @@ import dataclasses
 
 import click
 
-from histmig.cli.common import TOOL, emit_json, info
+from histmig.cli.common import TOOL, complete, emit_json, info
 from histmig.cli.tx import apply_options, run_plan
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
 from histmig import api
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig doctor                          # what is wrong, per tool
@@ -18,6 +19,7 @@ Examples:
   histmig doctor --repair                 # dry run: what would be repaired
   histmig doctor --repair --apply         # repair (undo with: histmig undo)
   histmig doctor --ignore codex.cwd-missing --ignore claude.
+
 \b
 Exit codes: 0 healthy, 1 problems found (or left after --repair --apply), 2 usage error,
 3 repaired but something was skipped.
@@ -64,18 +66,35 @@ def _show(ctx, report, as_json: bool) -> None:
             info(ctx, f"{tool}: ok")
             continue
         info(ctx, f"{tool}: {sum(f.count for f in findings)} problem(s) in {len(findings)} finding(s)")
+        findings = _moved_parents(ctx, findings)
         for f in findings:
             info(ctx, f"  {f.code} ({f.count}): {f.detail}")
             if ctx.verbose and f.path:
                 info(ctx, f"    at: {f.path}" + (f":{f.line}" if f.line else ""))
             if f.fix:
-                info(ctx, f"    fix: {f.fix}")
+                info(ctx, complete(f"    fix: {f.fix}"))
     n = len(report.repairable())
     if report.healthy:
         info(ctx, "healthy")
     else:
         tail = f"; {n} can be repaired: histmig doctor --repair --apply" if n else ""
-        info(ctx, f"{len(report.findings)} finding(s){tail}")
+        info(ctx, complete(f"{len(report.findings)} finding(s){tail}"))
+
+
+def _moved_parents(ctx, findings: list) -> list:
+    """Print the ``cwd-missing`` findings that share one missing parent as one, with one move
+    command (histmig/toolkit/doctor/group.py); returns the findings left to print one by one."""
+    from histmig.toolkit.doctor.group import group_moved
+    groups, rest = group_moved(findings)
+    for g in groups:
+        code = g.findings[0].code
+        where = f"; likely moved to {g.new}" if g.new else ""
+        info(ctx, f"  {code} ({g.sessions}): {len(g.findings)} folders below {g.root}, which no longer "
+                  f"exists{where}")
+        for f in g.findings if ctx.verbose else []:
+            info(ctx, f"    {f.detail}")
+        info(ctx, complete(f"    fix: {g.fix}"))
+    return rest
 
 
 def _show_plan(ctx, plan) -> None:

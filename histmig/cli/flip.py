@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from histmig.cli.common import emit_json, info, print_warnings
+from histmig.cli.common import emit_json, info, planning_progress, print_warnings
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
 from histmig.cli.tx_options import apply_options
 
@@ -11,6 +11,7 @@ from histmig.cli.tx_options import apply_options
 # against `find | head -qn1` (docs/bench.md), and apply's imports alone would cost a third of that.
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig flip --list
@@ -28,7 +29,8 @@ Examples:
 @click.option("--list", "list_only", is_flag=True, help="Show the providers present in history, with counts.")
 @click.option("--no-archived", is_flag=True, help="Leave archived_sessions/ alone.")
 @click.option("--strip-encrypted", is_flag=True,
-              help="Set encrypted reasoning (bound to the old account) to null; reported per file.")
+              help="Retype reasoning/compaction items with encrypted content (bound to the old backend) so Codex "
+                   "stops sending them; the line stays, the blob goes (docs/codex.md); reported per file.")
 @click.option("--set-config", is_flag=True, help='Also set model_provider = "NEW" in config.toml (comments kept).')
 @click.option("--exact", is_flag=True, help="Dry run: compute every byte edit (reads whole files).")
 @click.option("--force", is_flag=True, help="Flip to a NEW that config.toml does not define (resume fails until "
@@ -43,15 +45,24 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
         raise UsageError("flip needs OLD and NEW (or --list)")
     exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
     from histmig.verbs.flip import check_names, plan_flip
-    from histmig.verbs.flip.names import check_new, check_old
+    from histmig.verbs.flip.names import ProviderTypoError, check_new, check_old
     from histmig.tools.codex.config import load_config
     check_names(old, new)
     cfg = load_config(ctx.homes)
-    check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
-    plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                     set_config=set_config, exact=exact, counts_only=not exact)
-    if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
-        plan.warnings.append(absent)
+    given = {"--no-archived": no_archived, "--strip-encrypted": strip_encrypted, "--set-config": set_config,
+             "--exact": exact and not apply, "--apply": apply}
+    typo = 1                                      # which of (OLD, NEW) a ProviderTypoError is about
+    try:
+        check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
+        typo = 0
+        with planning_progress(ctx, enabled=exact and not as_json):     # a head-only dry run is quick
+            plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                             set_config=set_config, exact=exact, counts_only=not exact)
+        if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
+            plan.warnings.append(absent)
+    except ProviderTypoError as e:
+        _suggest(e, [old, new], typo, given)
+        raise
     if not exact:                                 # head-only dry run: counts, rows, a sample
         if as_json:
             emit_json({"dry_run": True, **plan_summary(plan, rows_counted=True)})
@@ -65,6 +76,16 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
     from histmig.cli.tx import run_plan
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
+
+
+def _suggest(e, names: list[str], typo: int, given: dict) -> None:
+    """Add the corrected command line to a typo's error (the home flags join it when printed)."""
+    if not e.suggestion:
+        return
+    import shlex
+    names[typo] = e.suggestion
+    words = ["histmig", "flip", *names, *[flag for flag, on in given.items() if on]]
+    e.args = (f"{e}\n  did you mean: {shlex.join(words)}",)
 
 
 def plan_summary(plan, *, rows_counted: bool = False) -> dict:
@@ -112,6 +133,9 @@ def render(ctx, plan) -> None:
     for item in shown:
         flags = [f for f in ("compressed", "archived") if item[f]]
         info(ctx, f"  {short[item['id']]:<{width}}  {item['path']}" + (f"  ({', '.join(flags)})" if flags else ""))
+    if (more := s["sessions"] - len(shown)) > 0:
+        hint = "; -v lists up to 10" if not ctx.verbose and len(s["sample"]) > len(shown) else ""
+        info(ctx, f"  ... and {more:,} more file{'s' * (more != 1)}{hint}")
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import click
 
-from histmig.cli.common import TOOL, info
+from histmig.cli.common import TOOL, info, planning_progress
 from histmig import api
 from histmig.cli.tx import apply_options, run_plan
 from histmig.core.plan import Rename
 
 EXAMPLES = """
+
 \b
 Examples:
   mv ~/code/app ~/work/app
@@ -40,8 +41,9 @@ COLUMNS = [("files", "files"), ("fields", "fields"), ("folders", "folders"), ("s
 @apply_options
 @click.pass_obj
 def command(ctx, old_path, new_path, tools, force, rewrite_content, split_shared, apply, as_json, plan_out):
-    plan = api.plan_move(ctx.homes, old_path, new_path, tools=tools or None, force=force,
-                         rewrite_content=rewrite_content, split_shared=split_shared)
+    with planning_progress(ctx, enabled=not as_json):
+        plan = api.plan_move(ctx.homes, old_path, new_path, tools=tools or None, force=force,
+                             rewrite_content=rewrite_content, split_shared=split_shared)
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
 

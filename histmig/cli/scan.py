@@ -10,6 +10,7 @@ from histmig.core.ids import unique_prefixes
 from histmig.tools import FORMATS
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig scan
@@ -37,13 +38,15 @@ def command(ctx, tools, provider, cwd, since, as_json):
     if as_json:
         emit_json([r.to_dict() for r in refs])
         return 0
-    render_table(ctx, refs)
+    render_table(ctx, refs, tools=tools, filtered=bool(provider or cwd or since))
     return 0
 
 
-def render_table(ctx, refs) -> None:
+def render_table(ctx, refs, *, tools=(), filtered: bool = False) -> None:
     if not refs:
-        info(ctx, "no sessions found")
+        info(ctx, "no sessions match the filters in:" if filtered else "no sessions found in:")
+        for line in where_looked(ctx.homes, tools):
+            info(ctx, "  " + line)
         return
     rows = [("TOOL", "ID", "UPDATED", "CWD", "PROVIDER", "MSGS", "SIZE", "STATE", "TITLE")]
     short = unique_prefixes([r.id for r in refs])
@@ -57,6 +60,19 @@ def render_table(ctx, refs) -> None:
         info(ctx, style(line, bold=True) if n == 0 else line.rstrip())
     by_tool = {tool: n for tool in FORMATS if (n := sum(1 for r in refs if r.format == tool))}
     info(ctx, f"\n{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")")
+
+
+def where_looked(homes, tools=()) -> list[str]:
+    """One line per tool home searched, marking a folder that does not exist (a wrong --home or
+    CODEX_HOME is the usual reason for an empty scan)."""
+    from histmig.tools import TABLE
+    lines = []
+    for name, row in TABLE.items():
+        if tools and name not in tools:
+            continue
+        home = row.home(homes)
+        lines.append(f"{name:<12} {home}" + ("" if home.is_dir() else "  (does not exist)"))
+    return lines
 
 
 def _short(text: str, n: int) -> str:

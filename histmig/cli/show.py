@@ -9,6 +9,7 @@ from histmig.cli.native import native_view
 from histmig.cli.render import json_view, write_text
 
 EXAMPLES = """
+
 \b
 Examples:
   histmig show 019e9625                 # an id prefix

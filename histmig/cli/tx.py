@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
-from histmig.cli.common import Progress, Context, diag, emit_json, info, print_warnings
+from histmig.cli.common import Progress, Context, complete, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.core.plan import Plan
@@ -48,7 +49,7 @@ def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(plan.dumps())
     if not quiet:
-        diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {path}")
+        diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {shlex.quote(path)}")
 
 
 def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: bool) -> int:
@@ -62,7 +63,8 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
                 info(ctx, "would " + op.describe())
         print_warnings([*plan.warnings, *plan.skips])
         if not plan.empty and not wrote_plan:
-            info(ctx, f"dry run: {len(plan.operations)} change(s) planned, nothing written; add --apply to make them")
+            planned = counted([op.paths()[0] for op in plan.operations], plan)
+            info(ctx, f"dry run: {planned} to change, nothing written; add --apply to make them")
         elif plan.empty:
             info(ctx, "nothing to do")
     return EXIT_SKIPPED if plan.skips else EXIT_OK
@@ -88,11 +90,26 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
         return res.exit_code
     print_warnings([*res.warnings, *res.skips])
     if res.txid:
-        info(ctx, f"applied {len(res.done)} change(s); transaction {res.txid}")
-        info(ctx, f"undo with: histmig undo {res.txid}")
+        info(ctx, f"applied: {counted(res.done, plan)}; transaction {res.txid}")
+        info(ctx, complete(f"undo with: histmig undo {res.txid}"))
     else:
         info(ctx, "nothing applied")
     return res.exit_code
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+def counted(done: list[str], plan: Plan | None) -> str:
+    """What an apply or undo changed, in the words every summary uses (docs/safety.md, "Counts"):
+    files (each changed file once, a database included) and the rows changed inside databases."""
+    dbs = {op.paths()[0] for op in plan.operations if op.kind == "sql-update"} if plan is not None else set()
+    rows = sum(1 for p in done if p in dbs)
+    text = _n(len(set(done)), "file")
+    if rows:
+        text += f" ({_n(rows, 'row')} in {_n(len(dbs & set(done)), 'database')})"
+    return text
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -155,10 +172,10 @@ def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force,
         info(ctx, f"moved to the trash: {path}")
     via = f" (undo transaction {res.undo_txid})" if res.undo_txid else ""
     if res.skips:
-        info(ctx, f"transaction {res.txid} partly undone: {len(res.done)} change(s) reverted{via}; "
+        info(ctx, f"transaction {res.txid} partly undone: {counted(res.done, res.plan)} reverted{via}; "
                   f"{len(res.skips)} session(s) or file(s) kept, named above")
     else:
-        info(ctx, f"transaction {res.txid} undone: {len(res.done)} change(s) reverted{via}")
+        info(ctx, f"transaction {res.txid} undone: {counted(res.done, res.plan)} reverted{via}")
     return res.exit_code
 
 
@@ -225,7 +242,7 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
         info(ctx, "no transactions")
     for t in txs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_ns / 1e9)) if t.started_ns else "?"
-        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {t.changes} change(s)  "
+        info(ctx, f"{t.txid}  {when}  {t.state:<13} {t.op or '?':<8} {_n(len(t.paths), 'file')}  "
                   + _backups_note(t.state, sizes[t.txid], collected[t.txid]))
         for k in t.kept:
             info(ctx, f"    kept: {k['path']}: {k['reason']}" if k.get("reason") else f"    kept: {k['path']}")
@@ -286,7 +303,7 @@ def _render_gc(ctx: Context, res, older_than: str) -> None:
     if res.kept_unfinished:
         kept.append(f"{len(res.kept_unfinished)} unfinished (run histmig recover): {', '.join(res.kept_unfinished)}")
     if kept:
-        info(ctx, "kept: " + "; ".join(kept))
+        info(ctx, complete("kept: " + "; ".join(kept)))
     if not res.applied and res.entries:
         info(ctx, "dry run: nothing was removed; add --apply to remove them")
 

@@ -6,6 +6,7 @@ import os
 import stat
 from typing import BinaryIO
 
+from histmig.core import progress
 from histmig.core.diagnostics import HistmigInputError
 
 
@@ -30,9 +31,11 @@ def open_regular_fd(path: str | os.PathLike) -> int:
             raise HistmigInputError("permission denied", path=path) from None
         raise HistmigInputError(e.strerror or str(e), path=path) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise HistmigInputError("not a regular file", path=path)
     except BaseException:
         os.close(fd)
         raise
+    progress.note("file", st.st_size)
     return fd

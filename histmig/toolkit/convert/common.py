@@ -36,6 +36,8 @@ class TargetRules:
     cleanup_note: str = ""                # ... and this says so: "<who> deletes it ... unless <setting> is raised"
     settings: Callable[[Any, Any], tuple[str | None, str | None]] | None = None   # (homes, opts) -> provider, model
     tables: Callable[[Any], Any] | None = None   # homes -> rows that register a new session (``inserts``)
+    resume: str = ""                      # the shell line that resumes a new session, "{cwd}" and "{id}"
+                                          # filled in and shell-quoted (docs/convert.md); "" prints none
 
 
 @dataclass

@@ -5,4 +5,5 @@ from __future__ import annotations
 from histmig.toolkit.convert.common import TargetRules
 
 RULES = TargetRules(cleanup_days=30,
-                    cleanup_note="Claude Code deletes it at its next start unless cleanupPeriodDays is raised")
+                    cleanup_note="Claude Code deletes it at its next start unless cleanupPeriodDays is raised",
+                    resume="cd {cwd} && claude --resume {id}")   # `--resume <id>` finds it only from its folder

@@ -21,4 +21,5 @@ def settings(homes: Any, opts: Any) -> tuple[str, str | None]:
     return opts.provider or model_provider(cfg), model if isinstance(model, str) else None
 
 
-RULES = TargetRules(new_id="uuid7", dir_mode=None, settings=settings, tables=ThreadsTables)
+RULES = TargetRules(new_id="uuid7", dir_mode=None, settings=settings, tables=ThreadsTables,
+                    resume="cd {cwd} && codex resume {id}")

@@ -13,7 +13,7 @@ import os
 from typing import Iterable
 
 from histmig import tools as registry
-from histmig.core import tail_rules
+from histmig.core import progress, tail_rules
 from histmig.verbs.move import paths as move_paths
 from histmig.tools import canonical
 from histmig.toolkit.move.common import ToolPlan, make_pathmap
@@ -29,7 +29,9 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
     plans = {t: ToolPlan(t) for t in registry.names()}
     opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content, "split_shared": split_shared,
             "rerun": rerun_command(old, new, tools, force=force, rewrite_content=rewrite_content)}
-    for name in registry.move_order(selected):     # each tool's hook fills plans[name] (and may skip)
+    order = registry.move_order(selected)
+    for n, name in enumerate(order, 1):            # each tool's hook fills plans[name] (and may skip)
+        progress.note("step", (name, n, len(order)))
         hook = registry.hook(name, "move")
         if hook is not None:
             hook(homes, pm, plans, opts)

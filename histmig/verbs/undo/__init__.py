@@ -56,9 +56,11 @@ class Unit:
 
 
 # -- choosing the transaction ----------------------------------------------------------------------
-def pick_transaction(state_dir: Path, txid: str | None) -> Path:
+def pick_transaction(state_dir: Path, txid: str | None, roots: list | None = None) -> Path:
     """The named transaction (a unique prefix), or the latest one still applied (an undo
-    transaction is never picked by default: `undo` twice undoes the two latest changes)."""
+    transaction is never picked by default: `undo` twice undoes the two latest changes). With
+    ``roots`` (the homes of this run), the default pick skips a transaction that wrote elsewhere: one
+    state dir (HISTMIG_STATE_DIR) may serve several homes (docs/safety.md, "Where the journal lives")."""
     root = tx_root(state_dir)
     names = sorted((e.name for e in os.scandir(root) if e.is_dir()), key=txid_sort_key) if root.is_dir() else []
     if txid is not None:
@@ -67,9 +69,25 @@ def pick_transaction(state_dir: Path, txid: str | None) -> Path:
             raise NotFoundError(f"no transaction {txid}" if not match else f"{txid} is ambiguous")
         return root / match[0]
     for name in reversed(names):
-        if tx_state(root / name) in ("committed", "partly-undone") and _op(root / name) != "undo":
+        if tx_state(root / name) in ("committed", "partly-undone") and _op(root / name) != "undo" \
+                and _inside(root / name, roots):
             return root / name
     raise NotFoundError("no transaction to undo")
+
+
+def _inside(folder: Path, roots: list | None) -> bool:
+    """True when a root the transaction's plan wrote under lies inside one of ``roots`` (a flip records
+    every home: one shared home is enough); a journal without roots counts as inside."""
+    if roots is None:
+        return True
+    with open(folder / "journal.jsonl", "rb") as fh:
+        first = fh.readline()
+    try:
+        recorded = orjson.loads(first).get("roots") or []
+    except orjson.JSONDecodeError:
+        return True
+    mine = [os.fspath(r) for r in roots]
+    return not recorded or any(r == m or r.startswith(m.rstrip(os.sep) + os.sep) for r in recorded for m in mine)
 
 
 def _op(folder: Path) -> str:

@@ -41,7 +41,7 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
     """``keep_appended`` is accepted for old callers: appended lines are always kept."""
     with GlobalLock(homes.state):
         check_no_unfinished(homes)
-        folder = pick_transaction(homes.state, txid)
+        folder = pick_transaction(homes.state, txid, homes.roots())
         plan = plan_undo(homes, folder, force=force, restore_deleted=restore_deleted)
     res = UndoResult(txid=folder.name, plan=plan, skips=list(plan.skips), warnings=list(plan.warnings))
     if dry_run:
