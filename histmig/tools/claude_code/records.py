@@ -33,7 +33,8 @@ CLIENT_STATE_TYPES = frozenset({"atis-latch", "api-request-shape", "api-request-
 # ``environment`` one holds the cwd: tools/claude_code/move.py moves it) and ``auto_mode`` (interactive).
 ATTACHMENT_TYPES = frozenset({"skill_listing", "agent_listing_delta",
                               "environment", "model", "deferred_tools_delta", "session_context", "date",
-                              "remote_session_change", "prompt_snapshot", "auto_mode"})
+                              "remote_session_change", "prompt_snapshot", "auto_mode",
+                              "total_tokens_reminder"})  # 2.1.265
 NAMED_KEYS = ("parentUuid", "type", "message", "uuid", "timestamp")
 
 
