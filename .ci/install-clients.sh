@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the e2e suite (tests/e2e) needs: tmux, and both client sets of tests/e2e/versions.py
-# (PINNED and NEWEST Codex / Claude Code) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
+# (NEWEST and OLDEST Codex / Claude Code) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
 # one sub-folder per pair of versions; plus the versions HISTMIG_E2E_CODEX / HISTMIG_E2E_CLAUDE_CODE name, if set.
 # Idempotent: a second run with the clients already there takes about a second.
 # Exit non-zero on any failure: in CI a missing client is a failure, never a skip.
@@ -26,8 +26,8 @@ install_set() {  # $1 = a set name of tests/e2e/versions.py; the per-client over
   echo "install-clients: $1 done in $(( $(date +%s) - start ))s" \
        "($(env -u HISTMIG_E2E_CODEX -u HISTMIG_E2E_CLAUDE_CODE HISTMIG_E2E_CLIENTS="$1" "$PY" -m tests.e2e.versions))" >&2
 }
-install_set pinned
 install_set newest
+install_set oldest
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2

@@ -105,7 +105,8 @@ def tool_trees(h) -> dict:
 # ---- checks ---------------------------------------------------------------------------------------
 
 STRUCTURED_KEYS = {"cwd", "project", "projectPath", "relocatedCwd", "originalCwd", "worktreePath",
-                   "runtime_workspace_roots", "workspace_roots", "writable_roots"}
+                   "runtime_workspace_roots", "workspace_roots", "writable_roots",
+                   "workingDirectory", "additionalWorkingDirectories"}  # Claude Code 2.1.332 environment attachment
 
 
 def structured_leftovers(root: Path, old: str) -> list[str]:

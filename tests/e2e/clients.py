@@ -98,7 +98,8 @@ def _npm_install(prefix: Path) -> None:
            "--loglevel=error", *versions.npm_specs()]
     _checked(cmd, env, prefix, "npm install")
     pkg = prefix / "node_modules/@anthropic-ai/claude-code"
-    _checked([shutil.which("node") or "node", "install.cjs"], env, pkg, "claude-code install.cjs")
+    if (pkg / "install.cjs").exists():  # 2.1.100 and older ship a plain cli.js: nothing to fetch
+        _checked([shutil.which("node") or "node", "install.cjs"], env, pkg, "claude-code install.cjs")
 
 
 def _checked(cmd: list[str], env: dict, cwd: Path, what: str) -> None:

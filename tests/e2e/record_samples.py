@@ -2,8 +2,10 @@
 
     python -m tests.e2e.record_samples [--target /work/main/histmig/samples] [--only codex|claude-code] [CASE ...]
 
-Every case runs the pinned clients from scratch in the fixed folder ``/tmp/histmig-rec`` (HOME is
-``/tmp/histmig-rec/home``, projects live under ``/tmp/histmig-rec/work/``). That path names nobody, so
+Every case runs the selected clients (tests/e2e/versions.py; the ``codex/`` and ``claude-code/`` cases
+were recorded with ``HISTMIG_E2E_CLIENTS=oldest``, other versions go to ``samples/versions/``) from
+scratch in the fixed folder ``/tmp/histmig-rec`` (HOME is ``/tmp/histmig-rec/home``, projects live under
+``/tmp/histmig-rec/work/``). That path names nobody, so
 the recorded files are kept byte for byte: no path rewriting, and the byte offsets in Codex's
 ``thread_history_1.sqlite`` stay true. The fake API signs with ``SAMPLES_SECRET``, so a
 ``FakeAPI(secret=SAMPLES_SECRET)`` accepts the samples' thinking signatures and ``encrypted_content``.

@@ -1,8 +1,9 @@
-"""Issue #6 acceptance with the real Codex 0.171.0 and Claude Code 2.1.197 against the fake API.
+"""Issue #6 acceptance with the real Codex and Claude Code (tests/e2e/versions.py) against the fake API.
 
 Sessions recorded in ``W/app``; the folder renamed to ``W/app2``; after ``histmig move W/app W/app2
 --apply`` both clients resume in ``W/app2`` with the earlier turns, ``histmig scan --cwd W/app2``
-lists every session, no structured field names ``W/app``, and undo restores every byte and mtime.
+lists every session, no structured field names ``W/app`` (with Claude Code 2.1.332 also the
+``environment`` attachment's ``workingDirectory``, issue 14), and undo restores every byte and mtime.
 The interactive ``claude --resume`` picker opened in the moved folder lists the moved session.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from test_move_fixtures import structured_leftovers
 
-from . import tui
+from . import tui, versions
 from .clients import carried, claude_transcripts, codex_setup, run_claude, run_codex
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +50,16 @@ def files_and_rows(scratch) -> tuple[dict, list]:
     return files, rows
 
 
+def working_directories(scratch) -> list[str]:
+    """``attachment.snapshot.workingDirectory`` of every ``environment`` attachment (Claude Code 2.1.332)."""
+    out = []
+    for p in claude_transcripts(scratch):
+        for raw in p.read_bytes().splitlines():
+            if b'"type":"environment"' in raw:
+                out.append(json.loads(raw)["attachment"]["snapshot"]["workingDirectory"])
+    return out
+
+
 def test_move_carries_both_clients_history_and_undo_restores_everything(clients, fake_api, scratch):
     codex_setup(clients, scratch, fake_api)
     app = scratch.project("app")
@@ -61,6 +72,8 @@ def test_move_carries_both_clients_history_and_undo_restores_everything(clients,
     assert done.returncode == 0, done.stderr
     assert structured_leftovers(scratch.claude_dir, str(app)) == []
     assert structured_leftovers(scratch.codex_home, str(app)) == []
+    if not versions.claude_older_than_newest():   # 2.1.332 snapshots the cwd in an environment attachment
+        assert set(working_directories(scratch)) == {str(app2)}
     with sqlite3.connect(scratch.codex_home / "state_5.sqlite") as con:
         assert {r[0] for r in con.execute("SELECT cwd FROM threads")} == {str(app2)}
     undone = histmig(scratch, "undo")

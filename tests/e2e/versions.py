@@ -1,8 +1,8 @@
 """The one place where the client versions the e2e suite runs are chosen.
 
-Two named sets: ``PINNED`` (what the suite is written against; the default) and ``NEWEST`` (the newest
-versions known to pass; CI runs the suite a second time with them). Pick a set with
-``HISTMIG_E2E_CLIENTS=pinned|newest``; override one client with ``HISTMIG_E2E_CODEX=<v>`` /
+Two named sets: ``NEWEST`` (the newest versions known to pass, pinned: the default, what users run) and
+``OLDEST`` (the previous pin, still installed on many machines; CI runs the e2e suite a second time with
+it, issue 14). Pick a set with ``HISTMIG_E2E_CLIENTS=newest|oldest``; override one client with ``HISTMIG_E2E_CODEX=<v>`` /
 ``HISTMIG_E2E_CLAUDE_CODE=<v>`` (these win over the set). tests/e2e/clients.py installs whatever this
 module says into a cache folder named after the two versions, so the sets live side by side.
 
@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import re
 
-PINNED = {"codex": "0.171.0", "claude-code": "2.1.197"}
 NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332"}
-SETS = {"pinned": PINNED, "newest": NEWEST}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197"}
+SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def _selected_set() -> dict[str, str]:
-    name = os.environ.get("HISTMIG_E2E_CLIENTS") or "pinned"
+    name = os.environ.get("HISTMIG_E2E_CLIENTS") or "newest"
     if name not in SETS:
         raise SystemExit(f"HISTMIG_E2E_CLIENTS={name!r}: expected one of {', '.join(SETS)}")
     return SETS[name]
@@ -47,9 +47,9 @@ def parse(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
-def claude_newer_than_pinned() -> bool:
-    """True when the suite runs a Claude Code newer than the pinned one (for version-only marks)."""
-    return parse(CLAUDE_CODE) > parse(PINNED["claude-code"])
+def claude_older_than_newest() -> bool:
+    """True when the suite runs a Claude Code older than the newest set's (for version-only marks)."""
+    return parse(CLAUDE_CODE) < parse(NEWEST["claude-code"])
 
 
 def describe() -> str:

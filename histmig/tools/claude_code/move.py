@@ -2,7 +2,8 @@
 
 1. ``projects/slug(OLD…)`` folders (sessions, ``<sid>/`` side folders with sub-agents, the git-root
    keyed ``memory/``) → ``slug(NEW…)``; ``cwd`` in every record of main and sub-agent files, the
-   ``worktree-state`` paths, ``relocatedCwd`` and sub-agent ``worktreePath`` rewritten first, in place.
+   ``worktree-state`` paths, ``relocatedCwd``, sub-agent ``worktreePath`` and the ``environment``
+   attachment's ``snapshot.workingDirectory`` (2.1.332) rewritten first, in place.
 2. ``~/.claude.json`` ``projects`` keys (and ``githubRepoPaths``).
 3. ``history.jsonl`` ``project`` fields.
 """
@@ -32,8 +33,26 @@ def claude_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
             out += field_at(obj, ("worktreeSession", key), pm)
     elif kind == "relocated":
         out += field_at(obj, ("relocatedCwd",), pm)
+    elif kind == "attachment":
+        out += environment_fields(obj, pm)
     if "agentType" in obj:
         out += field_at(obj, ("worktreePath",), pm)
+    return out
+
+
+def environment_fields(obj: dict, pm: PathMap) -> list[FieldEdit]:
+    """2.1.332's ``environment`` attachment snapshots the cwd (``workingDirectory``) and the
+    ``--add-dir`` folders (``additionalWorkingDirectories``) on every turn (docs/specs/claude-code.md
+    §3.2); the client reads them back as the session's working directory, so they move with ``cwd``."""
+    att = obj.get("attachment")
+    if not isinstance(att, dict) or att.get("type") != "environment" or not isinstance(att.get("snapshot"), dict):
+        return []
+    out = field_at(obj, ("attachment", "snapshot", "workingDirectory"), pm)
+    extra = att["snapshot"].get("additionalWorkingDirectories")
+    for i, old in enumerate(extra if isinstance(extra, list) else ()):
+        new = pm.rebase(old) if isinstance(old, str) else None
+        if new is not None and new != old:
+            out.append((("attachment", "snapshot", "additionalWorkingDirectories", i), old, new))
     return out
 
 

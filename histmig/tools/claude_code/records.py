@@ -16,6 +16,25 @@ from histmig.jsonio.jsonl import Line
 from histmig.core.model import Part, Record, Session, Text, ToolResult
 
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system", "progress"})
+# The record types the client writes besides the chain, by name (docs/specs/claude-code.md §3.1). All are
+# kept byte for byte; naming them lets ``type_counts`` (and a test over real recordings) tell a new
+# client's additions from damage.
+METADATA_TYPES = frozenset({
+    "summary", "custom-title", "ai-title", "last-prompt", "tag", "agent-name", "agent-color", "agent-setting",
+    "pr-link", "file-history-snapshot", "attribution-snapshot", "speculation-accept", "mode", "permission-mode",
+    "worktree-state", "queue-operation", "marble-origami-commit", "marble-origami-snapshot",
+    "content-replacement", "relocated", "checkpoint"})
+# The client's own bookkeeping, no part of the conversation: 2.1.265 adds ``atis-latch``; 2.1.332 adds
+# copies of each API request (``api-request-shape`` once per request shape, ``api-request-blob`` once per
+# message, ``api-request`` per call), the running cost (``cost-state``) and ``tools-used``.
+CLIENT_STATE_TYPES = frozenset({"atis-latch", "api-request-shape", "api-request-blob", "api-request",
+                                "cost-state", "tools-used"})
+# ``attachment`` records' ``attachment.type``: 2.1.197 writes the first two; 2.1.332 adds seven (the
+# ``environment`` one holds the cwd: tools/claude_code/move.py moves it) and ``auto_mode`` (interactive).
+ATTACHMENT_TYPES = frozenset({"skill_listing", "agent_listing_delta",
+                              "environment", "model", "deferred_tools_delta", "session_context", "date",
+                              "remote_session_change", "prompt_snapshot", "auto_mode",
+                              "total_tokens_reminder"})  # 2.1.265
 NAMED_KEYS = ("parentUuid", "type", "message", "uuid", "timestamp")
 
 
@@ -120,6 +139,33 @@ def encode_record(rec: Record) -> bytes:
 
 def serialize(session: Session) -> bytes:
     return b"".join(record_bytes(r, session.path, encode_record) for r in session.records)
+
+
+# ---- record types ------------------------------------------------------------------------------
+
+def type_name(rec: Record) -> str:
+    """The record's type as counted: ``attachment/<type>`` for attachments, ``unreadable`` for a line
+    that did not parse, ``unknown:<type>`` for a type no table above names."""
+    t = rec.source_type
+    if rec.opaque:
+        return "unreadable"
+    if t == "attachment":
+        att = rec.extra.get("attachment")
+        sub = att.get("type") if isinstance(att, dict) else None
+        return f"attachment/{sub}" if sub in ATTACHMENT_TYPES else f"unknown:attachment/{sub}"
+    if t in CHAIN_TYPES or t in METADATA_TYPES or t in CLIENT_STATE_TYPES or t == "blank":
+        return t
+    return f"unknown:{t}"
+
+
+def type_counts(records: Iterable[Record]) -> dict[str, int]:
+    """How many records of each type (:func:`type_name`), in first-seen order; one pass, so a
+    ``RecordStream`` is read once."""
+    counts: dict[str, int] = {}
+    for r in records:
+        name = type_name(r)
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 # ---- titles and counts ------------------------------------------------------------------------
