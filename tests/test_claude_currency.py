@@ -100,3 +100,19 @@ def test_move_of_a_2_1_332_recording_rewrites_working_directory_and_undo_restore
     assert changed and all(orjson.loads(x).get("cwd") == new or b'"type":"environment"' in x for x in changed)
     assert run_guarded(cli, ["undo"]) == 0
     assert tool_trees(h) == before
+
+
+def test_show_counts_the_new_record_types_and_names_unknown_ones(tmp_path):
+    from histmig.cli.render import write_text
+    path = next(p for p in transcripts(SAMPLE) if "subagents" not in p.parts)
+    out: list[str] = []
+    write_text(adapter.read_file(path), out.append, verbose=True)
+    counted = next(ln for ln in "".join(out).splitlines() if ln.startswith("records by type: "))
+    assert all(f"{t} " in counted for t in NEW_RECORD_TYPES & {"atis-latch", "api-request", "cost-state"})
+    assert "attachment/environment 1" in counted
+    # a type the reader does not name yet is said in the default view, and kept
+    odd = tmp_path / path.name
+    odd.write_bytes(path.read_bytes() + b'{"type":"brand-new-thing","sessionId":"x"}\n')
+    out = []
+    write_text(adapter.read_file(odd), out.append)
+    assert "types histmig does not name yet, kept byte for byte: brand-new-thing 1" in "".join(out)

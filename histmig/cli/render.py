@@ -105,7 +105,13 @@ def write_text(session: Session, write: Callable[[str], Any], *, verbose: bool =
     out.add(f"{'# ' if markdown else ''}{session.format} session {session.id}")
     out.add(f"cwd: {session.cwd or '-'}" + (f"   provider: {session.provider}" if session.provider else "")
             + (f"   model: {session.model}" if session.model else ""))
-    hidden = 0 if verbose else sum(1 for r in session.records if not r.opaque and _only_injected(r))
+    hidden, types = _first_pass(session, verbose)
+    unknown = {t: n for t, n in types.items() if t.startswith("unknown:")}
+    if unknown:
+        out.add(f"({sum(unknown.values())} record(s) of types histmig does not name yet, kept byte for byte: "
+                + ", ".join(f"{t[8:]} {n}" for t, n in unknown.items()) + ")")
+    if verbose and types:
+        out.add("records by type: " + ", ".join(f"{t} {n}" for t, n in types.items()))
     if hidden:
         out.add(f"({hidden} injected context message(s) hidden: environment, instructions; -v shows them)")
     out.add("")
@@ -131,6 +137,20 @@ def write_text(session: Session, write: Callable[[str], Any], *, verbose: bool =
     for sub in session.subagents:
         out.add(f"(subagent {sub.id}: {len(sub.records)} records)")
     write("\n")
+
+
+def _first_pass(session: Session, verbose: bool) -> tuple[int, dict[str, int]]:
+    """Injected messages to hide, and records per type where the tool names its types (its adapter's
+    ``type_name``), in one read of the records."""
+    from histmig.tools import adapter
+    name_of = getattr(adapter(session.format), "type_name", None)
+    hidden, types = 0, {}
+    for r in session.records:
+        hidden += not verbose and not r.opaque and _only_injected(r)
+        if name_of is not None:
+            t = name_of(r)
+            types[t] = types.get(t, 0) + 1
+    return hidden, types
 
 
 def render_json(session: Session) -> dict[str, Any]:

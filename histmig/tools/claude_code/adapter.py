@@ -14,7 +14,8 @@ from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings, first_prompt, first_timestamp, first_value, last_model
 from histmig.tools.claude_code.listing import (discover, is_agent_file, project_dirs, projects_root, ref_for,
                                             sessions_for_cwd, subagent_files)
-from histmig.tools.claude_code.records import count_messages, encode_record, records_from_lines, serialize, title_of
+from histmig.tools.claude_code.records import (count_messages, encode_record, records_from_lines, serialize, title_of,
+                                              type_name)
 from histmig.tools.claude_family.listing import HEAD_TAIL, UUID_RE
 from histmig.jsonio.jsonl import RECORD_MAX_BYTES, read_lines, record_lines, record_too_big
 from histmig.core.model import Record, RecordStream, Session, SessionRef
@@ -133,4 +134,5 @@ def detect(path: str | os.PathLike) -> bool:
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
-                          encode_record=encode_record, project_dirs=project_dirs)
+                          encode_record=encode_record, project_dirs=project_dirs,
+                          type_name=type_name)
