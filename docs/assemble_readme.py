@@ -1,6 +1,7 @@
-"""Build README.md from the pages in docs/ (the README is the manual; these pages are its sources).
+"""Build README.md (the front page: docs/README.head.md and docs/README.jobs.md) and docs/MANUAL.md
+(the manual: every page of docs/ in reading order) from their sources.
 
-Run: ``python docs/assemble_readme.py``. ``tests/test_readme.py`` fails when README.md is out of date.
+Run: ``python docs/assemble_readme.py``. ``tests/test_readme.py`` fails when either is out of date.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 # (file, demote headings by) in README order
+FRONT = [("README.head.md", 0), ("README.jobs.md", 0)]
 PARTS = [
-    ("README.head.md", 0),
+    ("MANUAL.head.md", 0),
+    ("reference.md", 0),
     ("install.md", 1),
     ("demo.md", 1),
     ("scan-show.md", 1),
@@ -42,15 +45,20 @@ def demote(text: str, by: int) -> str:
     return "\n".join(out)
 
 
-def assemble() -> str:
+def assemble(parts: list[tuple[str, int]] | None = None) -> str:
     pieces = []
-    for name, by in PARTS:
+    for name, by in PARTS if parts is None else parts:
         path = DOCS / name
         if path.exists():
             pieces.append(demote(path.read_text().strip("\n"), by))
     return "\n\n".join(pieces) + "\n"
 
 
+def front_page() -> str:
+    return assemble(FRONT)
+
+
 if __name__ == "__main__":
-    (ROOT / "README.md").write_text(assemble())
-    print(f"wrote {ROOT / 'README.md'}")
+    (ROOT / "README.md").write_text(front_page())
+    (DOCS / "MANUAL.md").write_text(assemble())
+    print(f"wrote {ROOT / 'README.md'} and {DOCS / 'MANUAL.md'}")
