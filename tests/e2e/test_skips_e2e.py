@@ -3,6 +3,7 @@ while a Claude session is live leaves that session's whole project folder untouc
 everything else, and the same command finishes the folder once the session has ended."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -39,7 +40,9 @@ def test_case6_live_claude_session_keeps_its_folder_whole_until_it_ends(clients,
         assert done.returncode == 3, done.stderr
         [line] = [x for x in done.stderr.splitlines() if x.startswith("skip: ")]
         assert line.startswith(f"skip: {folder}: live Claude Code session")
-        assert f"re-run: histmig move {app} {app2} --apply" in line
+        # the re-run command is complete: the homes this run was given, then the move itself
+        rerun = rf"re-run: histmig (--[a-z-]+ \S+ )*move {re.escape(str(app))} {re.escape(str(app2))} --apply"
+        assert re.search(rerun, line), line
         assert folder_bytes(folder) == before                  # nothing in the live folder changed
         assert not (scratch.claude_dir / "projects" / claude_slug(str(app2))).exists()
         rollout = next(scratch.codex_home.rglob("rollout-*.jsonl")).read_text()
