@@ -28,6 +28,7 @@ PARTS = [
     ("bench.md", 1),
     ("testing.md", 1),
     ("e2e.md", 1),
+    ("json.md", 1),
     ("decisions.md", 1),
 ]
 

@@ -47,7 +47,8 @@ def test_usage_error_exits_2_with_message_on_stderr():
 def test_json_output_has_no_colour_even_when_forced(monkeypatch, tmp_path):
     monkeypatch.setenv("FORCE_COLOR", "1")
     result = histmig("--home", tmp_path, "scan", "--json")
-    assert result.exit_code == 0 and "\x1b[" not in result.stdout and json.loads(result.stdout) == []
+    assert result.exit_code == 0 and "\x1b[" not in result.stdout
+    assert json.loads(result.stdout) == {"schema": "histmig.scan/1", "sessions": []}
 
 
 def test_every_warning_code_in_the_code_is_documented_in_the_manual():

@@ -154,7 +154,7 @@ def test_a_rollout_in_an_archived_subfolder_is_seen_by_all_four_verbs_as_archive
     everything, nested = set(paths.values()), paths[tid(3)]
 
     result = CliRunner().invoke(cli, ["scan", "--json"], catch_exceptions=False)          # scan lists it
-    listed = {s["path"]: s["archived"] for s in json.loads(result.stdout) if s["tool"] == "codex"}
+    listed = {s["path"]: s["archived"] for s in json.loads(result.stdout)["sessions"] if s["tool"] == "codex"}
     assert set(listed) == everything and listed[nested] is True
 
     flip = plan_flip(h, "openai", "my-provider")                                            # flip plans it
@@ -182,7 +182,7 @@ def test_every_verb_lists_the_walkers_rollouts_in_a_mixed_tree(tmp_path):
     walked = {p for p, _a, _z in walk.rollouts(h.codex)}
     assert walked == set(paths.values()) | {str(deep)}
     result = CliRunner().invoke(cli, ["scan", "--json"], catch_exceptions=False)
-    assert {s["path"] for s in json.loads(result.stdout) if s["tool"] == "codex"} == walked
+    assert {s["path"] for s in json.loads(result.stdout)["sessions"] if s["tool"] == "codex"} == walked
     assert file_ops(plan_flip(h, "openai", "my-provider")) == walked
     (tmp_path / "W/app2").mkdir(parents=True)
     assert file_ops(plan_move(h, old, str(tmp_path / "W/app2"), tools=["codex"])) == walked

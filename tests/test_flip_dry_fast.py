@@ -262,7 +262,7 @@ def test_cli_json_dry_run_reports_the_planned_operation_count(tmp_path):
     full = plan_flip(homes(tmp_path), "openai", "my-provider", exact=False, set_config=True)
     r = histmig("--codex-home", home, "flip", "openai", "my-provider", "--set-config", "--json")
     assert r.exit_code == 3, r.stderr
-    out = orjson.loads(r.stdout)
+    out = orjson.loads(r.stdout)["plan"]
     assert out["operations"] == len(full.operations) and out["summary"] == orjson.loads(orjson.dumps(full.summary))
     assert [s["path"] for s in out["skips"]] == [s.path for s in full.skips]
 

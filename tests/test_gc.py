@@ -40,7 +40,7 @@ def flipped() -> str:
     (codex() / "config.toml").write_text('[model_providers.mine]\nname = "m"\n')
     r = histmig("flip", "openai", "mine", "--apply", "--json")
     assert r.exit_code == 0, r.stderr
-    return orjson.loads(r.stdout)["txid"]
+    return orjson.loads(r.stdout)["result"]["txid"]
 
 
 def age(txid: str, days: float) -> None:
@@ -87,7 +87,7 @@ def test_gc_apply_removes_backups_and_log_and_undo_say_so():
     size = sum(p.stat().st_size for p in (tx_root(state()) / txid / "b").iterdir())
     from histmig.cli.fmt import fmt_size
     assert f"backups {fmt_size(size)}" in histmig("log").stdout          # e.g. "backups 12.0K"
-    logged = orjson.loads(histmig("log", "--json").stdout)
+    logged = orjson.loads(histmig("log", "--json").stdout)["transactions"]
     assert logged[0]["backup_bytes"] == size and logged[0]["gc"] is None
     r = histmig("gc", "--apply")
     assert r.exit_code == 0, r.stderr
@@ -97,7 +97,7 @@ def test_gc_apply_removes_backups_and_log_and_undo_say_so():
     assert gc_record(folder)["backup_bytes"] == size
     log = histmig("log")
     assert "committed" in log.stdout and "backups removed by gc; cannot be undone" in log.stdout
-    logged = orjson.loads(histmig("log", "--json").stdout)
+    logged = orjson.loads(histmig("log", "--json").stdout)["transactions"]
     assert logged[0]["backup_bytes"] == 0 and logged[0]["gc"]["backup_bytes"] == size
     rows = providers()
     for args in (["undo"], ["undo", txid[:12]]):

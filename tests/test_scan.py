@@ -40,7 +40,7 @@ EXPECTED = {
 def scan_json(*args):
     result = CliRunner().invoke(cli, [*args, "scan", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return json.loads(result.stdout)["sessions"]
 
 
 def test_every_sample_case_has_an_expectation():
@@ -85,12 +85,12 @@ def test_filters_narrow_the_listing(tmp_path):
     runner = CliRunner()
     out = runner.invoke(cli, ["--home", str(tmp_path / "h"), "scan", "--json", "--tool", "codex",
                               "--cwd", f"{REC}/my app"]).stdout
-    rows = json.loads(out)
+    rows = json.loads(out)["sessions"]
     assert [r["title"] for r in rows] == ["Hello from a folder with a space and データ."]
     out = runner.invoke(cli, ["--home", str(tmp_path / "h"), "scan", "--json", "--provider", "openai"]).stdout
-    assert {r["tool"] for r in json.loads(out)} == {"codex"}
+    assert {r["tool"] for r in json.loads(out)["sessions"]} == {"codex"}
     out = runner.invoke(cli, ["--home", str(tmp_path / "h"), "scan", "--json", "--since", "2100-01-01"]).stdout
-    assert json.loads(out) == [] and len(everything) > 10
+    assert json.loads(out)["sessions"] == [] and len(everything) > 10
 
 
 def test_short_ids_are_unique_prefixes_of_at_least_eight_characters():

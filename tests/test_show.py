@@ -14,7 +14,7 @@ def run(home, *args):
 
 def test_show_renders_roles_tool_calls_results_and_reasoning(tmp_path):
     samples.install(tmp_path)
-    rows = json.loads(run(tmp_path, "scan", "--json", "--tool", "codex").stdout)
+    rows = json.loads(run(tmp_path, "scan", "--json", "--tool", "codex").stdout)["sessions"]
     tool = next(r for r in rows if r["title"] == "RUN: echo hello from the tool")
     out = run(tmp_path, "show", tool["id"]).stdout
     assert "[user]" in out and "RUN: echo hello from the tool" in out
@@ -24,7 +24,7 @@ def test_show_renders_roles_tool_calls_results_and_reasoning(tmp_path):
 
 def test_show_by_path_and_markdown_and_native(tmp_path):
     samples.install(tmp_path)
-    rows = json.loads(run(tmp_path, "scan", "--json", "--tool", "claude-code").stdout)
+    rows = json.loads(run(tmp_path, "scan", "--json", "--tool", "claude-code").stdout)["sessions"]
     row = next(r for r in rows if r["title"] == "Say hello in one short sentence.")
     md = run(tmp_path, "show", row["path"], "--format", "markdown").stdout
     assert md.startswith("# claude-code session") and "### user" in md

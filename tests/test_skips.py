@@ -147,7 +147,7 @@ def test_case6_changed_row_skips_its_session_rows_and_file_only():
     con.close()
     before = paths[tid(2)].read_bytes()
     res = histmig("apply", plan_file, "--json")
-    out = orjson.loads(res.stdout)
+    out = orjson.loads(res.stdout)["result"]
     assert res.exit_code == 3 and out["exit_code"] == 3
     codes = {s["path"]: s["code"] for s in out["skips"]}
     assert "row-changed" in codes.values() and codes[str(paths[tid(2)])] == "session-skipped"

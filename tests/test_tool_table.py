@@ -128,7 +128,7 @@ def test_a_registered_tool_is_scanned_shown_and_moved_by_the_cli(toy_session):
     homes, old, path = toy_session
     r = histmig("scan", "--tool", "toy", "--json")
     assert r.exit_code == 0, r.stderr
-    assert [(s["tool"], s["id"]) for s in json.loads(r.stdout)] == [("toy", SID)]
+    assert [(s["tool"], s["id"]) for s in json.loads(r.stdout)["sessions"]] == [("toy", SID)]
     r = histmig("show", "--tool", "toy-cli", SID[:8])
     assert r.exit_code == 0 and "make the toy" in r.stdout and "the toy is made" in r.stdout, r.stderr
     assert "toy" in histmig("move", "--help").stdout

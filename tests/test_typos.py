@@ -164,7 +164,7 @@ def test_case7_force_plans_a_typo_old_anyway(tmp_path):
     codex_tree()
     r = histmig("flip", "opena", "my-provider", "--force", "--json")
     assert r.exit_code == 0, r.stderr
-    out = orjson.loads(r.stdout)
+    out = orjson.loads(r.stdout)["plan"]
     assert out["summary"]["sessions"] == 0
     assert any(w["code"] == "old-provider-absent" and "did you mean 'openai'" in w["detail"] for w in out["warnings"])
 

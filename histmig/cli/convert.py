@@ -7,6 +7,7 @@ import functools
 
 import click
 
+from histmig.cli import jsonout
 from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
 from histmig.core.diagnostics import EXIT_REFUSED
@@ -50,15 +51,16 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
         diag("warning: --keep-times: files get their source times; Claude Code deletes transcripts older "
              "than cleanupPeriodDays (default 30) at its next start")
     show = None if as_json else functools.partial(_line, ctx, apply=apply)
-    if plan_out:
-        plan = api.plan_convert_whole(ctx.homes, refs, opts, named=bool(sessions), on_outcome=show)
-        if not as_json:
-            _report(ctx, plan, apply)
-        return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out, render_dry_run=lambda p: None)
     outcomes, made = [], []
     keep = (lambda o: outcomes.append(o.to_dict())) if as_json else show
     if apply and not as_json:
         keep = functools.partial(_remember, made, show)
+    if plan_out:
+        plan = api.plan_convert_whole(ctx.homes, refs, opts, named=bool(sessions), on_outcome=keep)
+        if not as_json:
+            _report(ctx, plan, apply)
+        return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out, render_dry_run=lambda p: None,
+                        json_extra={"sessions": outcomes})
     apply_batch = None if as_json else functools.partial(run_plan, ctx, apply=True, as_json=False, plan_out=None,
                                                           render_dry_run=None)
     done = api.convert(ctx.homes, refs, opts, apply=apply, named=bool(sessions), on_outcome=keep,
@@ -126,8 +128,8 @@ def _report(ctx, plan, apply: bool) -> None:
 def _finish(ctx, done, outcomes, apply: bool, as_json: bool) -> None:
     total = done.total
     if as_json:
-        emit_json({"dry_run": not apply, "to": total.args["to"], "summary": total.summary, "sessions": outcomes,
-                   "transactions": done.transactions, "warnings": total.warnings, "skips": total.skips})
+        result = jsonout.batches_result(done.transactions, done.exit_code) if apply else None
+        emit_json(jsonout.change("convert", total, dry_run=not apply, sessions=outcomes, result=result))
         return
     _report(ctx, total, apply)
     print_warnings([*total.warnings, *total.skips])

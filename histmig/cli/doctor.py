@@ -6,6 +6,7 @@ import dataclasses
 import click
 
 from histmig.cli.common import TOOL, complete, emit_json, info
+from histmig.cli.jsonout import envelope
 from histmig.cli.tx import apply_options, run_plan
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, UsageError
 from histmig import api
@@ -45,7 +46,7 @@ def command(ctx, tools, ignore, repair, apply, as_json, plan_out):
     plan = api.plan_repair(ctx.homes, report)
     shown = plan if as_json else dataclasses.replace(plan, warnings=[])   # findings were printed above
     code = run_plan(ctx, shown, apply=apply, as_json=as_json, plan_out=plan_out,
-                    render_dry_run=lambda p: _show_plan(ctx, p))
+                    render_dry_run=lambda p: _show_plan(ctx, p), json_extra=report.to_dict())
     if not apply:
         return EXIT_OK if report.healthy else EXIT_REFUSED
     after = api.diagnose(ctx.homes, tools=tools or None, ignore=ignore)
@@ -59,7 +60,7 @@ def command(ctx, tools, ignore, repair, apply, as_json, plan_out):
 
 def _show(ctx, report, as_json: bool) -> None:
     if as_json:
-        emit_json(report.to_dict())
+        emit_json(envelope("doctor", report.to_dict()))
         return
     for tool, findings in report.by_tool().items():
         if not findings:

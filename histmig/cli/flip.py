@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig.cli.common import emit_json, info, planning_progress, print_warnings
+from histmig.cli.jsonout import envelope
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, UsageError
 from histmig.cli.tx_options import apply_options
 
@@ -65,7 +66,7 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
         raise
     if not exact:                                 # head-only dry run: counts, rows, a sample
         if as_json:
-            emit_json({"dry_run": True, **plan_summary(plan, rows_counted=True)})
+            emit_json(envelope("flip", {"dry_run": True, "plan": plan_summary(plan, rows_counted=True), "result": None}))
         else:
             render(ctx, plan)
             print_warnings([*plan.warnings, *plan.skips])
@@ -92,9 +93,8 @@ def plan_summary(plan, *, rows_counted: bool = False) -> dict:
     """``rows_counted``: a ``counts_only`` plan, whose row updates are in ``summary["state_rows"]``
     rather than in ``operations``; ``operations`` is the number a full plan would hold."""
     ops = len(plan.operations) + (plan.summary["state_rows"] if rows_counted else 0)
-    return {"op": "flip", "args": plan.args, "summary": plan.summary,
-            "warnings": [w.to_dict() for w in plan.warnings], "skips": [s.to_dict() for s in plan.skips],
-            "operations": ops}
+    from histmig.cli import jsonout
+    return jsonout.plan_summary(plan, operations=ops)
 
 
 def headline(plan, *, done: bool = False) -> str:
@@ -142,7 +142,7 @@ def _list(ctx, as_json: bool, *, archived: bool) -> int:
     from histmig.tools.codex.census import provider_census
     c = provider_census(ctx.homes, archived=archived)
     if as_json:
-        emit_json(c)
+        emit_json(envelope("flip.list", c))
         return 0
     info(ctx, f"configured provider: {c['configured']}")
     info(ctx, "sessions by recorded provider (rollout files):")

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from histmig.cli.jsonout import iso_text, iso_utc
 from histmig.core.model import Record, Session
 
 
@@ -39,6 +40,7 @@ def _bytes(b: bytes) -> dict[str, str]:
 def record_to_native(rec: Record) -> dict[str, Any]:
     d = {f.name: _value(getattr(rec, f.name)) for f in dataclasses.fields(rec) if f.name != "raw"}
     d["raw"] = _bytes(rec.raw) if rec.raw is not None else None
+    d["timestamp"] = iso_text(rec.timestamp)     # the recorded text stays in raw (docs/json.md: one time format)
     return d
 
 
@@ -52,6 +54,11 @@ def session_to_native(session: Session) -> dict[str, Any]:
             d["subagents"] = [session_to_native(s) for s in v]
         else:
             d[f.name] = _value(v)
+    return _times(d)
+
+
+def _times(d: dict[str, Any]) -> dict[str, Any]:
+    d["created"], d["updated"] = iso_text(d.get("created")), iso_utc(d.get("updated"))
     return d
 
 
@@ -68,4 +75,4 @@ def native_view(session: Session) -> dict[str, Any]:
             d["subagents"] = [native_view(s) for s in v]
         else:
             d[f.name] = _value(v)
-    return d
+    return _times(d)

@@ -6,6 +6,7 @@ import click
 from histmig import api
 from histmig.cli.common import TOOL, Progress, emit_json, info, style
 from histmig.cli.fmt import fmt_size, fmt_time
+from histmig.cli.jsonout import envelope, session_ref
 from histmig.core.ids import unique_prefixes
 from histmig.tools import FORMATS
 
@@ -36,7 +37,7 @@ def command(ctx, tools, provider, cwd, since, as_json):
     progress.done()
     refs.sort(key=lambda r: (r.updated or 0), reverse=True)
     if as_json:
-        emit_json([r.to_dict() for r in refs])
+        emit_json(envelope("scan", {"sessions": [session_ref(r) for r in refs]}))
         return 0
     render_table(ctx, refs, tools=tools, filtered=bool(provider or cwd or since))
     return 0

@@ -5,6 +5,7 @@ import click
 
 from histmig import api
 from histmig.cli.common import TOOL, echo_chunks, emit_json_stream
+from histmig.cli.jsonout import envelope
 from histmig.cli.native import native_view
 from histmig.cli.render import json_view, write_text
 
@@ -29,9 +30,9 @@ def command(ctx, session, fmt, tools):
     # streamed: records are read from the file as they are printed (bounded memory, any size)
     sess = api.show(ctx.homes, session, tools=tools or None)
     if fmt == "native":
-        emit_json_stream(native_view(sess))
+        emit_json_stream(envelope("show.native", native_view(sess)))
     elif fmt == "json":
-        emit_json_stream(json_view(sess))
+        emit_json_stream(envelope("show", json_view(sess)))
     else:
         with echo_chunks() as write:
             write_text(sess, write, verbose=ctx.verbose > 0, markdown=fmt == "markdown")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
+from histmig.cli import jsonout
 from histmig.cli.common import Progress, Context, complete, diag, emit_json, info, print_warnings
 from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
@@ -28,20 +29,25 @@ def _collect(kwargs: dict) -> ApplyOptions:
 
 
 def run_plan(ctx: Context, plan: Plan, *, apply: bool, as_json: bool, plan_out: str | None,
-             render_dry_run: Callable[[Plan], None] | None, options: ApplyOptions | None = None) -> int:
-    """Dry run (default), write the plan file, or apply. Returns the exit code."""
+             render_dry_run: Callable[[Plan], None] | None, options: ApplyOptions | None = None,
+             json_extra: dict | None = None) -> int:
+    """Dry run (default), write the plan file, or apply. Returns the exit code. ``json_extra``: more
+    fields of the command's --json document (docs/json.md)."""
+    if as_json:
+        json_extra = {"plan_out": plan_out, **(json_extra or {})}
     if plan_out:
         _write_plan(ctx, plan, plan_out, quiet=as_json)
     if not apply:
-        return _dry_run(ctx, plan, as_json, render_dry_run, wrote_plan=bool(plan_out))
+        return _dry_run(ctx, plan, as_json, render_dry_run, wrote_plan=bool(plan_out), json_extra=json_extra)
     if plan.empty:
         if as_json:
-            emit_json({"applied": False, "txid": None, "done": [], "skips": plan.skips, "warnings": plan.warnings})
+            emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **json_extra,
+                                     result=jsonout.apply_result(None, plan)))
         else:
             print_warnings([*plan.warnings, *plan.skips])
             info(ctx, "nothing to do")
         return EXIT_SKIPPED if plan.skips else EXIT_OK
-    return _apply(ctx, plan, as_json, options or current_options())
+    return _apply(ctx, plan, as_json, options or current_options(), json_extra=json_extra)
 
 
 def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
@@ -52,9 +58,9 @@ def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
         diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {shlex.quote(path)}")
 
 
-def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: bool) -> int:
+def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: bool, json_extra=None) -> int:
     if as_json:
-        emit_json({"dry_run": True, "plan": plan.to_dict()})
+        emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=True, **json_extra))
     else:
         if render is not None:
             render(plan)
@@ -70,7 +76,7 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
     return EXIT_SKIPPED if plan.skips else EXIT_OK
 
 
-def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
+def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_extra=None) -> int:
     files = {p for op in plan.operations if op.kind != "sql-update" for p in op.paths()[:1]}
     progress = Progress("applying", total=len(files), enabled=not as_json and not ctx.quiet)
 
@@ -86,7 +92,8 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions) -> int:
     finally:
         progress.done()
     if as_json:
-        emit_json(res.to_dict())
+        emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **json_extra,
+                                 result=jsonout.apply_result(res)))
         return res.exit_code
     print_warnings([*res.warnings, *res.skips])
     if res.txid:
@@ -160,7 +167,8 @@ def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force,
     res = api.undo(ctx.homes, txid, force=force, restore_deleted=restore_deleted, dry_run=dry_run,
                argv=sys.argv[1:])
     if as_json:
-        emit_json({"dry_run": True, "plan": res.plan.to_dict()} if dry_run else res.to_dict())
+        emit_json(jsonout.change("undo", res.plan, dry_run=dry_run, txid=res.txid,
+                                 result=None if dry_run else res.to_dict()))
         return res.exit_code
     if dry_run:
         _undo_dry_run(ctx, res)
@@ -201,7 +209,7 @@ def recover_cmd(ctx: Context, as_json: bool) -> int:
     from histmig import api
     res = api.recover(ctx.homes)
     if as_json:
-        emit_json(res.to_dict())
+        emit_json(jsonout.envelope("recover", res.to_dict()))
         return res.exit_code
     print_warnings(res.warnings)
     if res.nothing:
@@ -236,7 +244,8 @@ def log_cmd(ctx: Context, as_json: bool) -> int:
     sizes = {t.txid: backup_size(folders[t.txid]).bytes for t in txs}
     collected = {t.txid: gc_record(folders[t.txid]) for t in txs}
     if as_json:
-        emit_json([{**t.to_dict(), "backup_bytes": sizes[t.txid], "gc": collected[t.txid]} for t in txs])
+        emit_json(jsonout.envelope("log", {"transactions": [jsonout.transaction(t, sizes[t.txid], collected[t.txid])
+                                                            for t in txs]}))
         return EXIT_OK
     if not txs:
         info(ctx, "no transactions")
@@ -278,7 +287,7 @@ def gc_cmd(ctx: Context, older_than: str, apply: bool, as_json: bool) -> int:
     from histmig.apply.gc import parse_age
     res = api.gc(ctx.homes, parse_age(older_than), apply=apply)
     if as_json:
-        emit_json(res.to_dict())
+        emit_json(jsonout.gc_result(res))
         return EXIT_OK
     _render_gc(ctx, res, older_than)
     return EXIT_OK

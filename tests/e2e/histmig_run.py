@@ -45,7 +45,7 @@ def ok(p: subprocess.CompletedProcess, *codes: int) -> subprocess.CompletedProce
 
 def log(scratch: Scratch) -> list[dict]:
     """``histmig log --json``: every transaction, newest last."""
-    return json.loads(ok(histmig(scratch, "log", "--json")).stdout)
+    return json.loads(ok(histmig(scratch, "log", "--json")).stdout)["transactions"]
 
 
 def last_txid(scratch: Scratch) -> str:

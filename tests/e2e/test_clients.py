@@ -33,7 +33,7 @@ def histmig(scratch, *args: str) -> subprocess.CompletedProcess:
 def scan(scratch) -> list[dict]:
     p = histmig(scratch, "scan", "--json")
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json.loads(p.stdout)["sessions"]
 
 
 # -- (1) recorded sessions are listed and rendered -----------------------------------------------

@@ -36,7 +36,7 @@ def test_codex_unarchives_a_rollout_from_an_archived_subfolder_and_histmig_flipp
     ok(histmig(scratch, "doctor", "--tool", "codex", "--repair", "--apply"))
     assert codex_rows(scratch.codex_home)["threads"][tid]["rollout_path"] == str(nested)
 
-    listed = json.loads(ok(histmig(scratch, "scan", "--json", "--tool", "codex")).stdout)
+    listed = json.loads(ok(histmig(scratch, "scan", "--json", "--tool", "codex")).stdout)["sessions"]
     assert [(s["path"], s["archived"]) for s in listed] == [(str(nested), True)]
     write_codex_config(scratch, fake_api, CUSTOM_PROVIDER)
     flipped = ok(histmig(scratch, "flip", "openai", CUSTOM_PROVIDER, "--apply", "--strip-encrypted"))

@@ -82,7 +82,7 @@ def test_move_carries_both_clients_history_and_undo_restores_everything(clients,
 
     again = histmig(scratch, "move", str(app), str(app2), "--apply")
     assert again.returncode == 0, again.stderr
-    listed = json.loads(histmig(scratch, "scan", "--cwd", str(app2), "--json").stdout)
+    listed = json.loads(histmig(scratch, "scan", "--cwd", str(app2), "--json").stdout)["sessions"]
     assert {s["tool"] for s in listed} >= {"codex", "claude-code"}
     assert len(listed) == len(claude_transcripts(scratch)) + len(list(scratch.codex_home.rglob("rollout-*.jsonl")))
 
