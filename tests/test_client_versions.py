@@ -54,7 +54,7 @@ def histmig(homes, *args: str):
 def scan(homes) -> list[dict]:
     out = histmig(homes, "scan", "--json")
     assert out.exit_code == 0, out.output
-    return json.loads(out.stdout)
+    return json.loads(out.stdout)["sessions"]      # the histmig.scan/1 envelope (docs/json.md)
 
 
 def test_scan_lists_the_recorded_session(home):
