@@ -64,7 +64,9 @@ def test_every_warning_code_in_the_code_is_documented_in_the_manual():
     assert not missing, f"undocumented warning codes: {missing}"
 
 
-class _Tty:
+class FakeTty:
+    """A stream that says it is a terminal (colour and progress tests)."""
+
     def __init__(self):
         self.text = ""
 
@@ -82,7 +84,7 @@ def test_progress_line_appears_on_a_terminal_after_a_second_and_is_cleared(monke
     import time
 
     from histmig.cli import common
-    fake = _Tty()
+    fake = FakeTty()
     monkeypatch.setattr(common.sys, "stderr", fake)
     clock = iter([100.0] + [101.5] * 1000)
     monkeypatch.setattr(time, "monotonic", lambda: next(clock))

@@ -10,6 +10,7 @@ from clirun import histmig
 from codex_fixtures import rollout, tid, write_rollout
 
 from histmig.cli import cli
+from test_cli import FakeTty
 
 EXAMPLE_COMMANDS = ["scan", "show", "flip", "move", "convert", "doctor", "demo"]
 
@@ -158,24 +159,10 @@ def test_flip_old_provider_typo_gives_a_did_you_mean_with_the_command_to_run(tmp
     assert _printed(new.stderr, "did you mean: ")[-2:] == ["openai", "my-provider"]
 
 
-class _Tty:
-    def __init__(self):
-        self.text = ""
-
-    def isatty(self):
-        return True
-
-    def write(self, s):
-        self.text += s
-
-    def flush(self):
-        pass
-
-
 def _stderr_on_a_tty(monkeypatch, *argv):
     import contextlib
     import io
-    tty = _Tty()
+    tty = FakeTty()
     monkeypatch.setattr(sys, "stderr", tty)
     with contextlib.redirect_stdout(io.StringIO()):
         from histmig.cli.common import run_guarded
@@ -186,7 +173,7 @@ def _stderr_on_a_tty(monkeypatch, *argv):
 def test_error_warning_and_skip_are_coloured_on_a_terminal(monkeypatch, tmp_path):
     from histmig.cli.common import coloured
     monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setattr(sys, "stderr", _Tty())
+    monkeypatch.setattr(sys, "stderr", FakeTty())
     for word in ("error:", "warning:", "skip:"):
         assert coloured(f"{word} x").startswith("\x1b[") and coloured(f"{word} x").endswith(" x")
     assert coloured("wrote plan to x") == "wrote plan to x"
@@ -239,7 +226,7 @@ def test_apply_progress_never_says_0_0_mb(monkeypatch):
     import time
 
     from histmig.cli import common
-    fake = _Tty()
+    fake = FakeTty()
     monkeypatch.setattr(common.sys, "stderr", fake)
     clock = iter([100.0] + [101.5] * 1000)
     monkeypatch.setattr(time, "monotonic", lambda: next(clock))
