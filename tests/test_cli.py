@@ -80,7 +80,8 @@ class FakeTty:
         pass
 
 
-def test_progress_line_appears_on_a_terminal_after_a_second_and_is_cleared(monkeypatch):
+def progress_on_a_terminal(monkeypatch, step_bytes: int):
+    """A Progress of 200 files on a fake terminal, 100 steps of ``step_bytes`` made 1.5 s after it started."""
     import time
 
     from histmig.cli import common
@@ -90,7 +91,12 @@ def test_progress_line_appears_on_a_terminal_after_a_second_and_is_cleared(monke
     monkeypatch.setattr(time, "monotonic", lambda: next(clock))
     p = common.Progress("applying", total=200)
     for _ in range(100):
-        p.step(1_000_000)
+        p.step(step_bytes)
+    return p, fake
+
+
+def test_progress_line_appears_on_a_terminal_after_a_second_and_is_cleared(monkeypatch):
+    p, fake = progress_on_a_terminal(monkeypatch, 1_000_000)
     assert "applying: 100/200 files" in fake.text and "ETA" in fake.text and "MB" in fake.text
     p.done()
     assert fake.text.endswith("\r")

@@ -10,7 +10,7 @@ from clirun import histmig
 from codex_fixtures import rollout, tid, write_rollout
 
 from histmig.cli import cli
-from test_cli import FakeTty
+from test_cli import FakeTty, progress_on_a_terminal
 
 EXAMPLE_COMMANDS = ["scan", "show", "flip", "move", "convert", "doctor", "demo"]
 
@@ -223,16 +223,7 @@ def test_flip_dry_run_says_how_many_more_files_than_listed(tmp_path):
 
 
 def test_apply_progress_never_says_0_0_mb(monkeypatch):
-    import time
-
-    from histmig.cli import common
-    fake = FakeTty()
-    monkeypatch.setattr(common.sys, "stderr", fake)
-    clock = iter([100.0] + [101.5] * 1000)
-    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
-    p = common.Progress("applying", total=200)
-    for _ in range(100):
-        p.step(0)                                  # apply counts files, not bytes
+    _, fake = progress_on_a_terminal(monkeypatch, 0)      # apply counts files, not bytes
     assert "applying: 100/200 files, ETA" in fake.text and "MB" not in fake.text
 
 
