@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,3 @@ def append_op(t: Transcript, tool: str, line: bytes) -> WriteFile:
     return WriteFile(path=str(t.path), expect=Fingerprint.of(t.path), patches=(Patch(t.size, b"", line),),
                      session={"tool": tool, "id": t.id}, reason="answer the dangling tool_use")
 
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
