@@ -201,6 +201,15 @@ def test_second_run_says_already_converted_unless_again(homes, proj, capsys):
     assert outs[0].status == "convert" and len(created_paths(plan)) == 1
 
 
+def test_second_run_to_codex_finds_the_rollout_it_wrote(homes, proj, capsys):
+    """The Codex target's provenance index lists rollouts with the one walker (tools/codex/walk.py)."""
+    write_claude(homes.claude, proj)
+    assert cli("convert", "--to", "codex", "--from", "claude-code", "--apply") == 0
+    capsys.readouterr()
+    assert cli("convert", "--to", "codex", "--from", "claude-code") == 0
+    assert "already converted: claude-code " + CLAUDE_ID in capsys.readouterr().out
+
+
 def test_a_conversion_is_not_converted_again_by_all(homes, proj):
     write_codex(homes.codex, proj)
     assert cli("convert", "--to", "claude-code", "--all", "--apply") == 0

@@ -1,6 +1,6 @@
 """Where a converted Codex session says where it came from: a ``histmig_source`` key in the
 ``session_meta`` payload (serde ignores unknown keys; docs/specs/codex.md §3), and where converted
-rollouts live (``sessions/`` and ``archived_sessions/``, at any depth)."""
+rollouts live: any rollout of the home, as the one walker lists them (tools/codex/walk.py)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from histmig import __version__
 from histmig.toolkit.convert.provenance import first_obj, pair
+from histmig.tools.codex import walk
 
 KEY = "histmig_source"
 
@@ -24,9 +25,8 @@ def marker_of(path: str | os.PathLike) -> tuple[str, str] | None:
 
 
 def folders(homes: Any, cwd: str | None) -> list[Path]:
-    return [Path(homes.codex) / "sessions", Path(homes.codex) / "archived_sessions"]
+    return [Path(homes.codex)]
 
 
-def files(folder: Path) -> Iterator[Path]:
-    for dirpath, _, names in os.walk(folder):
-        yield from (Path(dirpath) / n for n in names if n.startswith("rollout-") and ".jsonl" in n)
+def files(codex_home: Path) -> Iterator[Path]:
+    return (Path(path) for path, _, _ in walk.rollouts(codex_home, newest_first=False))
