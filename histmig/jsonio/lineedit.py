@@ -249,9 +249,7 @@ def edit_strings(body: bytes, obj: Any, edits: Sequence[StringEdit], base: int =
     """
     if len(edits) == 1:
         return _one_string(body, obj, edits[0], base)
-    expected = obj
-    for path, _, new in edits:
-        expected = set_path(expected, path, new)
+    expected = intended(obj, [Edit(path, new) for path, _, new in edits])
     try:
         return _checked(body, sorted(_string_spans(body, edits)), expected, base)
     except EditError:
