@@ -11,24 +11,8 @@ import sys
 import click
 
 from histmig import __version__
+from histmig.cli.commands import COMMANDS
 from histmig.cli.common import Context, PipeClosed, run_guarded
-
-# command name -> the module that defines it (``histmig/cli/<module>.py``), in --help order.
-# Only the module of the command being run is imported, so a dry run does not pay for the others.
-COMMANDS = {
-    "scan": "scan",
-    "show": "show",
-    "flip": "flip",
-    "move": "move",
-    "convert": "convert",
-    "doctor": "doctor",
-    "apply": "tx",
-    "undo": "tx",
-    "log": "tx",
-    "recover": "tx",
-    "gc": "tx",
-    "demo": "demo",
-}
 
 
 class LazyGroup(click.Group):

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import click
 import orjson
 
+from histmig.cli.commands import HOME_COMMANDS
 from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
 from histmig.core.homes import Homes, resolve_homes
 
@@ -35,7 +36,7 @@ class Context:
 # "Follow-up commands"). Set by Context.create, cleared by run_guarded: one command per process.
 _GIVEN: list[str] = []
 _FLAGS = ("home", "codex_home", "claude_home", "mini_cc_home", "state_dir")   # resolve_homes' keywords
-_COMMAND = re.compile(r"\bhistmig (?=(?:scan|show|flip|move|convert|doctor|apply|undo|log|recover|gc)\b)")
+_COMMAND = re.compile(r"\bhistmig (?=(?:" + "|".join(HOME_COMMANDS) + r")\b)")
 
 
 def given_flags(flags: dict) -> list[str]:
