@@ -1,7 +1,7 @@
 """The command line. The only package that prints or picks an exit code.
 
 Each command lives in its own module (``histmig/cli/<command>.py``) exposing a click command
-named ``command``; ``COMMANDS`` below is the one explicit table of them.
+named ``command``; ``COMMANDS`` (histmig/cli/commands.py) is the one explicit table of them.
 """
 from __future__ import annotations
 
