@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from histmig.core.times import iso_z, parse_ts
+
 SCHEMA_VERSION = 1
 
 
@@ -22,7 +24,7 @@ def iso_utc(seconds: float | int | None) -> str | None:
     """Unix seconds as ``2026-11-30T05:09:33.123Z`` (None stays None)."""
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_z(datetime.fromtimestamp(seconds, timezone.utc))
 
 
 def iso_ns(ns: int | None) -> str | None:
@@ -32,15 +34,8 @@ def iso_ns(ns: int | None) -> str | None:
 def iso_text(text: str | None) -> str | None:
     """A time a tool recorded as text (``+00:00``, ``Z``, other offsets) in the same UTC form; one
     without an offset is taken as UTC (the tools write UTC); one that does not parse is None."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text)
-    except (TypeError, ValueError):
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    return iso_utc(t.timestamp())
+    t = parse_ts(text)
+    return iso_z(t) if t is not None else None
 
 
 # ---- shared pieces ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
-from histmig.toolkit.convert.ids import parse_ts
+from histmig.core.times import parse_ts
 from histmig.toolkit.convert.loss import LossReport
 from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult

@@ -12,6 +12,8 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+from histmig.core.times import iso_z, parse_ts
+
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -38,22 +40,6 @@ class Ids:
 
     def time(self) -> float:
         return self.now if self.now is not None else time.time()
-
-
-def parse_ts(value: str | None) -> datetime | None:
-    """An ISO-8601 timestamp (``Z`` or an offset) as an aware datetime, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
-def iso_z(dt: datetime) -> str:
-    """``2026-11-29T10:00:00.123Z`` (JavaScript ``toISOString`` / Codex form)."""
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def iso_offset(dt: datetime) -> str:

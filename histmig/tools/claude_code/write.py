@@ -18,7 +18,8 @@ from histmig.toolkit.convert import provenance
 from histmig.tools.claude_family.messages import Msg, Options, anthropic_usage, build_messages
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation
-from histmig.toolkit.convert.ids import Clock, Ids, iso_z
+from histmig.core.times import iso_z
+from histmig.toolkit.convert.ids import Clock, Ids
 from histmig.toolkit.convert.sink import Sink
 from histmig.core.paths import claude_slug
 

@@ -20,7 +20,8 @@ from histmig.toolkit.convert import calls as tools
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.tools.claude_family import ANTHROPIC
-from histmig.toolkit.convert.ids import Clock, iso_z, parse_ts
+from histmig.core.times import iso_z, parse_ts
+from histmig.toolkit.convert.ids import Clock
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 
 CODEX_VERSION = "0.171.0"

@@ -15,7 +15,8 @@ from histmig import tools as registry
 from histmig.toolkit.convert import provenance
 from histmig.toolkit.convert.common import Target, TargetRules, Written
 from histmig.toolkit.convert.flatten import flatten
-from histmig.toolkit.convert.ids import UUID_RE, Ids, parse_ts
+from histmig.core.times import parse_ts
+from histmig.toolkit.convert.ids import UUID_RE, Ids
 from histmig.toolkit.convert.loss import LossReport
 from histmig.toolkit.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
 from histmig.core.diagnostics import HistmigError, Skip, Warning
