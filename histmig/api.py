@@ -99,7 +99,7 @@ def refuse_lossy(homes, refs: list[SessionRef], opts: ConvertOptions) -> None:
 
 def plan_convert(homes, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
     """The whole conversion as one plan, every new file's bytes in memory (small runs, tests)."""
-    from histmig.verbs.convert import plan_convert as plan
+    from histmig.verbs.convert.batches import plan_convert as plan
     return plan(homes, refs, opts)
 
 

@@ -14,7 +14,8 @@ from histmig import tools as registry
 from histmig.tools.codex.adapter import parse_name
 from histmig.core.homes import resolve_homes
 from histmig.core.model import core
-from histmig.verbs.convert import ConvertOptions, plan_convert
+from histmig.verbs.convert import ConvertOptions
+from histmig.verbs.convert.batches import plan_convert
 
 from convert_fixtures import (cli, homes, proj, CLAUDE_ID, CODEX_ID, make_state_db, write_claude, write_codex,  # noqa: F401 (fixtures)
                               write_manifest, write_mini)

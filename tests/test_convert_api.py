@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from histmig import api
-from histmig.verbs.convert import ConvertOptions, plan_convert
+from histmig.verbs.convert import ConvertOptions
+from histmig.verbs.convert.batches import plan_convert
 from histmig.verbs.convert import batches
 
 from convert_fixtures import homes, proj, write_claude, write_codex  # noqa: F401 (fixtures)

@@ -13,7 +13,8 @@ from histmig import tools as registry
 from histmig.apply import apply_plan
 from histmig.toolkit.convert.sink import Sink, Spooled, SpoolDir
 from histmig.core.diagnostics import HistmigError, RefusedError
-from histmig.verbs.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan, plan_convert
+from histmig.verbs.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan
+from histmig.verbs.convert.batches import plan_convert
 from histmig.core.plan import CreateFile, Plan
 
 from clirun import histmig

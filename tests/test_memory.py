@@ -69,6 +69,14 @@ def test_case9_one_gb_session_show_doctor_move_stay_under_200mb(env, isolated_ho
         shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
 
 
+def _remove_big_files(isolated_homes, source: Path, target_home: Path) -> None:
+    """A convert test's gigabytes go at once: the source, what was written, the state dir's copies."""
+    source.unlink()
+    for p in target_home.rglob("*.jsonl"):
+        p.unlink()
+    shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
+
+
 @pytest.mark.slow
 def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
     """Source and target stream: a dry run only counts and hashes the new lines, --apply spools
@@ -85,10 +93,7 @@ def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
         assert made.stat().st_size > 1 << 30
         assert not any((Path(isolated_homes["HISTMIG_STATE_DIR"]) / "spool").iterdir())
     finally:
-        path.unlink()
-        for p in codex.rglob("*.jsonl"):
-            p.unlink()
-        shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
+        _remove_big_files(isolated_homes, path, codex)
 
 
 @pytest.mark.slow
@@ -107,10 +112,7 @@ def test_case9_three_million_line_zst_convert_stays_under_200mb(env, isolated_ho
             # the provenance line, then one line per prompt and per answer (memgen writes 1000-block writes)
             assert sum(1 for _ in fh) == 1 + 2 * 1000 * ((3_000_000 - 2) // 3000)
     finally:
-        path.unlink()
-        for p in claude.rglob("*.jsonl"):
-            p.unlink()
-        shutil.rmtree(Path(isolated_homes["HISTMIG_STATE_DIR"]), ignore_errors=True)
+        _remove_big_files(isolated_homes, path, claude)
 
 
 @pytest.mark.slow

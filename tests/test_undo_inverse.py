@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from histmig import tools as registry
 from histmig.apply import apply_plan
 from histmig.apply.journal import list_transactions, new_txid, txid_sort_key
-from histmig.verbs.convert import ConvertOptions, plan_convert
+from histmig.verbs.convert import ConvertOptions
+from histmig.verbs.convert.batches import plan_convert
 from histmig.verbs.doctor import diagnose
 from histmig.verbs.flip import plan_flip
 from histmig.verbs.move import plan_move

@@ -193,18 +193,6 @@ def _skip(out: Outcome, code: str, reason: str) -> Outcome:
     return out
 
 
-def plan_convert(homes: Any, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
-    """The whole plan at once (for ``--plan-out`` and tests); the CLI streams with iter_convert."""
-    run = Run(homes, opts)
-    plan = new_plan(run)
-    outcomes = []
-    for out, ops in iter_convert(run, refs):
-        add_outcome(plan, out, ops)
-        outcomes.append(out)
-    plan.warnings += run.warnings
-    return plan, outcomes
-
-
 def new_plan(run: Run) -> Plan:
     roots = [str(run.root)] + ([str(d) for d in run.tables.dirs] if run.tables else [])
     return Plan(op="convert", args={"to": run.opts.target, "again": run.opts.again,

@@ -101,6 +101,12 @@ def whole_plan(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, name
     return plan
 
 
+def plan_convert(homes: Any, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
+    """:func:`whole_plan` with every session's outcome (small runs and tests)."""
+    outcomes: list[Outcome] = []
+    return whole_plan(homes, list(refs), opts, on_outcome=outcomes.append), outcomes
+
+
 def stream(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, apply: bool, named: bool = False,
            on_outcome: OnOutcome | None = None, apply_batch: Callable[[Plan], int] | None = None,
            options: Any = None) -> Converted:
