@@ -45,11 +45,16 @@ def command(ctx, tools, ignore, repair, apply, as_json, plan_out):
         return EXIT_OK if report.healthy else EXIT_REFUSED
     plan = api.plan_repair(ctx.homes, report)
     shown = plan if as_json else dataclasses.replace(plan, warnings=[])   # findings were printed above
+    rechecked = []
+
+    def recheck() -> dict:    # after --apply the document reports the disk as the repair left it
+        rechecked.append(api.diagnose(ctx.homes, tools=tools or None, ignore=ignore))
+        return rechecked[0].to_dict()
     code = run_plan(ctx, shown, apply=apply, as_json=as_json, plan_out=plan_out,
-                    render_dry_run=lambda p: _show_plan(ctx, p), json_extra=report.to_dict())
+                    render_dry_run=lambda p: _show_plan(ctx, p), json_extra=report.to_dict(), json_after=recheck)
     if not apply:
         return EXIT_OK if report.healthy else EXIT_REFUSED
-    after = api.diagnose(ctx.homes, tools=tools or None, ignore=ignore)
+    after = rechecked[0] if rechecked else api.diagnose(ctx.homes, tools=tools or None, ignore=ignore)
     if not as_json:
         info(ctx, "after repair: " + ("healthy" if after.healthy else f"{len(after.findings)} finding(s) left; "
                                       "each names the command to run"))

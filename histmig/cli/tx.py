@@ -30,9 +30,10 @@ def _collect(kwargs: dict) -> ApplyOptions:
 
 def run_plan(ctx: Context, plan: Plan, *, apply: bool, as_json: bool, plan_out: str | None,
              render_dry_run: Callable[[Plan], None] | None, options: ApplyOptions | None = None,
-             json_extra: dict | None = None) -> int:
+             json_extra: dict | None = None, json_after: Callable[[], dict] | None = None) -> int:
     """Dry run (default), write the plan file, or apply. Returns the exit code. ``json_extra``: more
-    fields of the command's --json document (docs/json.md)."""
+    fields of the command's --json document (docs/json.md); ``json_after``: fields known only once the
+    plan is applied, asked for after the apply and put over ``json_extra`` (doctor: the re-checked findings)."""
     if as_json:
         json_extra = {"plan_out": plan_out, **(json_extra or {})}
     if plan_out:
@@ -41,13 +42,17 @@ def run_plan(ctx: Context, plan: Plan, *, apply: bool, as_json: bool, plan_out: 
         return _dry_run(ctx, plan, as_json, render_dry_run, wrote_plan=bool(plan_out), json_extra=json_extra)
     if plan.empty:
         if as_json:
-            emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **json_extra,
+            emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **_after(json_extra, json_after),
                                      result=jsonout.apply_result(None, plan)))
         else:
             print_warnings([*plan.warnings, *plan.skips])
             info(ctx, "nothing to do")
         return EXIT_SKIPPED if plan.skips else EXIT_OK
-    return _apply(ctx, plan, as_json, options or current_options(), json_extra=json_extra)
+    return _apply(ctx, plan, as_json, options or current_options(), json_extra=json_extra, json_after=json_after)
+
+
+def _after(json_extra: dict, json_after: Callable[[], dict] | None) -> dict:
+    return {**json_extra, **json_after()} if json_after is not None else json_extra
 
 
 def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
@@ -76,7 +81,7 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
     return EXIT_SKIPPED if plan.skips else EXIT_OK
 
 
-def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_extra=None) -> int:
+def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_extra=None, json_after=None) -> int:
     files = {p for op in plan.operations if op.kind != "sql-update" for p in op.paths()[:1]}
     progress = Progress("applying", total=len(files), enabled=not as_json and not ctx.quiet)
 
@@ -92,7 +97,7 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_ext
     finally:
         progress.done()
     if as_json:
-        emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **json_extra,
+        emit_json(jsonout.change(jsonout.command_name(), plan, dry_run=False, **_after(json_extra, json_after),
                                  result=jsonout.apply_result(res)))
         return res.exit_code
     print_warnings([*res.warnings, *res.skips])
@@ -191,8 +196,8 @@ def _undo_dry_run(ctx: Context, res) -> None:
     for op in res.plan.operations:
         info(ctx, "would " + op.describe())
     print_warnings([*res.warnings, *res.skips])
-    n, kept = len(res.plan.operations), len(res.skips)
-    info(ctx, f"dry run: undo of {res.txid} would make {n} change(s)"
+    planned, kept = counted([op.paths()[0] for op in res.plan.operations], res.plan), len(res.skips)
+    info(ctx, f"dry run: undo of {res.txid} would revert {planned}"
               + (f" and keep {kept} session(s) or file(s) as they are" if kept else "") + "; nothing written")
 
 
