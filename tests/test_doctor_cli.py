@@ -82,3 +82,18 @@ def test_every_check_code_is_documented():
     text = DOCS.read_text()
     missing = [code for code in CHECKS if f"`{code}`" not in text]
     assert missing == []
+
+
+def test_repair_apply_json_reports_the_rechecked_findings_the_repairs_and_the_transaction(isolated_homes, capsys):
+    from jsonschema_lite import validate
+    naive_state(isolated_homes)
+    code, out, _ = run(capsys, "doctor", "--repair", "--apply", "--json")
+    doc = json.loads(out)
+    schema = json.loads((DOCS.parents[1] / "histmig" / "schemas" / "doctor.json").read_text())
+    assert validate(doc, schema) == []
+    assert code == 0 and doc["dry_run"] is False
+    assert doc["healthy"] is True and doc["counts"] == {} and doc["tools"]["codex"] == []   # re-checked
+    assert doc["plan"]["summary"]["repairs"] == {"codex.db-provider-mismatch": 1}           # what was repaired
+    assert doc["result"]["applied"] and doc["result"]["txid"] and doc["result"]["done"]
+    dry = json.loads(run(capsys, "doctor", "--repair", "--json")[1])                         # nothing left to do
+    assert dry["healthy"] is True and dry["plan"]["operations"] == 0
