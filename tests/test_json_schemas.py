@@ -67,6 +67,7 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("gc", "gc", "--older-than", "0", "--json")
     run("gc --apply", "gc", "--older-than", "0", "--apply", "--json")
     run("log (after gc)", "log", "--json")
+    run("doctor --repair --apply", "doctor", "--repair", "--apply", "--json")   # the findings re-checked after it
     return out
 
 
