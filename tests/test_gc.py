@@ -199,3 +199,18 @@ def test_gc_with_no_state_dir_says_so():
     r = histmig("gc", "--json")
     assert r.exit_code == 0 and orjson.loads(r.stdout)["transactions"] == []
     assert not state().exists()
+
+
+def test_gc_does_not_say_an_undo_transaction_loses_its_undo():
+    """An undo cannot itself be undone (verbs/undo refuses it), so removing its backups takes nothing away."""
+    txid = flipped()
+    r = histmig("undo", "--json")
+    assert r.exit_code == 0, r.stderr
+    [undo_txid] = [p.name for p in tx_root(state()).iterdir() if p.name != txid]
+    age(txid, 40)
+    age(undo_txid, 40)
+    [entry] = [e for e in plan_gc(homes(), 30 * DAY).entries if e.txid == undo_txid]
+    assert entry.op == "undo" and not entry.loses_undo
+    out = histmig("gc").stdout
+    line = next(x for x in out.splitlines() if x.startswith(undo_txid))
+    assert "can no longer be undone" not in line

@@ -66,7 +66,8 @@ class GcEntry:
 
     @property
     def loses_undo(self) -> bool:
-        return self.state in UNDOABLE and not self.collected_before
+        # an undo transaction cannot itself be undone (verbs/undo refuses it), so gc takes nothing from it
+        return self.state in UNDOABLE and self.op != "undo" and not self.collected_before
 
     def to_dict(self) -> dict[str, Any]:
         return {"txid": self.txid, "state": self.state, "op": self.op, "last_write_ns": self.last_write_ns,
