@@ -261,3 +261,14 @@ def test_doctor_groups_cwd_missing_under_their_moved_parent_with_one_move_comman
     assert fix == ["histmig", "--home", str(home), "move", str(home / "code"), str(home / "work"), "--apply"]
     assert _run_as_printed(fix).returncode == 0
     assert histmig("--home", home, "doctor", "--tool", "codex").exit_code == 0          # healthy after it
+
+
+def test_doctor_does_not_guess_where_a_parent_went_from_one_project_in_four(tmp_path):
+    """One look-alike folder for one project of four is no evidence that the whole parent moved there."""
+    home = tmp_path / "h"
+    (home / "work" / "api").mkdir(parents=True)                    # only api has a look-alike
+    for n, name in enumerate(["api", "web", "cli", "docs"]):
+        write_rollout(home / ".codex", tid(n), rollout(tid(n), cwd=str(home / "code" / name)))
+    r = histmig("--home", home, "doctor", "--tool", "codex")
+    [line] = [x for x in r.stdout.splitlines() if "cwd-missing" in x]
+    assert f"4 folders below {home / 'code'}, which no longer exists" in line and "likely moved" not in line

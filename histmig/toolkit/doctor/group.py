@@ -58,11 +58,17 @@ def group_moved(findings: list) -> tuple[list[MovedParent], list]:
 
 def _new_root(root: str, findings: list) -> str | None:
     """The new place of ``root`` that the findings' suggestions agree on: a cwd ``root/rel`` likely
-    moved to ``X/rel`` says ``X``; None when they disagree or none says."""
-    votes = set()
+    moved to ``X/rel`` says ``X``. None when they disagree, or when fewer than half of the group's
+    folders say anything: one look-alike folder found for one project out of five is a coincidence
+    more often than a move, and the printed ``move`` of the whole parent would act on that guess."""
+    votes: dict[str, set[str]] = {}
     for f in findings:
         new, cwd = f.data.get("suggested"), missing_cwd(f)
         rel = os.path.relpath(cwd, root)
         if new and rel != "." and new.rstrip("/").endswith("/" + rel):
-            votes.add(new.rstrip("/")[: -len(rel) - 1])
-    return votes.pop() if len(votes) == 1 else None
+            votes.setdefault(new.rstrip("/")[: -len(rel) - 1], set()).add(cwd)
+    folders = {missing_cwd(f) for f in findings}
+    if len(votes) != 1:
+        return None
+    [(new_root, voters)] = votes.items()
+    return new_root if 2 * len(voters) >= len(folders) else None
