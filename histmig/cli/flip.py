@@ -45,23 +45,20 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
     if not old or not new:
         raise UsageError("flip needs OLD and NEW (or --list)")
     exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
-    from histmig.verbs.flip import check_names, plan_flip
-    from histmig.verbs.flip.names import ProviderTypoError, check_new, check_old
-    from histmig.tools.codex.config import load_config
-    check_names(old, new)
-    cfg = load_config(ctx.homes)
+    from histmig import api
+    api.check_flip_names(old, new, strip_encrypted=strip_encrypted)
     given = {"--no-archived": no_archived, "--strip-encrypted": strip_encrypted, "--set-config": set_config,
              "--exact": exact and not apply, "--apply": apply}
     typo = 1                                      # which of (OLD, NEW) a ProviderTypoError is about
     try:
-        check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
+        api.check_flip_new(ctx.homes, new, force=force, set_config=set_config)   # typos refused before any scan
         typo = 0
         with planning_progress(ctx, enabled=exact and not as_json):     # a head-only dry run is quick
-            plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                             set_config=set_config, exact=exact, counts_only=not exact)
-        if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
+            plan = api.plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                                 set_config=set_config, exact=exact, counts_only=not exact)
+        if (absent := api.check_flip_old(ctx.homes, plan, old, new, force=force)) is not None:
             plan.warnings.append(absent)
-    except ProviderTypoError as e:
+    except api.ProviderTypoError as e:
         _suggest(e, [old, new], typo, given)
         raise
     if not exact:                                 # head-only dry run: counts, rows, a sample
@@ -139,8 +136,8 @@ def render(ctx, plan) -> None:
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:
-    from histmig.tools.codex.census import provider_census
-    c = provider_census(ctx.homes, archived=archived)
+    from histmig import api
+    c = api.providers(ctx.homes, archived=archived)
     if as_json:
         emit_json(envelope("flip.list", c))
         return 0
