@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from histmig.core import progress
 from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.core.forkmap import file_size, fork_map
 from histmig.core.plan import Plan, WriteFile
@@ -34,14 +35,19 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
     line 1 only and plans the database rows but not the file patches. ``counts_only`` (with
     ``exact=False``; what the CLI shows for a dry run) counts those rows instead of planning them:
     the same summary, warnings and skips, but ``operations`` holds only the config edit; such a
-    plan must never be applied."""
+    plan must never be applied. OLD == NEW (only with ``strip_encrypted``) strips in place: no
+    provider value, row or config warning about the provider; only the sessions with something to
+    strip are planned, always exactly."""
+    strip_only = old == new
+    exact = exact or strip_only                   # what has something to strip shows only in the whole file
     cfg = codex_config.load_config(homes)
     default = codex_config.model_provider(cfg)
     c = census(homes, old, default, archived=archived)
     plan = Plan(op="flip", args={"old": old, "new": new, "archived": archived, "strip_encrypted": strip_encrypted,
                                  "set_config": set_config, "exact": exact},
                 roots=[str(r) for r in homes.roots()], warnings=c.warnings, skips=c.skips)
-    plan.warnings += config_warnings(cfg, old, new, default, set_config=set_config, strip=strip_encrypted)
+    plan.warnings += config_warnings(cfg, old, new, default, set_config=set_config, strip=strip_encrypted,
+                                     strip_only=strip_only)
     if counts_only and not exact:
         from histmig.tools.codex.census import count_provider_updates
         providers = {db: codex_state.thread_providers(db) for db in codex_state.state_dbs(homes, cfg)}
@@ -53,21 +59,30 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
         return plan
     rows = {db: codex_state.thread_rows(db) for db in codex_state.state_dbs(homes, cfg)}
     hdbs = codex_state.HistoryIndex(codex_state.history_dbs(homes, cfg)) if exact else None
+    if exact:
+        progress.note("files", len(c.targets))  # the whole-file reads: the long part, with a total
     scanned = scan_all(c.targets, old, new, strip=strip_encrypted) if exact else {}
     flipped: list[Target] = []
     for t in c.targets:
         if exact and not _plan_file(plan, t, c, homes, hdbs, scanned[id(t)]):
             continue
+        if strip_only:                            # the rows already say OLD; a file without encrypted items is left
+            if t.patches:
+                flipped.append(t)
+            continue
         plan.operations += codex_state.provider_update_ops(homes, t.thread_id, new, rows=rows,
                                                            reason=f"flip {old} -> {new}")
         flipped.append(t)
-    _row_warnings(plan, {db: {i: r.get("model_provider") for i, r in by_id.items()} for db, by_id in rows.items()},
-                  flipped, old, new)
+    if not strip_only:
+        _row_warnings(plan, {db: {i: r.get("model_provider") for i, r in by_id.items()}
+                             for db, by_id in rows.items()}, flipped, old, new)
     if set_config:
         op = codex_config.set_model_provider_op(homes, new)
         if op is not None:
             plan.operations.append(op)
     plan.summary = _summary(flipped, c, plan, default, old, exact)
+    if strip_only:                                # only in such plans: a flip's plan keeps its bytes
+        plan.summary.update(strip_only=True, provider_sessions=len(c.targets))
     return plan
 
 
@@ -118,12 +133,14 @@ def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: str | None)
             path=str(t.path), expect=t.fingerprint, patches=tuple(t.patches),
             compression="zstd" if t.compressed else None, level=3,
             in_place_ok=not edits and not t.compressed, session={"tool": "codex", "id": t.thread_id},
-            reason=f"model_provider {plan.args['old']} -> {plan.args['new']}"))
+            reason=(f"model_provider {plan.args['old']} -> {plan.args['new']}" if plan.args["old"] != plan.args["new"]
+                    else "strip encrypted items")))
         plan.operations += codex_state.offset_shift_ops(homes, t.thread_id, edits, index=hdbs)
     return True
 
 
-def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: bool, strip: bool) -> list[Warning]:
+def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: bool, strip: bool,
+                    strip_only: bool = False) -> list[Warning]:
     out = []
     if not codex_config.is_known_provider(cfg, new):
         out.append(Warning("provider-not-defined", f"{new!r} is neither built in nor defined under "
@@ -136,7 +153,7 @@ def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: 
     if set_config and isinstance(codex_config.active_profile(cfg).get("model_provider"), str):
         out.append(Warning("profile-overrides-provider", "the active profile sets model_provider; the top-level "
                            "key set by --set-config will not take effect"))
-    if not set_config and default != new:
+    if not set_config and default != new and not strip_only:
         out.append(Warning("config-provider-differs", f"config.toml uses {default!r}: Codex lists and resumes "
                            f"the flipped sessions only under {new!r} (add --set-config to switch it)"))
     return out

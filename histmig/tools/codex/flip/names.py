@@ -64,7 +64,7 @@ def old_absent(plan) -> bool:
     """True when OLD matched nothing: no session flipped, none skipped as OLD's (census skips of
     unreadable files say nothing about OLD), and no threads row left saying OLD."""
     s = plan.summary
-    if s.get("sessions") or s.get("state_rows"):
+    if s.get("sessions") or s.get("state_rows") or s.get("provider_sessions"):
         return False
     if any(k.code != "unreadable" for k in plan.skips):
         return False
