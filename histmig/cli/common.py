@@ -256,6 +256,11 @@ class Progress:
         sys.stderr.flush()
         self.shown = True
 
+    def restart(self, total: int | None) -> None:
+        """Count again from 0, towards ``total``, the ETA from now (a planner's second phase)."""
+        import time
+        self.count, self.bytes, self.total, self.start = 0, 0, total, time.monotonic()
+
     def done(self) -> None:
         if self.shown:
             sys.stderr.write("\r" + " " * 70 + "\r")
@@ -277,7 +282,7 @@ def planning_progress(ctx: Context, *, enabled: bool = True):
             name, n, total = value
             shown.label = f"planning ({name}, {n}/{total})"
         elif event == "files":                # the files read from here on, of this many
-            shown.count, shown.bytes, shown.total = 0, 0, value
+            shown.restart(value)
     if not shown.enabled:                 # not a terminal: the readers pay nothing
         yield
         return

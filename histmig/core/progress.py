@@ -25,3 +25,8 @@ def listen(fn: Listener | None) -> Listener | None:
 def note(event: str, value: Any = None) -> None:
     if _listener is not None:
         _listener(event, value)
+
+
+def listening() -> bool:
+    """Whether anyone listens (forked workers forward their events only then: core/forkmap.py)."""
+    return _listener is not None
