@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 if TYPE_CHECKING:
     from histmig.apply import ApplyOptions, ApplyResult, RecoverResult, TxInfo
     from histmig.apply.gc import GcResult
+    from histmig.core.diagnostics import Warning
     from histmig.core.model import Session, SessionRef
     from histmig.core.plan import Plan
     from histmig.verbs.convert import ConvertOptions, Outcome
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 # Types a caller builds or catches, loaded on first use like the verbs.
 _TYPES = {"ConvertOptions": "histmig.verbs.convert", "LossyError": "histmig.verbs.convert.batches",
-          "ApplyOptions": "histmig.apply"}
+          "ApplyOptions": "histmig.apply", "ProviderTypoError": "histmig.toolkit.flip"}
 
 
 def __getattr__(name: str) -> Any:
@@ -66,14 +67,34 @@ def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
 
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:
-    """Codex sessions by recorded model provider, and what each state database holds (``flip --list``)."""
+    """Sessions by recorded model provider, and what each side store holds (``flip --list``), from
+    the tools with a flip hook (histmig/verbs/flip)."""
     from histmig.verbs.flip import provider_census
     return provider_census(homes, archived=archived)
 
 
 # -- planning -----------------------------------------------------------------------------------
+def check_flip_names(old: str, new: str, *, strip_encrypted: bool = False) -> None:
+    """Raise ``UsageError`` for provider ids no flip can take (OLD == NEW only with ``strip_encrypted``)."""
+    from histmig.verbs.flip import check_names
+    check_names(old, new, strip_encrypted=strip_encrypted)
+
+
+def check_flip_new(homes, new: str, *, force: bool = False, set_config: bool = False) -> None:
+    """Raise ``ProviderTypoError`` for a NEW provider a tool cannot load, before anything is scanned."""
+    from histmig.verbs.flip import check_new
+    check_new(homes, new, force=force, set_config=set_config)
+
+
+def check_flip_old(homes, plan: Plan, old: str, new: str, *, force: bool = False) -> Warning | None:
+    """After :func:`plan_flip`: raise ``ProviderTypoError`` for an OLD that matched nothing and looks
+    like a typo; else the ``old-provider-absent`` warning, or None when OLD matched."""
+    from histmig.verbs.flip import check_old
+    return check_old(homes, plan, old, new, force=force)
+
+
 def plan_flip(homes, old: str, new: str, **options: Any) -> Plan:
-    """Re-label Codex sessions from provider ``old`` to ``new`` (histmig/verbs/flip)."""
+    """Re-label sessions from model provider ``old`` to ``new`` in every tool with a flip hook (histmig/verbs/flip)."""
     from histmig.verbs.flip import plan_flip as plan
     return plan(homes, old, new, **options)
 

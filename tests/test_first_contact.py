@@ -241,8 +241,29 @@ def test_long_planning_shows_progress_with_totals_on_a_terminal(monkeypatch, tmp
     assert "files read" in err and "\rplanning" in err
     if argv[0] == "move":
         assert "planning (codex, " in err and "/4): " in err           # which tool of how many
+    else:                                                                # which tool, and files read of how many
+        assert "planning (codex, 1/1): 100/120 files read" in err and "ETA" in err
     quiet = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, *argv, "--json")[1]
     assert "planning" not in quiet
+
+
+def test_flip_planning_says_how_many_files_it_reads_whole(tmp_path):
+    """The library side of the total: after the census, ``("files", n)``, then one ``file`` per target."""
+    from histmig.core import progress
+    from histmig.core.homes import resolve_homes
+    from histmig.verbs.flip import plan_flip
+    for n in range(7):
+        write_rollout(tmp_path / ".codex", tid(n), rollout(tid(n), "zz" if n == 6 else "openai"))
+    events = []
+    previous = progress.listen(lambda event, value: events.append((event, value)))
+    try:
+        plan_flip(resolve_homes(codex_home=tmp_path / ".codex", env={"HOME": str(tmp_path)}), "openai", "my-provider")
+    finally:
+        progress.listen(previous)
+    assert events[0] == ("step", ("codex", 1, 1))
+    at = events.index(("files", 6))
+    assert [e for e, _ in events[1:at]] == ["file"] * 7                  # the census: line 1 of every rollout
+    assert [e for e, _ in events[at + 1:]] == ["file"] * 6               # then each of OLD's, whole
 
 
 def test_doctor_groups_cwd_missing_under_their_moved_parent_with_one_move_command(tmp_path):

@@ -50,14 +50,35 @@ def test_small_inputs_run_in_this_process():
 def test_flip_scan_through_forked_workers_equals_the_sequential_scan(tmp_path, monkeypatch):
     from codex_fixtures import home_with, rollout, session_meta, settings, tid
     from histmig.core.homes import resolve_homes
+    from histmig.tools.codex import flip as codex_flip
     from histmig.verbs import flip
     sessions = {tid(i): rollout(tid(i), extra_lines=[session_meta(tid(i), "openai"), settings("openai")] * i)
                 for i in range(1, 9)}
     home_with(tmp_path / ".codex", sessions)
     h = resolve_homes(codex_home=tmp_path / ".codex", env={"HOME": str(tmp_path)})
     sequential = flip.plan_flip(h, "openai", "my-provider").to_dict()
-    real = flip.fork_map
-    monkeypatch.setattr(flip, "fork_map", lambda fn, items, weights: real(fn, items, weights, min_weight=0))
+    real = codex_flip.fork_map
+    monkeypatch.setattr(codex_flip, "fork_map", lambda fn, items, weights: real(fn, items, weights, min_weight=0))
     forked = flip.plan_flip(h, "openai", "my-provider").to_dict()
     assert forked == sequential
     assert sum(len(o.get("patches", [])) for o in forked["operations"]) >= 8 * 2
+
+
+def _reads(x: int) -> int:
+    from histmig.core import progress
+    progress.note("file", x)                # what opening a file for reading reports
+    return x
+
+
+def test_a_workers_progress_reaches_the_listener_of_this_process():
+    """One progress line counts every worker's files (core/forkmap.py), and a worker never prints."""
+    from histmig.core import progress
+    seen = []
+    previous = progress.listen(lambda event, value: seen.append((event, value, os.getpid())))
+    try:
+        items = list(range(1, 41))
+        assert fork_map(_reads, items, [100] * 40, min_weight=0) == items
+    finally:
+        progress.listen(previous)
+    assert sorted(v for _, v, _ in seen) == items and {(e, pid) for e, _, pid in seen} == {("file", PARENT)}
+    assert fork_map(_reads, [1, 2], [1, 1], min_weight=0) == [1, 2]      # nobody listening: no pipe, same result

@@ -150,6 +150,50 @@ def test_every_hook_is_imported_only_when_asked_for(toy):
     assert registry.hook("toy", "move") is not None and "toytool.move" in sys.modules
 
 
+TOY_FLIP = '''
+"""The toy's flip hook: it records no provider, so it plans nothing but says so."""
+from histmig.core.plan import Plan
+
+
+def plan_flip(homes, old, new, **options):
+    return Plan(op="flip", args={"old": old, "new": new}, roots=[str(homes.home / ".toy")],
+                summary={"sessions": 2, "sample": [{"id": "toy"}], "other_providers": {"x": 1}, "exact": True})
+
+
+def provider_census(homes, archived=True):
+    return {"files": {"toy-provider": 2}}
+
+
+def check_new(homes, new, force, set_config):
+    pass
+
+
+def check_old(homes, plan, old, new, force):
+    return None
+
+
+def tail_transform(args):
+    return lambda op, data: data.replace(args["old"].encode(), args["new"].encode())
+'''
+
+
+def test_the_flip_verb_runs_every_tool_with_a_flip_hook(toy, tmp_path):
+    """verbs/flip names no tool: a second tool with a flip hook takes part by its module alone."""
+    from types import SimpleNamespace
+
+    from histmig.verbs import flip
+    (tmp_path / "pkgs" / "toytool" / "flip.py").write_text(TOY_FLIP)
+    assert flip.flip_tools() == ["codex", "toy"]
+    plan = flip.plan_flip(toy, "openai", "my-provider", exact=True)
+    assert plan.summary["sessions"] == 2 and plan.summary["sample"] == [{"id": "toy"}]
+    assert plan.summary["other_providers"] == {"x": 1} and str(toy.home / ".toy") in plan.roots
+    census = flip.provider_census(toy)
+    assert list(census["tools"]) == ["codex", "toy"] and census["tools"]["toy"] == {"files": {"toy-provider": 2}}
+    edit = flip.tail_transform({"old": "openai", "new": "my-provider"})
+    assert edit(SimpleNamespace(session={"tool": "toy", "id": "1"}), b'"openai"\n') == b'"my-provider"\n'
+    assert edit(SimpleNamespace(session=None), b'"openai"\n') == b'"openai"\n'
+
+
 def test_move_planning_runs_a_needed_tool_first_and_lays_plans_out_in_table_order():
     assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc"]
     assert registry.move_order({"manifest"}) == ["claude-code", "manifest"]
@@ -178,9 +222,6 @@ ALLOWLIST = {
     "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
     "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
     "cli/samples.py": "the demo's sample homes, one builder per tool",
-    "cli/flip.py": "flip is Codex's model_provider verb (its census and config)",
-    "verbs/flip/__init__.py": "flip is Codex's model_provider verb (owned by the flip rework)",
-    "verbs/flip/names.py": "flip is Codex's model_provider verb (owned by the flip rework)",
     "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
     "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
     "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",

@@ -12,7 +12,8 @@ import pytest
 
 from histmig.core.homes import resolve_homes
 from histmig.apply.journal import read_records, tx_root
-from histmig.verbs.flip.names import did_you_mean, known_providers
+from histmig.tools.codex.flip.names import known_providers
+from histmig.verbs.flip.names import did_you_mean
 from histmig.tools.codex import config as codex_config
 
 from clirun import histmig

@@ -256,6 +256,11 @@ class Progress:
         sys.stderr.flush()
         self.shown = True
 
+    def restart(self, total: int | None) -> None:
+        """Count again from 0, towards ``total``, the ETA from now (a planner's second phase)."""
+        import time
+        self.count, self.bytes, self.total, self.start = 0, 0, total, time.monotonic()
+
     def done(self) -> None:
         if self.shown:
             sys.stderr.write("\r" + " " * 70 + "\r")
@@ -264,8 +269,9 @@ class Progress:
 
 @contextlib.contextmanager
 def planning_progress(ctx: Context, *, enabled: bool = True):
-    """Progress on stderr while a long plan is made (histmig/core/progress.py): files read, their
-    size and, for a planner made of parts (move: one per tool), which part of how many."""
+    """Progress on stderr while a long plan is made (histmig/core/progress.py): files read (of how
+    many, when the planner says), their size and, for a planner made of parts (move, flip: one per
+    tool), which part of how many."""
     from histmig.core import progress as events
     shown = Progress("planning", enabled=enabled and not ctx.quiet, unit="files read")
 
@@ -275,6 +281,8 @@ def planning_progress(ctx: Context, *, enabled: bool = True):
         elif event == "step":
             name, n, total = value
             shown.label = f"planning ({name}, {n}/{total})"
+        elif event == "files":                # the files read from here on, of this many
+            shown.restart(value)
     if not shown.enabled:                 # not a terminal: the readers pay nothing
         yield
         return

@@ -19,6 +19,7 @@ Examples:
   histmig flip openai my-provider                 # dry run: what would change
   histmig flip openai my-provider --apply --set-config
   histmig flip openai my-provider --apply --strip-encrypted
+  histmig flip openai openai --apply --strip-encrypted   # strip in place, provider unchanged
   histmig flip openai my-provider --force         # NEW not defined in config.toml yet
 """
 
@@ -31,7 +32,8 @@ Examples:
 @click.option("--no-archived", is_flag=True, help="Leave archived_sessions/ alone.")
 @click.option("--strip-encrypted", is_flag=True,
               help="Retype reasoning/compaction items with encrypted content (bound to the old backend) so Codex "
-                   "stops sending them; the line stays, the blob goes (docs/codex.md); reported per file.")
+                   "stops sending them; the line stays, the blob goes (docs/codex.md); reported per file. "
+                   "With OLD = NEW it only strips.")
 @click.option("--set-config", is_flag=True, help='Also set model_provider = "NEW" in config.toml (comments kept).')
 @click.option("--exact", is_flag=True, help="Dry run: compute every byte edit (reads whole files).")
 @click.option("--force", is_flag=True, help="Flip to a NEW that config.toml does not define (resume fails until "
@@ -44,24 +46,22 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
         return _list(ctx, as_json, archived=not no_archived)
     if not old or not new:
         raise UsageError("flip needs OLD and NEW (or --list)")
-    exact = exact or apply or bool(plan_out)      # a plan that will be applied needs every byte edit
-    from histmig.verbs.flip import check_names, plan_flip
-    from histmig.verbs.flip.names import ProviderTypoError, check_new, check_old
-    from histmig.tools.codex.config import load_config
-    check_names(old, new)
-    cfg = load_config(ctx.homes)
+    # a plan that will be applied needs every byte edit; so does stripping in place (OLD == NEW)
+    exact = exact or apply or bool(plan_out) or old == new
+    from histmig import api
+    api.check_flip_names(old, new, strip_encrypted=strip_encrypted)
     given = {"--no-archived": no_archived, "--strip-encrypted": strip_encrypted, "--set-config": set_config,
              "--exact": exact and not apply, "--apply": apply}
     typo = 1                                      # which of (OLD, NEW) a ProviderTypoError is about
     try:
-        check_new(ctx.homes, cfg, new, force=force, set_config=set_config)   # typos refused before any scan
+        api.check_flip_new(ctx.homes, new, force=force, set_config=set_config)   # typos refused before any scan
         typo = 0
         with planning_progress(ctx, enabled=exact and not as_json):     # a head-only dry run is quick
-            plan = plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                             set_config=set_config, exact=exact, counts_only=not exact)
-        if (absent := check_old(ctx.homes, cfg, plan, old, new, force=force)) is not None:
+            plan = api.plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
+                                 set_config=set_config, exact=exact, counts_only=not exact)
+        if (absent := api.check_flip_old(ctx.homes, plan, old, new, force=force)) is not None:
             plan.warnings.append(absent)
-    except ProviderTypoError as e:
+    except api.ProviderTypoError as e:
         _suggest(e, [old, new], typo, given)
         raise
     if not exact:                                 # head-only dry run: counts, rows, a sample
@@ -73,7 +73,7 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
             info(ctx, "dry run: nothing was written; add --apply to flip")
         return EXIT_SKIPPED if plan.skips else EXIT_OK
     if apply and not as_json:
-        info(ctx, headline(plan).replace("would flip", "flipping", 1))
+        info(ctx, headline(plan, doing=True))
     from histmig.cli.tx import run_plan
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
@@ -97,15 +97,20 @@ def plan_summary(plan, *, rows_counted: bool = False) -> dict:
     return jsonout.plan_summary(plan, operations=ops)
 
 
-def headline(plan, *, done: bool = False) -> str:
+def headline(plan, *, doing: bool = False) -> str:
     s = plan.summary
-    verb = "flipped" if done else "would flip"
-    text = (f"{verb} {s['sessions']:,} session{'s' * (s['sessions'] != 1)} "
+    strip_only = bool(s.get("strip_only"))        # flip X X --strip-encrypted
+    verb = ("stripping" if doing else "would strip") if strip_only else "flipping" if doing else "would flip"
+    what = "encrypted items in " if strip_only else ""
+    text = (f"{verb} {what}{s['sessions']:,} session{'s' * (s['sessions'] != 1)} "
             f"({s['compressed']} compressed, {s['archived']} archived)")
+    if strip_only:
+        text += f" of {s['provider_sessions']:,} recorded under {plan.args['old']!r}"
     if plan.skips:
         reasons = sorted({k.code for k in plan.skips})
         text += f"; {len(plan.skips)} skipped: {', '.join(reasons)}"
-    text += f"; state db: {s['state_rows']:,} row{'s' * (s['state_rows'] != 1)}"
+    if not strip_only:
+        text += f"; state db: {s['state_rows']:,} row{'s' * (s['state_rows'] != 1)}"
     if s.get("offset_rows"):
         text += f"; thread history offsets: {s['offset_rows']:,} row(s)"
     return text
@@ -139,8 +144,8 @@ def render(ctx, plan) -> None:
 
 
 def _list(ctx, as_json: bool, *, archived: bool) -> int:
-    from histmig.tools.codex.census import provider_census
-    c = provider_census(ctx.homes, archived=archived)
+    from histmig import api
+    c = api.providers(ctx.homes, archived=archived)
     if as_json:
         emit_json(envelope("flip.list", c))
         return 0

@@ -4,13 +4,20 @@ byte searches hold the GIL, so threads help little).
 The result is exactly the sequential one, in order: ``fn`` must be a pure function of its item
 whose result pickles. A worker that fails for any reason (killed, out of memory, an exception)
 only costs time: its items are done again in this process.
+
+Progress (core/progress.py): a worker's ``file`` events reach this process's listener through a
+pipe, read between this process's own items, so the one progress line counts every worker's files.
+A worker never waits on that pipe: when it is full the event is dropped (the count lags, nothing stalls).
 """
 from __future__ import annotations
 
 import os
 import pickle
+import struct
 import sys
 from typing import Any, Callable, Sequence
+
+from histmig.core import progress
 
 MAX_WORKERS = 4
 
@@ -42,11 +49,16 @@ def fork_map(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[i
         return [fn(x) for x in items]
     groups = balance(weights, workers)
     results: list[Any] = [_MISSING] * len(items)
-    children = [_spawn(fn, items, g, encode) for g in groups[1:]]
+    events = _Events() if progress.listening() else None
+    children = [_spawn(fn, items, g, encode, events) for g in groups[1:]]
+    if events is not None:
+        events.started()
     finished = False
     try:
         for i in groups[0]:
             results[i] = fn(items[i])
+            if events is not None:
+                events.drain()
         for (_pid, fd), group in zip(children, groups[1:]):
             for i, r in zip(group, _collect(fd, len(group))):
                 results[i] = r if r is _MISSING or decode is None else decode(r)
@@ -54,6 +66,8 @@ def fork_map(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[i
     finally:
         for pid, fd in children:
             _reap(pid, fd, kill=not finished)
+        if events is not None:
+            events.close()
     return [fn(items[i]) if r is _MISSING else r for i, r in enumerate(results)]
 
 
@@ -70,13 +84,62 @@ def balance(weights: Sequence[int], n: int) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
-def _spawn(fn, items, group: list[int], encode) -> tuple[int, int]:
+class _Events:
+    """The workers' ``file`` events, 8 bytes each (one write, so never interleaved), relayed here."""
+
+    RECORD = struct.Struct("<q")
+
+    def __init__(self):
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        os.set_blocking(self.w, False)
+        self.rest = b""
+
+    def forward(self) -> None:
+        """In a worker: send its ``file`` events up the pipe instead of to the inherited listener."""
+        os.close(self.r)
+
+        def send(event: str, value: Any) -> None:
+            if event == "file":
+                try:
+                    os.write(self.w, self.RECORD.pack(value or 0))
+                except OSError:               # full (or the parent is gone): drop it, never wait
+                    pass
+        progress.listen(send)
+
+    def started(self) -> None:
+        os.close(self.w)                      # the workers hold the write ends now
+
+    def drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.r, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            data, n = self.rest + data, self.RECORD.size
+            cut = len(data) - len(data) % n
+            for (size,) in self.RECORD.iter_unpack(data[:cut]):
+                progress.note("file", size)
+            self.rest = data[cut:]
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            os.close(self.r)
+
+
+def _spawn(fn, items, group: list[int], encode, events: _Events | None = None) -> tuple[int, int]:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                     # the worker: compute, send, exit without cleanup
         code = 1
         try:
             os.close(r)
+            if events is not None:
+                events.forward()
             out = [fn(items[i]) if encode is None else encode(fn(items[i])) for i in group]
             with os.fdopen(w, "wb") as fh:
                 pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)

@@ -3,7 +3,9 @@
 A plan of 3,000 sessions takes seconds to make (docs/bench.md); the library never prints, so it
 reports here and nothing happens unless the CLI listens (``histmig/cli/common.py``,
 ``planning_progress``). Events: ``("file", size)`` for every file opened for reading,
-``("step", (name, n, total))`` when a planner starts the n-th of ``total`` parts (move: one per tool).
+``("step", (name, n, total))`` when a planner starts the n-th of ``total`` parts (move and flip: one per
+tool), ``("files", n)`` when a part knows it is about to read ``n`` files whole (flip: the rollouts its
+census picked), which restarts the count with ``n`` as its total.
 """
 from __future__ import annotations
 
@@ -23,3 +25,8 @@ def listen(fn: Listener | None) -> Listener | None:
 def note(event: str, value: Any = None) -> None:
     if _listener is not None:
         _listener(event, value)
+
+
+def listening() -> bool:
+    """Whether anyone listens (forked workers forward their events only then: core/forkmap.py)."""
+    return _listener is not None

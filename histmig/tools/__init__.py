@@ -11,6 +11,8 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``fields``: ``<pkg>.move.line_fields``, the path fields of one record (move's appended-tail edit)
 - ``unowned``: ``<pkg>.move.unowned_fields``, ``(path) -> fields or None`` for a file no session owns
 - ``doctor``: ``<pkg>.doctor.check``, ``check(homes, index, now, ignored) -> [Finding]``
+- ``flip``: the module ``<pkg>.flip`` itself, the tool's model-provider re-labelling (``plan_flip``,
+  ``provider_census``, ``check_new``, ``check_old``, ``tail_transform``; histmig/verbs/flip says what each does)
 - ``target``: ``<pkg>.target.RULES``, how the tool receives converted sessions (id kind, folder mode,
   settings, rows to register): a ``toolkit.convert.common.TargetRules``; defaults when absent
 - ``provenance``: the module ``<pkg>.provenance`` itself (``marker_of(path)``, ``folders(homes, cwd)``,
@@ -42,7 +44,7 @@ from histmig.core import homes as homes_module
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
-         "target": ("target", "RULES"), "provenance": ("provenance", None)}
+         "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None)}
 
 
 @dataclass(frozen=True)

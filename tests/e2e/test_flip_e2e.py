@@ -158,3 +158,21 @@ def test_same_length_padded_flip_is_accepted_by_codex(clients, fake_api, scratch
     assert run.returncode == 0, run.stderr[-3000:]
     reqs = [e for e in run.model_requests("responses") if e.provider == "ab"]
     assert reqs and any("Say hello" in str(e.body) for e in reqs)
+
+
+def test_a_flip_done_without_strip_is_fixed_by_stripping_in_place(clients, fake_api, scratch):
+    """``flip X X --strip-encrypted`` after a flip without it: the provider stays, the old backend's
+    encrypted reasoning goes, and the session resumes under the new backend with its history."""
+    project, thread_id = record_under_openai(clients, scratch, fake_api)
+    assert histmig(scratch, "flip", "openai", "my-provider", "--apply").returncode == 0
+    refused = histmig(scratch, "flip", "my-provider", "my-provider", "--apply")
+    assert refused.returncode == 2 and "add --strip-encrypted" in refused.stderr
+    done = histmig(scratch, "flip", "my-provider", "my-provider", "--apply", "--strip-encrypted")
+    assert done.returncode == 0, done.stderr
+    assert "stripping encrypted items in 1 session" in done.stdout and "encrypted-stripped" in done.stderr
+    run = resume(clients, scratch, fake_api, project)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert carried_history(run, "flip-marker-7")
+    reqs = [e for e in run.model_requests("responses") if e.provider == "my-provider"]
+    assert not any("invalid_encrypted_content" in (e.error or "") for e in reqs)
+    assert rows(scratch.codex_home)[0] == [(thread_id, "my-provider")]

@@ -81,11 +81,14 @@ def markers(strip: bool) -> tuple[bytes, ...]:
 def line_edits(obj: Any, t: Target, old: str, new: str, strip: bool) -> list[Edit]:
     """The edits of one parsed line: its provider values saying ``old`` (``pad``: same length when
     ``new`` is not longer), a missing ``session_meta`` provider when ``old`` is assumed (``insert``),
-    and with ``strip`` the provider-bound items."""
+    and with ``strip`` the provider-bound items. ``old == new`` (``flip X X --strip-encrypted``) edits
+    no provider value."""
     out: list[Edit] = []
     ltype = codex.line_type(obj)
     p = codex.payload(obj)
-    if ltype == "session_meta" and p.get("id") == t.thread_id:
+    if old == new:
+        pass
+    elif ltype == "session_meta" and p.get("id") == t.thread_id:
         if "model_provider" not in p:
             if t.assumed:
                 out.append(Edit(["payload", "model_provider"], new, INSERT))
