@@ -181,9 +181,6 @@ ALLOWLIST = {
     "cli/flip.py": "flip is Codex's model_provider verb (its census and config)",
     "verbs/flip/__init__.py": "flip is Codex's model_provider verb (owned by the flip rework)",
     "verbs/flip/names.py": "flip is Codex's model_provider verb (owned by the flip rework)",
-    "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
-    "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
-    "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",
 }
 
 
