@@ -73,6 +73,22 @@ def plan(homes, pm, plans, opts):
         tplan.add_scan(scan, session={"tool": "toy", "id": name[:-6]}, reason="project move")
 '''
 
+UNDO = '''
+"""The toy's part of undo: its client "archives" a session into ``~/.toy/archive/``."""
+import os
+
+from histmig.toolkit.undo import UndoHook
+
+
+class ToyUndo(UndoHook):
+    def relocator(self, homes):
+        archive = homes.home / ".toy" / "archive"
+        return lambda path: str(archive / os.path.basename(path)) if (archive / os.path.basename(path)).exists() else None
+
+
+UNDO = ToyUndo()
+'''
+
 SID = "70790000-0000-4000-8000-000000000001"
 
 
@@ -141,6 +157,24 @@ def test_a_registered_tool_is_scanned_shown_and_moved_by_the_cli(toy_session):
     r = histmig("undo")
     assert r.exit_code == 0, r.stderr
     assert path.read_bytes() == before
+
+
+def test_a_registered_tools_undo_hook_gets_its_part_of_undo(toy_session, tmp_path):
+    """Undo asks every tool's undo hook (histmig/toolkit/undo.py) where its client moved a file since:
+    the toy archived its session after the move, and undo follows it there."""
+    from histmig.apply import apply_plan
+    from histmig.verbs.move import plan_move
+    from histmig.verbs.undo.run import undo
+    homes, old, path = toy_session
+    (tmp_path / "pkgs" / "toytool" / "undo.py").write_text(textwrap.dedent(UNDO))
+    before = path.read_bytes()
+    apply_plan(plan_move(homes, str(old), str(old.parent / "moved"), tools=["toy"]), homes)
+    archived = path.parent / "archive" / path.name
+    archived.parent.mkdir()
+    path.rename(archived)
+    out = undo(homes)
+    assert out.exit_code == 0 and not out.skips
+    assert archived.read_bytes() == before and not path.exists()
 
 
 def test_every_hook_is_imported_only_when_asked_for(toy):
@@ -222,9 +256,6 @@ ALLOWLIST = {
     "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
     "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
     "cli/samples.py": "the demo's sample homes, one builder per tool",
-    "verbs/undo/__init__.py": "undo re-derives Codex offsets/rows and finds rollouts `codex archive` moved",
-    "verbs/undo/config.py": "re-applies a move to ~/.claude.json and config.toml a client rewrote since",
-    "verbs/undo/rows.py": "reads Codex's thread tables to carry rows added after the apply",
 }
 
 

@@ -397,3 +397,33 @@ def test_case2_undo_removes_the_folders_the_move_created_once_they_are_empty_aga
     out = undo(h)
     assert out.exit_code == 0 and not out.skips and first.exists()
     assert sorted(p.relative_to(h.claude) for p in (h.claude / "projects").rglob("*")) == before
+
+
+def test_case2_config_toml_rewritten_since_the_move_gets_only_its_project_key_back(tmp_path):
+    """Codex's config.toml changed since a move (a client saved a setting): undo re-keys the project
+    NEW -> OLD in the file as it is now; the change stays (Codex's undo hook, tools/codex/undo.py)."""
+    h = homes()
+    old, new = str(tmp_path / "A"), str(tmp_path / "B")
+    os.makedirs(new)
+    home_with(h.codex, {tid(1): rollout(tid(1), cwd=old)})
+    cfg = h.codex / "config.toml"
+    cfg.write_text(f'model = "gpt-5.5"\n\n[projects."{old}"]\ntrust_level = "trusted"\n')
+    apply_plan(plan_move(h, old, new), h)
+    assert f'[projects."{new}"]' in cfg.read_text()
+    cfg.write_text(cfg.read_text().replace('model = "gpt-5.5"', 'model = "gpt-5.5-codex"'))
+    out = undo(h)
+    assert out.exit_code == 0 and not out.skips
+    assert cfg.read_text() == f'model = "gpt-5.5-codex"\n\n[projects."{old}"]\ntrust_level = "trusted"\n'
+
+
+def test_case2_config_toml_rewritten_since_a_flip_with_set_config_gets_its_provider_back(tmp_path):
+    h = homes()
+    home_with(h.codex, {tid(1): rollout(tid(1))})
+    cfg = h.codex / "config.toml"
+    cfg.write_text('# c\n[model_providers.mine]\nname = "m"\n')
+    apply_plan(plan_flip(h, "openai", "mine", set_config=True), h)
+    assert 'model_provider = "mine"' in cfg.read_text()
+    cfg.write_text(cfg.read_text().replace("# c\n", "# c, saved by a client\n"))
+    out = undo(h)
+    assert out.exit_code == 0 and not out.skips
+    assert cfg.read_text() == '# c, saved by a client\nmodel_provider = "openai"\n\n[model_providers.mine]\nname = "m"\n'

@@ -17,6 +17,8 @@ Hooks are found by convention inside the package and imported only when a comman
   settings, rows to register): a ``toolkit.convert.common.TargetRules``; defaults when absent
 - ``provenance``: the module ``<pkg>.provenance`` itself (``marker_of(path)``, ``folders(homes, cwd)``,
   ``files(folder)``): where a converted session records its source, and where converted copies live
+- ``undo``: ``<pkg>.undo.UNDO``, a ``toolkit.undo.UndoHook``: what the tool's clients did since a
+  transaction (files they moved, settings files they rewrote, rows and byte offsets they keep)
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
@@ -44,7 +46,8 @@ from histmig.core import homes as homes_module
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
-         "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None)}
+         "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
+         "undo": ("undo", "UNDO")}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +19,12 @@ from typing import Any, Callable
 
 import orjson
 
-from histmig.core import locks
-from histmig.core.diagnostics import HistmigInputError, NotFoundError, RefusedError, Skip, Warning
+from histmig import tools as registry
+from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
 from histmig.apply.journal import read_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.toolkit.move.common import dir_fingerprint
+from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
 from histmig.verbs.undo.rows import RowReader, inverse_row
@@ -122,12 +122,19 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     history = load(homes.state, folder.name, records)
     intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
     del records                   # a flip of thousands of sessions journals tens of thousands of rows
-    locator = Locator(homes, intents)
+    hooks = undo_hooks()
+    locator = Locator(homes, intents, list(hooks.values()))
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
                  tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
                  trash=Path(homes.state) / TRASH / folder.name, begin=begin)
-    units = _units(homes, env, intents, history)
+    units = _units(homes, env, intents, history, hooks)
     return _assemble(homes, begin, env, units)
+
+
+def undo_hooks() -> dict[str, UndoHook]:
+    """Every tool's undo hook (histmig/toolkit/undo.py), by tool name, in table order: a session's
+    part goes to the hook of the tool its journaled ``session`` names."""
+    return {row.name: h for row in list(registry.TABLE.values()) if (h := row.hook("undo")) is not None}
 
 
 def _done_intents(records: list[dict]) -> list[dict]:
@@ -160,14 +167,15 @@ def _key(session: dict | None, path: str) -> tuple:
     return "path", path
 
 
-def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
+def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dict[str, UndoHook]) -> Units:
     units, reader, renames = Units(), RowReader(), []
+    offset_tables = frozenset().union(*(h.offset_tables for h in hooks.values()))
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     try:
         for rec in intents:
             method = rec["method"]
             if method == "sql":
-                _add_rows(units, reader, rec, history)
+                _add_rows(units, reader, rec, history, offset_tables)
             elif method == "rename":
                 env.made_dirs += rec.get("dirs") or []
                 renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
@@ -178,10 +186,10 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History) -> Units:
                 _add(units, env, rec, _FILES[method](env, rec), history, session=rec.get("session"))
     finally:
         reader.close()
-    _settings_files(homes, env, units)
-    _rows_codex_added(homes, units)
-    _add_offsets(homes, units)
-    _collapse_renames(units, renames, live=set(locks.claude_live_sessions(homes.claude)))
+    _settings_files(homes, env, units, list(hooks.values()))
+    _rows_clients_added(homes, units, hooks)
+    _add_offsets(homes, units, hooks)
+    _collapse_renames(units, renames, live=set().union(*(h.live_sessions(homes) for h in hooks.values())))
     return units
 
 
@@ -213,9 +221,9 @@ def _later(who: str) -> tuple[str, str]:
     return f"changed by the later transaction {who}; undo it first: histmig undo {txid}", "later-transaction"
 
 
-def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> None:
+def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
     for row in rec.get("rows", []):
-        m = inverse_row(reader, rec["path"], row)
+        m = inverse_row(reader, rec["path"], row, offset_tables)
         who = history.later.rows.get(row_key(rec["path"], row))
         if who:
             m.ops, m.problem = [], _later(who)
@@ -226,71 +234,48 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History) -> N
         unit.ns.add(rec["n"])
 
 
-def _settings_files(homes, env: uf.Env, units: Units) -> None:
+def _settings_files(homes, env: uf.Env, units: Units, hooks: list[UndoHook]) -> None:
     """A shared settings file changed since the transaction gets its edit reverted in place."""
     for key, unit in units.items():
         if key[0] != "path" or not unit.problem or unit.problem[1] != "modified" or env.force:
             continue
-        ops = semantic_inverse(homes, env.begin, key[1])
+        ops = semantic_inverse(hooks, homes, env.begin, key[1])
         if ops is not None:
             unit.members = [uf.Member(key[1], ops)]
 
 
-def _rows_codex_added(homes, units: Units) -> None:
-    """A converted rollout that goes away takes along the rows Codex added for it itself (on a
-    Codex whose databases did not exist yet at the conversion): a row pointing at no file would
-    be left behind. The apply journals the deleted rows, so the undo of this undo restores them."""
-    from histmig.tools.codex import state as codex_state
+def _rows_clients_added(homes, units: Units, hooks: dict[str, UndoHook]) -> None:
+    """A session that goes away takes along the rows its client added for it itself (its tool's
+    hook says which): a row pointing at no file would be left behind."""
     for key, unit in units.items():
-        if key[:2] != ("session", "codex") or unit.problem:
+        if key[0] != "session" or unit.problem or (hook := hooks.get(key[1])) is None:
             continue
-        if not any(isinstance(op, Delete) and os.path.basename(op.path).startswith("rollout-") for op in unit.ops):
-            continue
-        planned = {(op.db, op.table) for op in unit.ops if isinstance(op, SqlDelete)}
-        wanted = [(db, "threads", "id") for db in codex_state.state_dbs(homes)]
-        wanted += [(db, t, "thread_id") for db in codex_state.history_dbs(homes)
-                   for t in ("thread_turns", "thread_items", "thread_history_projection_state")]
-        ops = [SqlDelete(db=str(db), table=t, where={col: key[2]}, expect_count=n, session=unit.session,
-                       reason="undo: rows Codex added for the converted session")
-               for db, t, col in wanted if (str(db), t) not in planned and (n := _count(db, t, col, key[2]))]
-        if ops:
-            unit.members.append(uf.Member("rows Codex added", ops))
+        extra = hook.rows_added(homes, unit.session, unit.ops)
+        if extra is not None and extra.ops:
+            unit.members.append(uf.Member(extra.label, extra.ops))
 
 
-def _count(db, table: str, col: str, value: str) -> int:
-    from histmig.tools.codex.state import connect_ro
-    try:
-        con = connect_ro(db)
-    except HistmigInputError:       # unreadable: nothing undo can remove there
-        return 0
-    try:
-        return con.execute(f'SELECT count(*) FROM "{table}" WHERE "{col}" = ?', (value,)).fetchone()[0]
-    except sqlite3.Error:
-        return 0
-    finally:
-        con.close()
-
-
-def _add_offsets(homes, units: Units) -> None:
-    """A Codex rollout continued since the apply: its thread's byte offsets, including rows Codex
-    wrote after the apply, are recomputed from the inverse edits against the database as it is
-    now, instead of put back from the journal (which knows only the rows of the apply)."""
-    from histmig.tools.codex.state import offset_shift_ops
+def _add_offsets(homes, units: Units, hooks: dict[str, UndoHook]) -> None:
+    """A file continued since the apply whose tool keeps byte offsets into it: the session's offset
+    rows, including rows its client wrote after the apply, are recomputed by the tool's hook from the
+    inverse edits against the database as it is now, instead of put back from the journal (which
+    knows only the rows of the apply)."""
     for key, unit in units.items():
-        if key[0] != "session" or key[1] != "codex" or not any(m.grown for m in unit.members):
+        hook = hooks.get(key[1]) if key[0] == "session" else None
+        if hook is None or not hook.offset_tables or not any(m.grown for m in unit.members):
             continue
         unit.members = [m for m in unit.members if not m.offsets]
         if unit.problem:
             continue
         edits = sorted(e for m in unit.members for e in m.edits)
         if edits:
-            unit.members.append(uf.Member("offsets", offset_shift_ops(homes, key[2], edits, reason="undo")))
+            unit.members.append(uf.Member("offsets", hook.offset_ops(homes, key[2], edits)))
 
 
 def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]) -> None:
     """A folder whose every entry goes back, and holds nothing new, goes back in one rename;
-    never one with a live Claude session in it (its entries go one by one, and apply skips the
-    live one with the rest of its session)."""
+    never one with a live session in it (its tool's hook names them; its entries go one by one, and
+    apply skips the live one with the rest of its session)."""
     kept = {id(m) for u in units.values() if u.problem for m in u.members}
     for r in renames:
         if r.whole is None or not r.members or any(id(m) in kept for m in r.members):
@@ -405,12 +390,12 @@ def inverse_line_edit(begin: dict) -> Callable[[Op, bytes], bytes] | None:
 # -- where a file is now ---------------------------------------------------------------------------
 class Locator:
     """A path as journaled, or where it is now: moved along with a folder this transaction renamed,
-    or a Codex rollout that ``codex archive`` / ``unarchive`` moved since."""
+    or moved since by its tool's own client (each tool's undo hook is asked: ``relocator``)."""
 
-    def __init__(self, homes, intents: list[dict]):
-        self.codex = Path(homes.codex)
+    def __init__(self, homes, intents: list[dict], hooks: list[UndoHook]):
+        self.homes, self.hooks = homes, hooks
         self.renames = [(r["path"], r["dst"]) for r in intents if r["method"] == "rename"]
-        self._rollouts: dict[str, str] | None = None
+        self._relocators: list | None = None
 
     def left_at(self, path: str) -> str:
         """Where this transaction left ``path`` (moved along with its own renames)."""
@@ -424,24 +409,9 @@ class Locator:
             return path
         if (moved := self.left_at(path)) != path and os.path.lexists(moved):
             return moved
-        name = os.path.basename(path)
-        if name.startswith("rollout-") and _under(path, str(self.codex)):
-            return self._rollout_index().get(name)
-        return None
-
-    def _rollout_index(self) -> dict[str, str]:
-        if self._rollouts is None:
-            self._rollouts = {}
-            for sub in ("sessions", "archived_sessions"):
-                for d, _dirs, files in os.walk(self.codex / sub):
-                    for f in files:
-                        if f.startswith("rollout-"):
-                            self._rollouts.setdefault(f, os.path.join(d, f))
-        return self._rollouts
-
-
-def _under(path: str, root: str) -> bool:
-    return path.startswith(root.rstrip("/") + "/")
+        if self._relocators is None:
+            self._relocators = [r for h in self.hooks if (r := h.relocator(self.homes)) is not None]
+        return next((found for r in self._relocators if (found := r(path)) is not None), None)
 
 
 def result_covered(plan: Plan, skipped_paths: set[str]) -> list[int]:

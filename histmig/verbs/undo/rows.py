@@ -3,10 +3,9 @@
 An updated row goes back to its old values only while it still holds what the transaction wrote
 (columns the transaction did not set may have changed: a client's ``updated_at``); an inserted
 row is deleted; a deleted row is inserted again. Byte offsets into a rollout
-(``thread_history_1.sqlite``) of a rollout continued since the apply are not put back from the
-journal: they are recomputed from the file edits of the inverse plan
-(codex_state.offset_shift_ops), so rows a client added after the apply move with the bytes too
-(docs/codex.md, "offsets").
+(a tool's ``UndoHook.offset_tables``) of a file continued since the apply are not put back from the
+journal: the tool's undo hook recomputes them from the file edits of the inverse plan, so rows a
+client added after the apply move with the bytes too (docs/codex.md, "offsets").
 """
 from __future__ import annotations
 
@@ -16,9 +15,7 @@ from histmig.apply.sqlops import decode_value, where_clause
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlUpdate
-from histmig.tools.codex.state import connect_ro
-
-OFFSET_TABLES = ("thread_turns", "thread_history_projection_state")
+from histmig.toolkit.undo import connect_ro
 
 
 def _q(name: str) -> str:
@@ -45,7 +42,7 @@ class RowReader:
                 con.close()
 
 
-def inverse_row(reader: RowReader, db: str, row: dict) -> Member:
+def inverse_row(reader: RowReader, db: str, row: dict, offset_tables: frozenset[str]) -> Member:
     """The row's Member; byte-offset rows are marked (``offsets``): the caller drops them when it
     recomputes the thread's offsets instead (a rollout continued since the apply)."""
     label = f"{db} {row['table']} {row.get('key', '')}"
@@ -60,7 +57,7 @@ def inverse_row(reader: RowReader, db: str, row: dict) -> Member:
         m = Member.kept(label, ops, "row-changed")
     else:
         m = Member(label, ops)
-    m.offsets = row["table"] in OFFSET_TABLES
+    m.offsets = row["table"] in offset_tables
     return m
 
 

@@ -1,0 +1,32 @@
+"""Claude Code's part of ``histmig undo`` (the protocol: histmig/toolkit/undo.py).
+
+- ``~/.claude.json``: Claude Code saves it at every start; when it changed since a move, its backup
+  would throw those changes away, so the move's project keys go NEW -> OLD again on the file as it
+  is now (through the same edit the move used).
+- A live session (``<claude home>/sessions/<pid>.json``) keeps its project folder from being renamed
+  back whole.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from histmig.core import locks
+from histmig.core.plan import Op
+from histmig.toolkit.undo import UndoHook, move_back, same_file
+
+
+class ClaudeCodeUndo(UndoHook):
+
+    def live_sessions(self, homes: Any) -> set[str]:
+        return set(locks.claude_live_sessions(homes.claude))
+
+    def settings_inverse(self, homes: Any, begin: dict[str, Any], path: str) -> list[Op] | None:
+        rebase = move_back(begin)
+        if rebase is None or not same_file(path, homes.claude_json):
+            return None
+        from histmig.tools.claude_code.edits import claude_json_op
+        w, _, _ = claude_json_op(homes, rebase)
+        return [w] if w is not None else []
+
+
+UNDO = ClaudeCodeUndo()
