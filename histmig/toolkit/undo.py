@@ -11,15 +11,11 @@ with a method left out) simply has no part in that step.
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-from histmig.core.diagnostics import HistmigInputError
 from histmig.core.plan import Op
 
-BUSY_TIMEOUT_MS = 5000
 
 Relocate = Callable[[str], "str | None"]     # a journaled path -> where a client moved the file since, or None
 
@@ -81,15 +77,3 @@ def same_file(a: Any, b: Any) -> bool:
 
 def under(path: str, root: str) -> bool:
     return path.startswith(root.rstrip("/") + "/")
-
-
-def connect_ro(db: Any) -> sqlite3.Connection:
-    """Read-only connection to a tool's database that waits for the client's writer instead of
-    failing (busy timeout): undo reads the rows as they are now through it."""
-    try:
-        con = sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    except sqlite3.Error as e:
-        raise HistmigInputError(f"cannot open database ({e})", path=db) from None
-    con.row_factory = sqlite3.Row
-    return con

@@ -14,6 +14,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from histmig.core.dbread import connect_ro
 from histmig.core.diagnostics import HistmigInputError
 
 # histmig.core.plan (SqlUpdate) is imported by the functions that build operations: a dry run only reads.
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 STATE_DB = "state_5.sqlite"
 HISTORY_DB = "thread_history_1.sqlite"
-BUSY_TIMEOUT_MS = 5000
 TURN_OFFSETS = ("rollout_byte_offset", "rollout_end_byte_offset")
 PROJECTION_OFFSET = "next_rollout_byte_offset"
 PROJECTION_COLUMNS = ("thread_id", PROJECTION_OFFSET, "next_rollout_ordinal")
@@ -54,17 +54,6 @@ def state_dbs(homes, cfg: dict | None = None) -> list[Path]:
 
 def history_dbs(homes, cfg: dict | None = None) -> list[Path]:
     return [d / HISTORY_DB for d in sqlite_dirs(homes, cfg) if (d / HISTORY_DB).is_file()]
-
-
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """Read-only connection that waits for Codex's writers instead of failing (busy timeout)."""
-    try:
-        con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    except sqlite3.Error as e:
-        raise HistmigInputError(f"cannot open database ({e})", path=path) from None
-    con.row_factory = sqlite3.Row
-    return con
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:

@@ -15,7 +15,7 @@ from histmig.apply.sqlops import decode_value, where_clause
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlUpdate
-from histmig.toolkit.undo import connect_ro
+from histmig.core.dbread import connect_ro
 
 
 def _q(name: str) -> str:
