@@ -172,7 +172,6 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 # needed (remove it) and when a module not listed starts naming a tool (move that part to the tool's folder).
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
-    "core/homes.py": "resolves each built-in tool's home (flag > --home > env > default); core is below the table",
     "apply/check.py": "~/.claude.json is a root file outside every home; apply may not import the table",
     "apply/engine.py": "takes Claude Code's .claude.json lock and Codex's maintenance lock around writes",
     "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
@@ -188,11 +187,9 @@ ALLOWLIST = {
 
 
 def _tool_words() -> tuple[set[str], set[str], set[str]]:
-    from dataclasses import fields
-    from histmig.core.homes import Homes
     names = {n for row in registry.TABLE.values() for n in (row.name, *row.aliases)}
     packages = {p.name for p in (ROOT / "tools").iterdir() if (p / "__init__.py").is_file()}
-    attrs = {f.name for f in fields(Homes)} - {"home", "state"} | {"manifest"}
+    attrs = {spec.name for spec in registry.specs()}      # a tool's declared home: ``homes.codex``
     return names, packages, attrs
 
 

@@ -38,6 +38,7 @@ from operator import attrgetter
 from typing import Any, Callable, Iterator, Mapping
 
 from histmig.core import homes as homes_module
+from histmig.core.homes import Derived, HomeDir, Same, Spec
 
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
@@ -52,7 +53,7 @@ class Tool:
     home: Callable[[Any], Any]          # Homes -> the folder the tool keeps its history in
     aliases: tuple[str, ...] = ()       # other spellings users type, any case
     needs: tuple[str, ...] = ()         # tools whose move planning must run first, also when not chosen
-    files: Callable[[Any], tuple] = lambda homes: ()   # Homes -> files it keeps outside its home
+    homes: tuple[Spec, ...] = ()        # the paths it keeps history in, how each is found (core/homes.py)
 
     def hook(self, kind: str) -> Any:
         """The tool's hook of this kind, imported now; None when the tool has no such module."""
@@ -77,13 +78,24 @@ def register(tool: Tool) -> Tool:
     return tool
 
 
-register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",)))
-# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home
+register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",), homes=(
+    HomeDir("codex", "CODEX_HOME", ".codex", "codex-home", "Codex home (default $CODEX_HOME or ~/.codex)."),
+    # Codex's state databases may live elsewhere; a --codex-home or --home names a whole home instead
+    Derived("codex_sqlite", lambda f: None if "codex" in f.flagged else f.from_env("CODEX_SQLITE_HOME"),
+            folder=True))))
+# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home,
+# inside it when the home was named (CLAUDE_CONFIG_DIR or --claude-home)
 register(Tool("claude-code", "histmig.tools.claude_code", attrgetter("claude"),
-              aliases=("claude", "claude_code", "claudecode"), files=lambda homes: (homes.claude_json,)))
-register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc")))
+              aliases=("claude", "claude_code", "claudecode"), homes=(
+    HomeDir("claude", "CLAUDE_CONFIG_DIR", ".claude", "claude-home",
+            "Claude Code config home (default $CLAUDE_CONFIG_DIR or ~/.claude)."),
+    Derived("claude_json", lambda f: (f.paths["claude"] if "claude" in f.named else f.base) / ".claude.json"))))
+register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc"), homes=(
+    HomeDir("mini_cc", "MINI_CC_HOME", ".mini_cc", "mini-cc-home", "mini-cc home (default $MINI_CC_HOME or ~/.mini_cc)."),
+)))
 # the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
-register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",)))
+register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",),
+              homes=(Same("manifest", "claude"),)))
 
 
 class _Names(Mapping[str, str]):
@@ -192,12 +204,18 @@ def homes_of(homes: Any) -> list[Any]:
     return out
 
 
+def specs() -> list[Spec]:
+    """Every row's declared paths, in table order."""
+    return [spec for row in TABLE.values() for spec in row.homes]
+
+
 homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
+homes_module.tool_specs = specs        # resolve_homes finds the paths the rows declare
 
 
 def files_of(homes: Any) -> list[Any]:
     """Single files tools keep outside their homes (``~/.claude.json``), in table order."""
-    return [f for row in TABLE.values() for f in row.files(homes)]
+    return homes.root_files()
 
 
 def move_order(chosen: set[str]) -> list[str]:
