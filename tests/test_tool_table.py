@@ -172,9 +172,6 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 # needed (remove it) and when a module not listed starts naming a tool (move that part to the tool's folder).
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
-    "apply/check.py": "~/.claude.json is a root file outside every home; apply may not import the table",
-    "apply/engine.py": "takes Claude Code's .claude.json lock and Codex's maintenance lock around writes",
-    "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
     "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
     "cli/samples.py": "the demo's sample homes, one builder per tool",
     "cli/flip.py": "flip is Codex's model_provider verb (its census and config)",

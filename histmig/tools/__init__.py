@@ -15,6 +15,14 @@ Hooks are found by convention inside the package and imported only when a comman
   settings, rows to register): a ``toolkit.convert.common.TargetRules``; defaults when absent
 - ``provenance``: the module ``<pkg>.provenance`` itself (``marker_of(path)``, ``folders(homes, cwd)``,
   ``files(folder)``): where a converted session records its source, and where converted copies live
+- ``guards``: ``<pkg>.guards.guards``, ``guards(homes) -> histmig.apply.guards.WriteGuards``: the locks
+  its client takes (held around writes) and its live-session probe (:func:`guards_for`)
+- ``samples``: ``<pkg>.samples.installed``, ``installed(home)``: fix-ups after the bundled samples of
+  the tool (``histmig/samples/<tool>/``) were copied into its home (histmig/cli/samples.py)
+
+Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
+with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
+those); ``resolve_homes`` and the CLI's ``--<tool>-home`` options are driven by these declarations.
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
@@ -43,7 +51,8 @@ from histmig.core.homes import Derived, HomeDir, Same, Spec
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
-         "target": ("target", "RULES"), "provenance": ("provenance", None)}
+         "target": ("target", "RULES"), "provenance": ("provenance", None), "guards": ("guards", "guards"),
+         "samples": ("samples", "installed")}
 
 
 @dataclass(frozen=True)
@@ -209,8 +218,21 @@ def specs() -> list[Spec]:
     return [spec for row in TABLE.values() for spec in row.homes]
 
 
+def guards_for(homes: Any) -> Any:
+    """Every tool's write guards for ``homes`` (its ``guards`` hook), merged in table order: the locks
+    the apply engine holds and the live-session probes it runs (histmig/apply/guards.py)."""
+    from histmig.apply.guards import WriteGuards
+    out = WriteGuards()
+    for row in list(TABLE.values()):
+        made = row.hook("guards")
+        if made is not None:
+            out = out + made(homes)
+    return out
+
+
 homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
 homes_module.tool_specs = specs        # resolve_homes finds the paths the rows declare
+homes_module.tool_guards = guards_for  # the apply engine's guards when its caller passes none
 
 
 def files_of(homes: Any) -> list[Any]:
