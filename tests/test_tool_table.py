@@ -173,7 +173,6 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
     "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
-    "cli/samples.py": "the demo's sample homes, one builder per tool",
     "cli/flip.py": "flip is Codex's model_provider verb (its census and config)",
     "verbs/flip/__init__.py": "flip is Codex's model_provider verb (owned by the flip rework)",
     "verbs/flip/names.py": "flip is Codex's model_provider verb (owned by the flip rework)",

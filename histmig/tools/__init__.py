@@ -17,7 +17,7 @@ Hooks are found by convention inside the package and imported only when a comman
   ``files(folder)``): where a converted session records its source, and where converted copies live
 - ``guards``: ``<pkg>.guards.guards``, ``guards(homes) -> histmig.apply.guards.WriteGuards``: the locks
   its client takes (held around writes) and its live-session probe (:func:`guards_for`)
-- ``samples``: ``<pkg>.samples.installed``, ``installed(home)``: fix-ups after the bundled samples of
+- ``samples``: ``<pkg>.samples.installed``, ``installed(homes)``: fix-ups after the bundled samples of
   the tool (``histmig/samples/<tool>/``) were copied into its home (histmig/cli/samples.py)
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
