@@ -12,7 +12,7 @@ loads), so a plain ``apply_plan(plan, homes)`` takes the same locks as ``histmig
 - :class:`FolderLock`: held around the whole run when an operation writes under ``root``
   (Codex's rollout-maintenance lock).
 - ``live``: op session tool name (``session["tool"]`` in a plan) -> a :data:`LiveProbe`; its
-  operations that touch a live session are skipped (docs/safety.md, "live sessions").
+  operations that touch a live session are skipped (docs/safety.md, "Skip messages").
 """
 from __future__ import annotations
 
