@@ -30,9 +30,13 @@ class HomeDir:
     """A tool's home folder: ``--<flag>`` > ``--home`` > ``$<env>`` > ``$HOME/<default>``."""
     name: str       # the Homes attribute (``homes.codex``)
     env: str        # the environment variable that names it
-    default: str    # below $HOME
+    default: str | Callable[[Path, Mapping[str, str], bool], Path]   # below $HOME, or (base, env, --home given) -> path
     flag: str       # the CLI option without its dashes; its keyword to resolve_homes has "_" for "-"
     help: str       # the CLI option's help text
+    env_subdir: str = ""    # the home below the variable's folder (a variable that names a $HOME stand-in)
+
+    def default_for(self, base: Path, env: Mapping[str, str], explicit_home: bool) -> Path:
+        return base / self.default if isinstance(self.default, str) else self.default(base, env, explicit_home)
 
     @property
     def keyword(self) -> str:
@@ -127,7 +131,7 @@ def _no_specs() -> Iterable[Spec]:
 
 # Set by the tool table (histmig/tools/__init__.py) when it loads; core cannot import the table (the
 # layers in pyproject.toml). ``tool_specs``: every row's declared paths, in table order. ``tool_homes``:
-# every tool's home, so the home of a tool registered there without declarations is a root too.
+# the homes of rows that declare none (their ``home`` only), so those are roots too.
 # ``tool_guards``: Homes -> the write guards of every tool (histmig.apply.guards.WriteGuards), the
 # apply engine's default when its caller passes none.
 tool_specs: Callable[[], Iterable[Spec]] = _no_specs
@@ -177,10 +181,10 @@ def resolve_homes(
             named.add(s.name)
             flagged.add(s.name)
         elif not explicit_home and env.get(s.env):
-            paths[s.name] = _absolute(env[s.env])
+            paths[s.name] = _absolute(os.path.join(env[s.env], s.env_subdir))
             named.add(s.name)
         else:
-            paths[s.name] = base / s.default
+            paths[s.name] = s.default_for(base, env, explicit_home)
     found = Found(base, explicit_home, env, dict(paths), frozenset(named), frozenset(flagged))
 
     ordered = [(s.name, paths[s.name] if isinstance(s, HomeDir) else s.find(found))
@@ -190,6 +194,16 @@ def resolve_homes(
                  files=frozenset(s.name for s in derived if not s.folder),
                  folders=frozenset(s.name for s in derived if s.folder),
                  same=tuple((s.name, s.of) for s in specs if isinstance(s, Same)))
+
+
+def xdg(var: str, fallback: str, sub: str) -> Callable[[Path, Mapping[str, str], bool], Path]:
+    """A :class:`HomeDir` default in an XDG base folder: ``$<var>/<sub>`` (an absolute ``$var`` only,
+    and not with --home), else ``$HOME/<fallback>/<sub>`` (XDG Base Directory spec)."""
+    def default(base: Path, env: Mapping[str, str], explicit_home: bool) -> Path:
+        if not explicit_home and os.path.isabs(env.get(var) or ""):
+            return Path(os.path.normpath(env[var])) / sub
+        return base / fallback / sub
+    return default
 
 
 def _state(state_dir, env: Mapping[str, str], explicit_home: bool, base: Path) -> Path:

@@ -230,7 +230,12 @@ def guards_for(homes: Any) -> Any:
     return out
 
 
-homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
+def undeclared_homes(homes: Any) -> list[Any]:
+    """The homes of rows that declare none (``homes=()``): resolve_homes does not know them."""
+    return [row.home(homes) for row in list(TABLE.values()) if not row.homes]
+
+
+homes_module.tool_homes = undeclared_homes   # a registered tool's home is a root writes may go to
 homes_module.tool_specs = specs        # resolve_homes finds the paths the rows declare
 homes_module.tool_guards = guards_for  # the apply engine's guards when its caller passes none
 
