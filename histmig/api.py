@@ -169,7 +169,8 @@ def plan_repair(homes, report: Report) -> Plan:
 def apply(plan: Plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:
     """Apply a plan through the journaled write path (histmig/apply); undo with :func:`undo`."""
     from histmig.apply import apply_plan
-    return apply_plan(plan, homes, options=options)
+    from histmig.tools import guards_for
+    return apply_plan(plan, homes, options=options, guards=guards_for(homes))
 
 
 def load_plan(data: bytes) -> Plan:

@@ -14,7 +14,7 @@ from histmig.cli import samples
 from histmig.core.homes import resolve_homes
 from histmig.verbs.doctor import diagnose, environment_codes
 
-CASES = [(tool, case) for tool in samples.TOOL_DIRS for case in samples.cases(tool)]
+CASES = [(tool, case) for tool in samples.tools() for case in samples.cases(tool)]
 
 
 def install_one(tool: str, case: Path, tmp_path: Path):
@@ -24,7 +24,7 @@ def install_one(tool: str, case: Path, tmp_path: Path):
 
 
 def test_there_are_samples_of_every_tool():
-    assert {tool for tool, _ in CASES} == set(samples.TOOL_DIRS)
+    assert {tool for tool, _ in CASES} == set(samples.tools())
 
 
 @pytest.mark.parametrize("tool,case", CASES, ids=[f"{t}/{c.name}" for t, c in CASES])

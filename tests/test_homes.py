@@ -25,3 +25,30 @@ def test_state_dir_precedence():
     assert resolve_homes(env={"HOME": "/h", "XDG_STATE_HOME": "/x"}).state == Path("/x/histmig")
     assert resolve_homes(env={"HOME": "/h", "HISTMIG_STATE_DIR": "/s"}).state == Path("/s")
     assert resolve_homes(env={"HOME": "/h"}, state_dir="/f").state == Path("/f")
+
+
+def test_to_dict_and_roots_keep_their_order():
+    """``--json`` and plans list the homes in the order they always had (plans stay byte-identical)."""
+    h = resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"})
+    assert h.to_dict() == {"home": "/h", "codex": "/h/.codex", "claude": "/h/.claude",
+                           "claude_json": "/h/.claude.json", "mini_cc": "/h/.mini_cc",
+                           "state": "/h/.local/state/histmig", "codex_sqlite": "/sq"}
+    assert h.roots() == [Path("/h/.codex"), Path("/h/.claude"), Path("/h/.mini_cc"), Path("/sq")]
+    assert h.manifest == h.claude and h.root_files() == [Path("/h/.claude.json")]
+    assert resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}, codex_home="/c").codex_sqlite is None
+    assert h == resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}) and len({h, h}) == 1
+
+
+def test_declarations_can_be_passed_in_and_cover_xdg_and_home_like_variables():
+    """The shapes the next tools need (docs/ARCHITECTURE.md, "The tool table"): a default in an XDG base
+    folder, a variable that names a $HOME stand-in the home lies below."""
+    from histmig.core.homes import HomeDir, xdg
+    specs = [HomeDir("db", "DB_HOME", xdg("XDG_DATA_HOME", ".local/share", "db"), "db-home", "db home."),
+             HomeDir("gem", "GEM_HOME_DIR", ".gem", "gem-home", "gem home.", env_subdir=".gem")]
+    h = resolve_homes(env={"HOME": "/h"}, specs=specs)
+    assert (h.db, h.gem) == (Path("/h/.local/share/db"), Path("/h/.gem")) and h.roots() == [h.db, h.gem]
+    h = resolve_homes(env={"HOME": "/h", "XDG_DATA_HOME": "/x", "GEM_HOME_DIR": "/g"}, specs=specs)
+    assert (h.db, h.gem) == (Path("/x/db"), Path("/g/.gem"))
+    h = resolve_homes(env={"HOME": "/h", "XDG_DATA_HOME": "/x", "GEM_HOME_DIR": "/g"}, home="/o", specs=specs, db_home="/f")
+    assert (h.db, h.gem) == (Path("/f"), Path("/o/.gem"))
+    assert resolve_homes(env={"HOME": "/h", "XDG_DATA_HOME": "rel"}, specs=specs).db == Path("/h/.local/share/db")

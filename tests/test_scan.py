@@ -44,7 +44,7 @@ def scan_json(*args):
 
 
 def test_every_sample_case_has_an_expectation():
-    found = {(t, c.name) for t in samples.TOOL_DIRS for c in samples.cases(t)}
+    found = {(t, c.name) for t in samples.tools() for c in samples.cases(t)}
     assert found == set(EXPECTED)
 
 

@@ -242,6 +242,72 @@ def test_every_row_names_a_package_that_holds_its_adapter():
         assert registry.adapter(row.name).name == row.name
 
 
+# ---- a row declares its homes; its folder declares its write guards ----------------------------------
+
+GUARDS = '''
+"""The toy's write guards: a session whose id is in LIVE is open in the toy client."""
+from histmig.apply.guards import WriteGuards
+
+LIVE = set()
+
+
+def guards(homes):
+    def start():
+        return lambda s: ("toy session is open", "live-session") if s.get("id") in LIVE else None
+    return WriteGuards(live={"toy": start})
+'''
+
+
+@pytest.fixture
+def toy_declared(toy, tmp_path):
+    """The toy row again, now declaring its home (env TOY_HOME, flag --toy-home) and with a guards hook."""
+    from operator import attrgetter
+    from histmig.core.homes import HomeDir
+    (tmp_path / "pkgs" / "toytool" / "guards.py").write_text(textwrap.dedent(GUARDS))
+    registry.register(registry.Tool("toy", "toytool", attrgetter("toy"), aliases=("toy-cli",), homes=(
+        HomeDir("toy", "TOY_HOME", ".toy", "toy-home", "Toy home (default $TOY_HOME or ~/.toy)."),)))
+    return resolve_homes()
+
+
+def test_a_declared_home_is_resolved_like_every_other(toy_declared, tmp_path):
+    homes = toy_declared
+    assert homes.toy == homes.home / ".toy" and homes.toy in homes.roots()
+    env = {"HOME": "/h", "TOY_HOME": "/env/toy"}
+    assert resolve_homes(env=env).toy == Path("/env/toy")                   # env > default
+    assert resolve_homes(env=env, home="/o").toy == Path("/o/.toy")          # --home > env
+    assert resolve_homes(env=env, home="/o", toy_home="/f").toy == Path("/f")  # flag > --home
+    assert list(resolve_homes(env=env).to_dict())[-3:] == ["toy", "state", "codex_sqlite"]
+    with pytest.raises(TypeError, match="no_such_home"):
+        resolve_homes(env=env, no_such_home="/x")
+
+
+def test_a_tools_guards_hook_makes_its_live_sessions_wait_in_every_apply(toy_declared, toy_session):
+    from histmig.apply import apply_plan
+    from histmig.verbs.move import plan_move
+    _, old, path = toy_session
+    homes = resolve_homes()                   # the homes now the row declares one
+    live = registry.hook("toy", "guards").__globals__["LIVE"]
+    live.add(SID)
+    before = path.read_bytes()
+    assert "toy" in registry.guards_for(homes).live
+    res = apply_plan(plan_move(homes, str(old), str(old.parent / "moved"), tools=["toy"]), homes)   # no guards passed
+    assert res.exit_code == 3 and [s.code for s in res.skips] == ["live-session"] and path.read_bytes() == before
+    live.clear()
+    res = apply_plan(plan_move(homes, str(old), str(old.parent / "moved"), tools=["toy"]), homes)
+    assert res.exit_code == 0 and path.read_bytes() != before
+
+
+def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
+    """A fresh interpreter that imports only the homes and the write path still gets every tool's locks
+    and live-session probes: resolving the homes loads the table, which installs them."""
+    import subprocess
+    probe = ("from histmig.core.homes import resolve_homes\nfrom histmig.apply.guards import default_guards\n"
+             "h = resolve_homes(env={'HOME': '/h'})\ng = default_guards(h)\n"
+             "print([str(x.root) for x in g.folder_locks], [str(x.path) for x in g.file_locks], sorted(g.live))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['/h/.codex'] ['/h/.claude.json'] ['claude', 'claude-code', 'codex', 'manifest']"
+
+
 # ---- counting: no module outside tools/<tool>/ names a specific tool ---------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent / "histmig"
@@ -250,21 +316,14 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 # needed (remove it) and when a module not listed starts naming a tool (move that part to the tool's folder).
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
-    "core/homes.py": "resolves each built-in tool's home (flag > --home > env > default); core is below the table",
-    "apply/check.py": "~/.claude.json is a root file outside every home; apply may not import the table",
-    "apply/engine.py": "takes Claude Code's .claude.json lock and Codex's maintenance lock around writes",
-    "apply/skipping.py": "live-session probes (Codex thread locks, Claude pid registry) keyed by the op's tool",
     "cli/demo.py": "the demo runs a fixed Codex -> Claude Code script",
-    "cli/samples.py": "the demo's sample homes, one builder per tool",
 }
 
 
 def _tool_words() -> tuple[set[str], set[str], set[str]]:
-    from dataclasses import fields
-    from histmig.core.homes import Homes
     names = {n for row in registry.TABLE.values() for n in (row.name, *row.aliases)}
     packages = {p.name for p in (ROOT / "tools").iterdir() if (p / "__init__.py").is_file()}
-    attrs = {f.name for f in fields(Homes)} - {"home", "state"} | {"manifest"}
+    attrs = {spec.name for spec in registry.specs()}      # a tool's declared home: ``homes.codex``
     return names, packages, attrs
 
 

@@ -1,7 +1,7 @@
 """histmig's one write path: apply a :class:`~histmig.core.plan.Plan`, recover from a crash (undo is an
 inverse plan made by :mod:`histmig.verbs.undo` and applied here like any other).
 
-    apply_plan(plan, homes, options=None) -> ApplyResult      (exit 0 all applied, 3 some skipped)
+    apply_plan(plan, homes, options=None, guards=None) -> ApplyResult   (exit 0 all applied, 3 some skipped)
     recover(homes) -> RecoverResult
     transactions(homes) -> list[TxInfo]
     gc.gc(homes, older_than_s, apply=) -> GcResult   # remove old transactions' backups (histmig/apply/gc.py)
@@ -24,9 +24,11 @@ __all__ = ["ApplyOptions", "ApplyResult", "RecoverResult", "TxInfo", "ApplyFaile
            "recover", "transactions", "check_no_unfinished"]
 
 
-def apply_plan(plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:
+def apply_plan(plan, homes, *, options: ApplyOptions | None = None, guards=None) -> ApplyResult:
+    """``guards``: the tools' locks and live-session probes (histmig/apply/guards.py), by default the
+    tool table's (``histmig.tools.guards_for(homes)``)."""
     from histmig.apply import engine  # noqa: PLC0415 (lazy: planning commands never load it)
-    return engine.apply_plan(plan, homes, options=options)
+    return engine.apply_plan(plan, homes, options=options, guards=guards)
 
 
 def recover(homes) -> RecoverResult:

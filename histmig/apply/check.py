@@ -18,9 +18,11 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Mapping
 
 from histmig.apply import fsio
 from histmig.apply.content import digest
+from histmig.apply.guards import LiveProbe, default_guards
 from histmig.apply.options import ApplyOptions, Prepared
 from histmig.apply.ranges import sha_range
 from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
@@ -68,11 +70,11 @@ def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
     """``{plan root: its real path}``; raises ``invalid plan`` for anything outside the homes."""
     # the trash: where undo --force moves a session continued since the change it undoes
     allowed = [os.path.realpath(r) for r in [*homes.roots(), Path(homes.state) / "trash"]]
-    claude_json = os.path.realpath(homes.claude_json)
+    files = {os.path.realpath(f) for f in homes.root_files()}    # ~/.claude.json: a root by itself
     roots: dict[str, str] = {}
     for r in plan.roots:
         real = os.path.realpath(_clean(r))
-        if not (real == claude_json or any(_under(real, a) for a in allowed)):
+        if not (real in files or any(_under(real, a) for a in allowed)):
             raise _invalid(f"root {r} is outside the tool homes")
         roots[r] = real
     if not plan.operations:
@@ -126,7 +128,8 @@ def real_target(path: str, roots: dict[str, str]) -> str:
 
 
 # -- precheck -------------------------------------------------------------------------------------
-def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions) -> list[Prepared]:
+def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions,
+             live: Mapping[str, LiveProbe] | None = None) -> list[Prepared]:
     """Every operation prepared, or skipped with a stable code. A file that is no longer what the
     plan expected (grew, changed, missing, path changed) is skipped and named, and its whole session
     and folder with it; the rest of the plan applies. Only plan-level problems refuse (raise)."""
@@ -147,7 +150,7 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
     check_writers(preps)
-    check_sessions(preps, homes)
+    check_sessions(preps, default_guards(homes).live if live is None else live)
     check_active(preps, opts)
     propagate_session_skips(preps)
     return preps

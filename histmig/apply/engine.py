@@ -2,6 +2,7 @@
 or list do not pay for it)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import os
@@ -16,6 +17,7 @@ from histmig.apply import backups, batch, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.batch import patch_in_place, rewrite
 from histmig.apply.files import Ctx
+from histmig.apply.guards import FileLock, WriteGuards, default_guards
 from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.skipping import skips_of
 from histmig.apply.sqlops import apply_db
@@ -24,19 +26,22 @@ from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.core.homes import Homes
 from histmig.apply.journal import Journal, check_no_unfinished, new_txid, read_records, transactions, tx_root
-from histmig.core.locks import GlobalLock, check_claude_json_lock, claude_json_lock, codex_maintenance_lock, ensure_private_dir
+from histmig.core.locks import GlobalLock, ensure_private_dir
 
 
 
-def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None) -> ApplyResult:
+def apply_plan(plan, homes: Homes, *, options: ApplyOptions | None = None,
+               guards: WriteGuards | None = None) -> ApplyResult:
+    """``guards``: the tools' locks and live-session probes (histmig/apply/guards.py); by default the
+    tool table's for ``homes``."""
     try:
-        return _apply_plan(plan, homes, options)
+        return _apply_plan(plan, homes, options, default_guards(homes) if guards is None else guards)
     except OSError as e:      # raised before the journal existed (lock, checks): nothing was written
         where = os.fsdecode(e.filename) if e.filename else None
         raise RefusedError(f"{_cause(e)}; nothing changed", path=where) from None
 
 
-def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult:
+def _apply_plan(plan, homes: Homes, options: ApplyOptions | None, guards: WriteGuards) -> ApplyResult:
     opts = options or ApplyOptions()
     if opts.tail_transform is None:   # appended lines get the command's own per-line edit
         from histmig.core.tail_rules import for_plan
@@ -44,36 +49,32 @@ def _apply_plan(plan, homes: Homes, options: ApplyOptions | None) -> ApplyResult
     roots = validate_plan(plan, homes)
     with GlobalLock(homes.state):
         check_no_unfinished(homes)
-        preps = precheck(plan, homes, roots, opts)
-        claude_json = os.path.realpath(homes.claude_json)
-        if any(p.path == claude_json and p.skip is None for p in preps):
-            check_claude_json_lock(homes.claude_json)    # refuse before anything is written
+        preps = precheck(plan, homes, roots, opts, guards.live)
+        locked = {os.path.realpath(lock.path): lock for lock in guards.file_locks}
+        for real, lock in locked.items():
+            if any(p.path == real and p.skip is None for p in preps):
+                lock.check(lock.path)    # refuse before anything is written
         result = ApplyResult(skips=list(plan.skips) + skips_of(preps),
                              warnings=list(plan.warnings))
         todo = [p for p in preps if p.skip is None]
         if not todo:
             return result
-        with codex_maintenance_lock(homes.codex) if touches(todo, homes.codex) else _nothing():
-            _run(plan, homes, todo, opts, result)
+        with contextlib.ExitStack() as held:
+            for lock in guards.folder_locks:
+                if touches(todo, lock.root):
+                    held.enter_context(lock.hold(lock.root))
+            _run(plan, homes, todo, opts, result, locked)
     return result
 
 
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: ApplyResult) -> None:
+def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: ApplyResult,
+         locked: dict[str, FileLock]) -> None:
     """Every error after the journal exists — any exception, not only I/O — rolls the transaction
     back before it propagates; only a kill or power loss leaves it for ``recover``."""
     fs = fsio.current()
     journal = _create_journal(fs, homes)
     result.txid = journal.txid
-    ctx = Ctx(fs, journal, opts, result, claude_json=os.path.realpath(homes.claude_json),
-              claude_json_name=str(homes.claude_json))
+    ctx = Ctx(fs, journal, opts, result, locked=locked)
     try:
         journal.append_stream("begin", {"op": plan.op, "args": plan.args, "argv": opts.argv or [],
                                         "version": __version__, "roots": plan.roots,
@@ -162,16 +163,17 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
     i = 0
     while i < len(todo):
         prep = todo[i]
-        if prep.path == ctx.claude_json and prep.method in ("replace", "inplace"):
+        lock = ctx.locked.get(prep.path)
+        if lock is not None and prep.method in ("replace", "inplace"):
             i += 1
-            with claude_json_lock(ctx.fs, ctx.claude_json_name):   # Claude Code's own lock (rows 35-36)
+            with lock.hold(ctx.fs, lock.path):    # the client's own lock (Claude Code's: rows 35-36)
                 yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
             continue
         if prep.method in _BATCHED and _STEP[prep.method] is _DEFAULT_STEP[prep.method]:
             group, passed, j = [], [], i
             while j < len(todo) and len(group) < batch.BATCH:
                 q = todo[j]
-                if q.method == prep.method and q.path != ctx.claude_json:
+                if q.method == prep.method and q.path not in ctx.locked:
                     group.append(q)
                 elif not (q.method == "sql" and q.path in seen_dbs):
                     break

@@ -37,8 +37,7 @@ class Ctx:
     backup: str | None = None     # the backup made by the current attempt (removed if it skips)
     made_dirs: set = field(default_factory=set)   # folders this transaction created
     dir_times: list = field(default_factory=list)  # (folder, atime, mtime) set after every operation
-    claude_json: str = ""         # real path of ~/.claude.json: replaced only under its lock
-    claude_json_name: str = ""    # ~/.claude.json as Claude names it (the lock is <that>.lock)
+    locked: dict = field(default_factory=dict)    # real path -> FileLock: written only under it (apply/guards.py)
     staging: dict = field(default_factory=dict)   # st_dev -> the journal's temp folder on it (or "")
 
     @property

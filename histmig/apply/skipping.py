@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import stat
 import time
+from typing import Mapping
 
-from histmig.core import locks
+from histmig.apply.guards import Check, LiveProbe
 from histmig.apply.options import ApplyOptions, Prepared
 from histmig.core.diagnostics import Skip
-from histmig.core.homes import Homes
 from histmig.core.livewriters import open_writers
-from histmig.core.paths import slug_matches
 
 
 def mark_skip(prep: Prepared, reason: str, code: str = "skipped") -> Prepared:
@@ -60,45 +59,20 @@ def _inodes(p: Prepared) -> list[tuple[int, int]]:
     return out
 
 
-def check_sessions(preps: list[Prepared], homes: Homes) -> None:
-    claude_live: dict[str, tuple[int, str | None]] | None = None
-    codex_locked: dict[str, bool] = {}     # one probe per thread, not one per operation
-    folders: dict[str, tuple[str, int] | None] = {}
+def check_sessions(preps: list[Prepared], live: Mapping[str, LiveProbe]) -> None:
+    """Skip what touches a live session: each tool's probe (``live``, from its folder's guards:
+    :mod:`histmig.apply.guards`) says whether an operation's session or folder is in use."""
+    checks: dict[LiveProbe, Check] = {}   # one fresh check per probe and apply: it caches what it reads
     for p in preps:
         s = getattr(p.op, "session", None) or {}
-        tool, sid = s.get("tool"), s.get("id")
-        if not _open(p):
+        probe = live.get(s.get("tool"))
+        if not _open(p) or probe is None:
             continue
-        if tool == "codex" and sid and sid not in codex_locked:
-            codex_locked[sid] = locks.codex_thread_locked(homes.codex, sid)
-        if tool == "codex" and sid and codex_locked[sid]:
-            mark_skip(p, f"Codex thread {sid} is open (thread-writer-locks/{sid}.lock held)", "live-session")
-        elif tool in ("claude", "claude-code", "manifest") and (sid or s.get("folder")):
-            if claude_live is None:
-                claude_live = locks.claude_live_registry(homes.claude)
-            if sid in claude_live and tool != "manifest":
-                mark_skip(p, f"live Claude Code session (pid {claude_live[sid][0]})", "live-session")
-            elif (live := _cached(folders, s.get("folder"), lambda f: _live_in_folder(f, claude_live))):
-                mark_skip(p, f"its project folder holds live Claude Code session {live[0]} (pid {live[1]}); "
-                              "the folder waits whole until it ends, then re-run the command", "live-folder")
-
-
-def _cached(memo: dict, key, fn):
-    if key not in memo:
-        memo[key] = fn(key)
-    return memo[key]
-
-
-def _live_in_folder(folder: str | None, live: dict[str, tuple[int, str | None]]) -> tuple[str, int] | None:
-    """A live Claude session that writes into ``folder``: its transcript lies there, or it runs
-    in a path whose history goes there (a slug folder moves whole or not at all: Claude keeps
-    appending at the old place)."""
-    if not folder:
-        return None
-    for sid, (pid, cwd) in sorted(live.items()):
-        if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")) or (cwd and slug_matches(os.path.basename(folder), cwd)):
-            return sid, pid
-    return None
+        if probe not in checks:
+            checks[probe] = probe()
+        found = checks[probe](s)
+        if found is not None:
+            mark_skip(p, *found)
 
 
 def check_active(preps: list[Prepared], opts: ApplyOptions) -> None:

@@ -13,6 +13,7 @@ import click
 from histmig import __version__
 from histmig.cli.commands import COMMANDS
 from histmig.cli.common import Context, PipeClosed, run_guarded
+from histmig.core.homes import home_flags
 
 
 class LazyGroup(click.Group):
@@ -78,6 +79,14 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
     return head + rest
 
 
+def _home_options(command):
+    """``--codex-home`` ...: one option per home a row of the tool table declares, in table order."""
+    for spec in reversed(home_flags()):
+        command = click.option(f"--{spec.flag}", spec.keyword, type=click.Path(file_okay=False),
+                               help=spec.help)(command)
+    return command
+
+
 HELP = """Move AI coding-agent chat history between tools and through change, without losing a byte.
 
 \b
@@ -94,20 +103,15 @@ Examples:
 @click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="histmig")
 @click.option("--home", type=click.Path(file_okay=False), help="Treat DIR as $HOME for every tool.")
-@click.option("--codex-home", type=click.Path(file_okay=False), help="Codex home (default $CODEX_HOME or ~/.codex).")
-@click.option("--claude-home", type=click.Path(file_okay=False),
-              help="Claude Code config home (default $CLAUDE_CONFIG_DIR or ~/.claude).")
-@click.option("--mini-cc-home", type=click.Path(file_okay=False), help="mini-cc home (default $MINI_CC_HOME or ~/.mini_cc).")
+@_home_options
 @click.option("--state-dir", type=click.Path(file_okay=False),
               help="histmig's journal and backups "
                    "(default $HISTMIG_STATE_DIR, $XDG_STATE_HOME/histmig or ~/.local/state/histmig).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final result.")
 @click.option("-v", "--verbose", count=True, help="Print more detail (repeat for more).")
 @click.pass_context
-def cli(ctx, home, codex_home, claude_home, mini_cc_home, state_dir, quiet, verbose):
-    ctx.obj = Context.create(home=home, codex_home=codex_home, claude_home=claude_home,
-                             mini_cc_home=mini_cc_home, state_dir=state_dir,
-                             quiet=quiet, verbose=verbose)
+def cli(ctx, home, state_dir, quiet, verbose, **tool_homes):
+    ctx.obj = Context.create(home=home, state_dir=state_dir, quiet=quiet, verbose=verbose, **tool_homes)
 
 
 def main(argv: list[str] | None = None) -> None:

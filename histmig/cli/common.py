@@ -15,7 +15,7 @@ import orjson
 
 from histmig.cli.commands import HOME_COMMANDS
 from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
-from histmig.core.homes import Homes, resolve_homes
+from histmig.core.homes import Homes, home_flags, resolve_homes
 
 
 @dataclass
@@ -35,14 +35,13 @@ class Context:
 # ("undo with: histmig ...") reaches the same homes and journal when run as printed (docs/safety.md,
 # "Follow-up commands"). Set by Context.create, cleared by run_guarded: one command per process.
 _GIVEN: list[str] = []
-_FLAGS = ("home", "codex_home", "claude_home", "mini_cc_home", "state_dir")   # resolve_homes' keywords
 _COMMAND = re.compile(r"\bhistmig (?=(?:" + "|".join(HOME_COMMANDS) + r")\b)")
 
 
 def given_flags(flags: dict) -> list[str]:
     """The home and state-dir options given, each as ``--name ABSOLUTE-PATH``."""
     out: list[str] = []
-    for key in _FLAGS:
+    for key in ("home", *(spec.keyword for spec in home_flags()), "state_dir"):   # resolve_homes' keywords
         if flags.get(key) is not None:
             out += ["--" + key.replace("_", "-"), os.path.abspath(os.path.expanduser(os.fspath(flags[key])))]
     return out

@@ -1,10 +1,11 @@
 """Install the bundled ``histmig/samples/`` trees into a scratch home (for ``histmig demo`` and tests).
 
-Each ``histmig/samples/<tool>/<case>/`` folder is a home of that tool (CODEX_HOME, CLAUDE_CONFIG_DIR,
-MINI_CC_HOME; manifest cases are Claude-home-like). Installing merges every case of a tool into one
-home: files are copied with their mtimes, SQLite databases are merged row by row, and Codex
-``threads.rollout_path`` values are re-pointed at the copied files (a copied home otherwise keeps
-pointing at the tree it was recorded in). The trees are package data, so a wheel, an sdist and an
+Each ``histmig/samples/<tool>/<case>/`` folder (``<tool>``: its canonical name in the tool table) is a
+home of that tool (CODEX_HOME, CLAUDE_CONFIG_DIR, MINI_CC_HOME; manifest cases are Claude-home-like).
+Installing merges every case of a tool into that tool's home: files are copied with their mtimes,
+SQLite databases are merged row by row, then each tool's ``samples`` hook fixes what a copy breaks
+(histmig/tools/codex/samples.py re-points ``threads.rollout_path`` at the copied files: a copied home
+otherwise keeps pointing at the tree it was recorded in). The trees are package data, so a wheel, an sdist and an
 editable install all carry them (docs/install.md, "What the wheel and the sdist ship").
 """
 from __future__ import annotations
@@ -14,9 +15,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from histmig import tools as registry
 from histmig.core.homes import Homes, resolve_homes
 
-TOOL_DIRS = {"codex": "codex", "claude-code": "claude", "manifest": "claude", "mini-cc": "mini_cc"}
+
+
+def tools() -> tuple[str, ...]:
+    """The tools with bundled samples: ``histmig/samples/<tool>/`` is named by its canonical name."""
+    return tuple(t for t in registry.names() if (samples_root() / t).is_dir())
 
 
 def samples_root() -> Path:
@@ -75,32 +81,17 @@ def _copy_tree(src: Path, dst: Path) -> None:
                 shutil.copy2(s, d)
 
 
-def _repoint_rollouts(codex_home: Path) -> None:
-    files = {p.name: p for p in codex_home.rglob("rollout-*.jsonl*")}
-    for db in codex_home.rglob("state_*.sqlite"):
-        con = sqlite3.connect(db)
-        try:
-            has = [r[1] for r in con.execute("PRAGMA table_info(threads)")]
-            if "rollout_path" not in has:
-                continue
-            for tid, path in con.execute("SELECT id, rollout_path FROM threads").fetchall():
-                name = Path(path or "").name
-                hit = files.get(name) or files.get(name + ".zst") or files.get(name.removesuffix(".zst"))
-                if hit is not None:
-                    con.execute("UPDATE threads SET rollout_path=? WHERE id=?", (str(hit), tid))
-            con.commit()
-        finally:
-            con.close()
-
-
 def install(dest_home: Path, *, root: Path | None = None, include_broken: bool = False,
-            tools: tuple[str, ...] = tuple(TOOL_DIRS)) -> Homes:
-    """Copy the samples into ``dest_home`` (a $HOME stand-in) and return its Homes."""
+            tools: tuple[str, ...] | None = None) -> Homes:
+    """Copy the samples of ``tools`` (default: every tool in the table) into ``dest_home`` (a $HOME
+    stand-in), each into that tool's home, and return its Homes. Then every tool's ``samples`` hook
+    fixes up what a copy breaks (Codex's ``threads.rollout_path``)."""
     homes = resolve_homes(home=dest_home)
-    targets = {"codex": homes.codex, "claude": homes.claude, "mini_cc": homes.mini_cc}
-    for tool in tools:
+    for tool in registry.names() if tools is None else tools:
         for case in cases(tool, root, include_broken=include_broken):
-            _copy_tree(case, targets[TOOL_DIRS[tool]])
-    if homes.codex.exists():
-        _repoint_rollouts(homes.codex)
+            _copy_tree(case, Path(registry.tool(tool).home(homes)))
+    for row in list(registry.TABLE.values()):
+        fix = row.hook("samples")
+        if fix is not None:
+            fix(homes)
     return homes

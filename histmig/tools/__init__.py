@@ -19,6 +19,14 @@ Hooks are found by convention inside the package and imported only when a comman
   ``files(folder)``): where a converted session records its source, and where converted copies live
 - ``undo``: ``<pkg>.undo.UNDO``, a ``toolkit.undo.UndoHook``: what the tool's clients did since a
   transaction (files they moved, settings files they rewrote, rows and byte offsets they keep)
+- ``guards``: ``<pkg>.guards.guards``, ``guards(homes) -> histmig.apply.guards.WriteGuards``: the locks
+  its client takes (held around writes) and its live-session probe (:func:`guards_for`)
+- ``samples``: ``<pkg>.samples.installed``, ``installed(homes)``: fix-ups after the bundled samples of
+  the tool (``histmig/samples/<tool>/``) were copied into its home (histmig/cli/samples.py)
+
+Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
+with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
+those); ``resolve_homes`` and the CLI's ``--<tool>-home`` options are driven by these declarations.
 
 A tool without a hook module simply has no part in that verb. Adding a tool = one folder under
 ``histmig/tools/`` plus one :func:`register` call (a row in ``TABLE`` below for a built-in).
@@ -42,12 +50,13 @@ from operator import attrgetter
 from typing import Any, Callable, Iterator, Mapping
 
 from histmig.core import homes as homes_module
+from histmig.core.homes import Derived, HomeDir, Same, Spec
 
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
          "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
-         "undo": ("undo", "UNDO")}
+         "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed")}
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ class Tool:
     home: Callable[[Any], Any]          # Homes -> the folder the tool keeps its history in
     aliases: tuple[str, ...] = ()       # other spellings users type, any case
     needs: tuple[str, ...] = ()         # tools whose move planning must run first, also when not chosen
-    files: Callable[[Any], tuple] = lambda homes: ()   # Homes -> files it keeps outside its home
+    homes: tuple[Spec, ...] = ()        # the paths it keeps history in, how each is found (core/homes.py)
 
     def hook(self, kind: str) -> Any:
         """The tool's hook of this kind, imported now; None when the tool has no such module."""
@@ -82,13 +91,24 @@ def register(tool: Tool) -> Tool:
     return tool
 
 
-register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",)))
-# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home
+register(Tool("codex", "histmig.tools.codex", attrgetter("codex"), aliases=("codex-cli",), homes=(
+    HomeDir("codex", "CODEX_HOME", ".codex", "codex-home", "Codex home (default $CODEX_HOME or ~/.codex)."),
+    # Codex's state databases may live elsewhere; a --codex-home or --home names a whole home instead
+    Derived("codex_sqlite", lambda f: None if "codex" in f.flagged else f.from_env("CODEX_SQLITE_HOME"),
+            folder=True))))
+# ``claude``: doctor's finding codes say ``claude.``; ``~/.claude.json`` lies outside the Claude home,
+# inside it when the home was named (CLAUDE_CONFIG_DIR or --claude-home)
 register(Tool("claude-code", "histmig.tools.claude_code", attrgetter("claude"),
-              aliases=("claude", "claude_code", "claudecode"), files=lambda homes: (homes.claude_json,)))
-register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc")))
+              aliases=("claude", "claude_code", "claudecode"), homes=(
+    HomeDir("claude", "CLAUDE_CONFIG_DIR", ".claude", "claude-home",
+            "Claude Code config home (default $CLAUDE_CONFIG_DIR or ~/.claude)."),
+    Derived("claude_json", lambda f: (f.paths["claude"] if "claude" in f.named else f.base) / ".claude.json"))))
+register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases=("mini_cc", "minicc"), homes=(
+    HomeDir("mini_cc", "MINI_CC_HOME", ".mini_cc", "mini-cc-home", "mini-cc home (default $MINI_CC_HOME or ~/.mini_cc)."),
+)))
 # the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
-register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",)))
+register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",),
+              homes=(Same("manifest", "claude"),)))
 
 
 class _Names(Mapping[str, str]):
@@ -197,12 +217,36 @@ def homes_of(homes: Any) -> list[Any]:
     return out
 
 
-homes_module.tool_homes = homes_of     # a registered tool's home is a root writes may go to
+def specs() -> list[Spec]:
+    """Every row's declared paths, in table order."""
+    return [spec for row in TABLE.values() for spec in row.homes]
+
+
+def guards_for(homes: Any) -> Any:
+    """Every tool's write guards for ``homes`` (its ``guards`` hook), merged in table order: the locks
+    the apply engine holds and the live-session probes it runs (histmig/apply/guards.py)."""
+    from histmig.apply.guards import WriteGuards
+    out = WriteGuards()
+    for row in list(TABLE.values()):
+        made = row.hook("guards")
+        if made is not None:
+            out = out + made(homes)
+    return out
+
+
+def undeclared_homes(homes: Any) -> list[Any]:
+    """The homes of rows that declare none (``homes=()``): resolve_homes does not know them."""
+    return [row.home(homes) for row in list(TABLE.values()) if not row.homes]
+
+
+homes_module.tool_homes = undeclared_homes   # a registered tool's home is a root writes may go to
+homes_module.tool_specs = specs        # resolve_homes finds the paths the rows declare
+homes_module.tool_guards = guards_for  # the apply engine's guards when its caller passes none
 
 
 def files_of(homes: Any) -> list[Any]:
     """Single files tools keep outside their homes (``~/.claude.json``), in table order."""
-    return [f for row in TABLE.values() for f in row.files(homes)]
+    return homes.root_files()
 
 
 def move_order(chosen: set[str]) -> list[str]:

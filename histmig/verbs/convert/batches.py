@@ -149,7 +149,8 @@ def _apply(homes: Any, plan: Plan, apply_batch, options, done: Converted) -> int
         if apply_batch is not None:
             return apply_batch(plan)
         from histmig.apply import apply_plan
-        res = apply_plan(plan, homes, options=options)
+        from histmig.tools import guards_for
+        res = apply_plan(plan, homes, options=options, guards=guards_for(homes))
         done.transactions.append(res.to_dict())
         return res.exit_code
     finally:    # this batch's spool files are copied (or rolled back): free the disk for the next one
