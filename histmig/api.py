@@ -4,7 +4,7 @@ Each function imports its verb when called and hands over, so ``from histmig imp
 and a command loads only what it runs (docs/ARCHITECTURE.md). Planners return a
 :class:`~histmig.core.plan.Plan` and never write; :func:`apply` is the one way a plan reaches the disk.
 Errors are typed (histmig/core/diagnostics.py); nothing here prints or exits. ``homes`` is a
-:class:`~histmig.core.homes.Homes` (``histmig.core.homes.resolve_homes()``).
+:class:`~histmig.core.homes.Homes` (``histmig.tools.resolve_homes()``).
 
     refs = api.scan(homes, tools=["codex"])                     # sessions, lazily
     plan = api.plan_move(homes, "/code/app", "/work/app")

@@ -59,7 +59,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def codex_world(isolated_homes):
     """(homes, codex home, an existing project folder) in the isolated home."""
-    from histmig.core.homes import resolve_homes
+    from histmig.tools import resolve_homes
     homes = resolve_homes()
     proj = Path(isolated_homes["HOME"]) / "code" / "app"
     proj.mkdir(parents=True)

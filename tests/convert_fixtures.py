@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 CODEX_ID = "019e9625-802f-7e91-840a-cfe88d14117a"
 CLAUDE_ID = "3a7770b4-aba3-46dd-b677-8fc2d71d4e06"

@@ -9,7 +9,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.plan import Fingerprint, Patch, Plan, Rename, SqlUpdate, WriteFile
 
 OLD, NEW = b"/a/proj", b"/b/proj"   # same length on purpose: in-place tests can reuse the tree

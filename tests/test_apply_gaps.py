@@ -14,7 +14,7 @@ from histmig.apply import apply_plan
 from histmig.verbs.undo.run import undo
 from histmig.apply.options import ApplyOptions
 from histmig.core.diagnostics import LockedError, RefusedError
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.flip import plan_flip
 from histmig.verbs.move import plan_move
 from histmig.core.paths import claude_slug

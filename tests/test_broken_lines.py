@@ -11,7 +11,7 @@ import pytest
 from histmig.tools.claude_code import adapter as cc
 from histmig.tools.manifest import adapter as mf
 from histmig.tools.mini_cc import adapter as mc
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 BROKEN = Path(__file__).resolve().parent.parent / "histmig" / "samples" / "broken"
 TOOLS = {"claude-code": cc, "mini-cc": mc}

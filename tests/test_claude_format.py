@@ -10,7 +10,7 @@ import pytest
 
 from histmig.tools.claude_family import blocks as anthropic
 from histmig.tools.claude_code import adapter as cc
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.model import Attachment, Opaque, Reasoning, Text, ToolCall, ToolResult
 from histmig.core.paths import claude_slug
 

@@ -7,7 +7,7 @@ import pytest
 
 from histmig.jsonio import zst
 from histmig.tools.codex import adapter as codex
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 from codex_fixtures import TS, dumps, rollout, session_meta, tid, write_rollout
 

@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from histmig.core.diagnostics import HistmigInputError
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.plan import CreateFile, WriteFile
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state

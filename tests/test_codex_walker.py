@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from histmig.cli import cli
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.plan import WriteFile
 from histmig.tools.codex import doctor_data, walk
 from histmig.verbs.doctor import diagnose

@@ -12,7 +12,7 @@ import pytest
 
 from histmig import tools as registry
 from histmig.tools.codex.adapter import parse_name
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.model import core
 from histmig.verbs.convert import ConvertOptions
 from histmig.verbs.convert.batches import plan_convert

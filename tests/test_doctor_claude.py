@@ -11,7 +11,7 @@ import pytest
 
 from histmig.apply import apply_plan
 from histmig.verbs.undo.run import undo
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.doctor import diagnose, plan_repair
 from histmig.core.paths import claude_slug
 

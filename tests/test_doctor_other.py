@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.doctor import diagnose, plan_repair
 from histmig.core.paths import claude_slug
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from histmig.cli import samples
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.doctor import diagnose, environment_codes
 
 CASES = [(tool, case) for tool in samples.tools() for case in samples.cases(tool)]

@@ -31,7 +31,7 @@ from convert_fixtures import make_state_db, write_claude
 from histmig.apply import fsio
 from histmig.apply import ApplyFailedError, apply_plan, check_no_unfinished
 from histmig.core.diagnostics import UnfinishedTransactionError
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.apply.journal import list_transactions, read_records
 from test_apply_fixtures import full_plan, make_tree, move_plan, no_temps, snapshot
 from test_move_fixtures import claude_session

@@ -250,7 +250,7 @@ def test_long_planning_shows_progress_with_totals_on_a_terminal(monkeypatch, tmp
 def test_flip_planning_says_how_many_files_it_reads_whole(tmp_path):
     """The library side of the total: after the census, ``("files", n)``, then one ``file`` per target."""
     from histmig.core import progress
-    from histmig.core.homes import resolve_homes
+    from histmig.tools import resolve_homes
     from histmig.verbs.flip import plan_flip
     for n in range(7):
         write_rollout(tmp_path / ".codex", tid(n), rollout(tid(n), "zz" if n == 6 else "openai"))

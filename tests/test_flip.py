@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from histmig.jsonio import zst
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.tools.codex import adapter as codex
 from histmig.tools.codex.provider import marked_lines
 from histmig.verbs.flip import plan_flip, provider_census

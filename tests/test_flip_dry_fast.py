@@ -20,7 +20,7 @@ import pytest
 from histmig.core.diagnostics import HistmigInputError
 from histmig.tools.codex import adapter as codex
 from histmig.tools.codex import walk
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.flip import plan_flip
 
 from clirun import histmig

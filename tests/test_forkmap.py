@@ -49,7 +49,7 @@ def test_small_inputs_run_in_this_process():
 
 def test_flip_scan_through_forked_workers_equals_the_sequential_scan(tmp_path, monkeypatch):
     from codex_fixtures import home_with, rollout, session_meta, settings, tid
-    from histmig.core.homes import resolve_homes
+    from histmig.tools import resolve_homes
     from histmig.tools.codex import flip as codex_flip
     from histmig.verbs import flip
     sessions = {tid(i): rollout(tid(i), extra_lines=[session_meta(tid(i), "openai"), settings("openai")] * i)

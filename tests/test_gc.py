@@ -12,7 +12,7 @@ import pytest
 
 from histmig.apply.gc import gc, gc_record, parse_age, plan_gc
 from histmig.core.diagnostics import UsageError
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.apply.journal import JOURNAL, tx_root
 from histmig.core.locks import GlobalLock
 

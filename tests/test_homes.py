@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 
 def test_flags_beat_home_which_beats_env(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import REAL_HOME, _snapshot
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 
 def test_every_home_variable_points_into_the_temporary_home(isolated_homes):

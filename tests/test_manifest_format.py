@@ -9,7 +9,7 @@ import pytest
 
 from histmig.tools.claude_code import adapter as cc
 from histmig.tools.manifest import adapter as mf
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.model import Text, ToolCall, ToolResult
 
 SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from histmig.tools.mini_cc import adapter as mc
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.model import Reasoning, Text, ToolCall, ToolResult
 
 SAMPLES = Path(__file__).resolve().parent.parent / "histmig" / "samples"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.core.paths import claude_slug
 
 MTIME = 1_780_000_000_123_456_789

@@ -17,7 +17,7 @@ from histmig.verbs.undo.run import undo
 from histmig.cli import cli
 from histmig.cli.common import run_guarded
 from histmig.tools.codex.adapter import scan_thread
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.doctor import diagnose, plan_repair
 from histmig.verbs.move import plan_move
 from histmig.core.paths import claude_slug

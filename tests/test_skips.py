@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from histmig.apply import apply_plan
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.verbs.move import plan_move
 from histmig.core.paths import claude_slug
 

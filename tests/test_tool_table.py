@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from histmig import tools as registry
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 
 ADAPTER = '''
 """A toy history format: ``~/.toy/<id>.jsonl``, one ``{"cwd": ..., "role": ..., "text": ...}`` per line."""
@@ -301,7 +301,7 @@ def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
     """A fresh interpreter that imports only the homes and the write path still gets every tool's locks
     and live-session probes: resolving the homes loads the table, which installs them."""
     import subprocess
-    probe = ("from histmig.core.homes import resolve_homes\nfrom histmig.apply.guards import default_guards\n"
+    probe = ("from histmig.tools import resolve_homes\nfrom histmig.apply.guards import default_guards\n"
              "h = resolve_homes(env={'HOME': '/h'})\ng = default_guards(h)\n"
              "print([str(x.root) for x in g.folder_locks], [str(x.path) for x in g.file_locks], sorted(g.live))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

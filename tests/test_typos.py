@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from histmig.core.homes import resolve_homes
+from histmig.tools import resolve_homes
 from histmig.apply.journal import read_records, tx_root
 from histmig.tools.codex.flip.names import known_providers
 from histmig.verbs.flip.names import did_you_mean

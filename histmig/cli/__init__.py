@@ -13,7 +13,7 @@ import click
 from histmig import __version__
 from histmig.cli.commands import COMMANDS
 from histmig.cli.common import Context, PipeClosed, run_guarded
-from histmig.core.homes import home_flags
+from histmig.tools import home_flags
 
 
 class LazyGroup(click.Group):

@@ -15,7 +15,8 @@ import orjson
 
 from histmig.cli.commands import HOME_COMMANDS
 from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
-from histmig.core.homes import Homes, home_flags, resolve_homes
+from histmig.core.homes import Homes
+from histmig.tools import home_flags, resolve_homes
 
 
 @dataclass

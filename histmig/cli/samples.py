@@ -16,7 +16,8 @@ import sqlite3
 from pathlib import Path
 
 from histmig import tools as registry
-from histmig.core.homes import Homes, resolve_homes
+from histmig.core.homes import Homes
+from histmig.tools import resolve_homes
 
 
 

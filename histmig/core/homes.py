@@ -13,12 +13,11 @@ Which paths there are is not known here: each tool declares its own in its row o
 (``homes=`` in histmig/tools/__init__.py; docs/ARCHITECTURE.md): a :class:`HomeDir` (env variable,
 default under $HOME, CLI flag), a :class:`Derived` path found from the others (a file beside a home,
 an optional extra folder) or a :class:`Same` (another name for a path already declared). Core is below
-the table (the layers in pyproject.toml): the table hands its declarations in when it loads
-(:data:`tool_specs`), and :func:`resolve_homes` loads the built-in table when nothing did yet.
+the table (the layers in pyproject.toml), so :func:`resolve_homes` takes the declarations as an
+argument; ``histmig.tools.resolve_homes`` is the same with the table's declarations filled in.
 """
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,33 +124,19 @@ def _no_more_homes(homes: Homes) -> Iterable[Path]:
     return ()
 
 
-def _no_specs() -> Iterable[Spec]:
-    return ()
-
-
 # Set by the tool table (histmig/tools/__init__.py) when it loads; core cannot import the table (the
-# layers in pyproject.toml). ``tool_specs``: every row's declared paths, in table order. ``tool_homes``:
-# the homes of rows that declare none (their ``home`` only), so those are roots too.
-# ``tool_guards``: Homes -> the write guards of every tool (histmig.apply.guards.WriteGuards), the
-# apply engine's default when its caller passes none.
-tool_specs: Callable[[], Iterable[Spec]] = _no_specs
+# layers in pyproject.toml). ``tool_homes``: the homes of rows that declare none (their ``home``
+# only), so those are roots too. ``tool_guards``: Homes -> the write guards of every tool
+# (histmig.apply.guards.WriteGuards), the apply engine's default when its caller passes none. Both are
+# installed before any Homes exists: the resolver that fills in the table's declarations is
+# ``histmig.tools.resolve_homes``, and importing it loads the table.
 tool_homes: Callable[[Homes], Iterable[Path]] = _no_more_homes
 tool_guards: Callable[[Homes], object] | None = None
 
-TABLE = "histmig.tools"      # the built-in tool table, loaded by name when nothing installed one yet
 
-
-def declared() -> tuple[Spec, ...]:
-    """Every tool's declared paths. A caller that resolves homes before anything imported the tool
-    table gets it loaded here: by name, since core may not import it (it registers itself)."""
-    if tool_specs is _no_specs:
-        importlib.import_module(TABLE)
-    return tuple(tool_specs())
-
-
-def home_flags() -> list[HomeDir]:
-    """The declared homes, each with its CLI flag, in table order."""
-    return [s for s in declared() if isinstance(s, HomeDir)]
+def home_flags(specs: Iterable[Spec]) -> list[HomeDir]:
+    """The declared homes, each with its CLI flag, in declaration order."""
+    return [s for s in specs if isinstance(s, HomeDir)]
 
 
 def resolve_homes(
@@ -159,12 +144,12 @@ def resolve_homes(
     home: str | os.PathLike | None = None,
     state_dir: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
-    specs: Iterable[Spec] | None = None,
+    specs: Iterable[Spec],
     **flags: str | os.PathLike | None,
 ) -> Homes:
     """The homes for these flags (``codex_home=`` ...: one keyword per declared home, its flag's name)
-    from ``specs``, by default the tool table's declarations."""
-    specs = declared() if specs is None else tuple(specs)
+    from ``specs`` (the tool table's declarations: ``histmig.tools.resolve_homes`` passes them)."""
+    specs = tuple(specs)
     unknown = sorted(set(flags) - {s.keyword for s in specs if isinstance(s, HomeDir)})
     if unknown:
         raise TypeError(f"resolve_homes() got an unexpected keyword argument {unknown[0]!r}")

@@ -222,6 +222,21 @@ def specs() -> list[Spec]:
     return [spec for row in TABLE.values() for spec in row.homes]
 
 
+_every_spec = specs     # resolve_homes' own ``specs`` argument hides the function inside it
+
+
+def home_flags() -> list[HomeDir]:
+    """Every row's declared home with a CLI flag (``--codex-home`` ...), in table order."""
+    return homes_module.home_flags(specs())
+
+
+def resolve_homes(*, specs: Any = None, **options: Any) -> Any:
+    """Where every tool keeps its history (histmig/core/homes.py: flag > ``--home`` > env > default), from
+    the paths the rows declare (``specs`` overrides them). Importing this module installs the table's
+    roots and write guards first, so every Homes it makes comes with them."""
+    return homes_module.resolve_homes(specs=_every_spec() if specs is None else specs, **options)
+
+
 def guards_for(homes: Any) -> Any:
     """Every tool's write guards for ``homes`` (its ``guards`` hook), merged in table order: the locks
     the apply engine holds and the live-session probes it runs (histmig/apply/guards.py)."""
@@ -240,7 +255,6 @@ def undeclared_homes(homes: Any) -> list[Any]:
 
 
 homes_module.tool_homes = undeclared_homes   # a registered tool's home is a root writes may go to
-homes_module.tool_specs = specs        # resolve_homes finds the paths the rows declare
 homes_module.tool_guards = guards_for  # the apply engine's guards when its caller passes none
 
 
