@@ -14,7 +14,7 @@ from histmig.core.homes import Homes
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.claude_family.transcript import Transcript, append_op, claude_record, encode_like, read_transcript
-from histmig.core.locks import claude_live_sessions
+from histmig.tools.claude_family.live import claude_live_sessions
 from histmig.tools.claude_code.doctor_filing import check_filing, slug_matches
 from histmig.core.paths import claude_slug
 from histmig.core.plan import Fingerprint, Rename

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from histmig.core import locks
+from histmig.tools.claude_family.live import claude_live_registry
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, field_at, scan_file
 from histmig.tools.claude_family.folders import plan_folders
 from histmig.core.paths import slug_matches
@@ -107,7 +107,7 @@ def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
 
 def plan(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
     """The table's move hook (histmig/tools/__init__.py): :func:`plan_claude` with the live sessions."""
-    plan_claude(homes, pm, plans, opts, locks.claude_live_registry(homes.claude))
+    plan_claude(homes, pm, plans, opts, claude_live_registry(homes.claude))
 
 
 line_fields = claude_fields

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from histmig.core import locks
+from histmig.tools.claude_family.live import claude_live_sessions
 from histmig.core.plan import Op
 from histmig.toolkit.undo import UndoHook, move_back, same_file
 
@@ -18,7 +18,7 @@ from histmig.toolkit.undo import UndoHook, move_back, same_file
 class ClaudeCodeUndo(UndoHook):
 
     def live_sessions(self, homes: Any) -> set[str]:
-        return set(locks.claude_live_sessions(homes.claude))
+        return set(claude_live_sessions(homes.claude))
 
     def settings_inverse(self, homes: Any, begin: dict[str, Any], path: str) -> list[Op] | None:
         rebase = move_back(begin)

@@ -1,5 +1,5 @@
 """Is a Claude-family session live? Claude Code registers each running session in
-``<claude home>/sessions/<pid>.json`` (histmig.core.locks.claude_live_registry); the write path skips
+``<claude home>/sessions/<pid>.json`` (:func:`claude_live_registry`); the write path skips
 what a live one writes to (histmig/apply/guards.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from histmig.core import locks
+import orjson
+
+from histmig.core.livewriters import pid_alive
 from histmig.core.paths import slug_matches
 
 
@@ -24,7 +26,7 @@ def live_probe(claude_home: Path, *, by_id: bool):
             if not (sid or s.get("folder")):
                 return None
             if registry is None:
-                registry = locks.claude_live_registry(claude_home)
+                registry = claude_live_registry(claude_home)
             if by_id and sid in registry:
                 return f"live Claude Code session (pid {registry[sid][0]})", "live-session"
             folder = s.get("folder")
@@ -49,3 +51,27 @@ def _live_in_folder(folder: str | None, live: dict[str, tuple[int, str | None]])
         if os.path.lexists(os.path.join(folder, f"{sid}.jsonl")) or (cwd and slug_matches(os.path.basename(folder), cwd)):
             return sid, pid
     return None
+
+
+def claude_live_sessions(claude_home: Path) -> dict[str, int]:
+    """``{sessionId: pid}`` for entries of ``<claude home>/sessions/<pid>.json`` whose pid is alive."""
+    return {sid: pid for sid, (pid, _cwd) in claude_live_registry(claude_home).items()}
+
+
+def claude_live_registry(claude_home: Path) -> dict[str, tuple[int, str | None]]:
+    """``{sessionId: (pid, cwd)}`` of the live entries: the cwd says which project folder a live
+    session writes to even before its transcript exists."""
+    live: dict[str, tuple[int, str | None]] = {}
+    folder = Path(claude_home) / "sessions"
+    if not folder.is_dir():
+        return live
+    for entry in folder.glob("*.json"):
+        try:
+            data = orjson.loads(entry.read_bytes())
+            pid = int(data.get("pid") or entry.stem)
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        sid, cwd = data.get("sessionId"), data.get("cwd")
+        if isinstance(sid, str) and pid_alive(pid):
+            live[sid] = (pid, cwd if isinstance(cwd, str) else None)
+    return live

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from histmig.apply.guards import FolderLock, WriteGuards
-from histmig.core import locks
+from histmig.tools.codex import locks
 
 
 def guards(homes: Any) -> WriteGuards:

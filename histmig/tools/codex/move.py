@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from histmig.core import locks
+from histmig.tools.codex import locks
 from histmig.core.diagnostics import Skip, Warning
 from histmig.core.livewriters import open_writers
 from histmig.toolkit.move.common import FieldEdit, FileScan, PathMap, ToolPlan, path_strings, scan_file
