@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import fake_rules
+from . import fake_openai_chat, fake_rules
 
 ANSWER_PREFIX = "FAKE-ANSWER:"
 RUN_RE = re.compile(r"RUN:\s*(.+)")
@@ -94,7 +94,7 @@ class Entry:
 
     method: str
     path: str
-    api: str                  # "anthropic" | "responses" | "other"
+    api: str                  # "anthropic" | "responses" | "chat" | "other"
     provider: str | None      # Responses provider prefix, None for Anthropic
     body: Any                 # parsed JSON, or None
     status: int = 0
@@ -181,6 +181,8 @@ class FakeAPI:
                 entry.status = self.websocket_status
                 return entry.status, {"error": {"message": "websockets not supported here"}}, False
             return self._responses(entry, body)
+        if fake_openai_chat.matches(method, route):   # Chat Completions (Qwen Code): its own module
+            return fake_openai_chat.handle(entry, body)
         entry.status = 404
         return 404, {"error": {"type": "not_found_error", "message": f"no route {method} {route}"}}, False
 
@@ -376,7 +378,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         body = self._body() if method == "POST" else None
         status, payload, stream = self.fake.handle(method, self.path, body)
-        if stream and status == 200:
+        if stream and status == 200 and fake_openai_chat.is_payload(payload):
+            data, ctype = fake_openai_chat.sse(payload), "text/event-stream"
+        elif stream and status == 200:
             is_anthropic = "object" not in payload
             data = anthropic_sse(payload) if is_anthropic else responses_sse(payload)
             ctype = "text/event-stream"
