@@ -1,0 +1,88 @@
+"""Issue 16 acceptance for Qwen Code (tests/e2e/versions.py pins it) against the fake API's Chat Completions.
+
+A session recorded in ``W/app``; the folder renamed to ``W/app2``: Qwen no longer finds it (``-r <id>``
+says "No saved session found"). After ``histmig move W/app W/app2 --apply`` ``qwen -r <id>`` continues it
+from ``W/app2`` and the request carries the earlier turns; ``undo`` restores every byte and mtime.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from histmig.tools.qwen.adapter import qwen_slug
+from .clients import ClientsUnavailable, carried
+from .conftest import IN_CI
+from .histmig_run import histmig, ok, shown
+from .qwen_client import conversation_requests, install, list_sessions, qwen_home, run_qwen, sessions
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def qwen():
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"qwen could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"qwen unavailable (set CI=true to make this a failure): {e}")
+
+
+def tree(root) -> dict:
+    """Every file under ``root``: bytes and mtime."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def record_session(qwen, scratch, api, app) -> str:
+    run_qwen(qwen, scratch, api, "first turn QW-ONE", app).check()
+    run_qwen(qwen, scratch, api, "RUN: echo qw-tool-marker", app, continue_=True).check()
+    files = sessions(scratch)
+    assert len(files) == 1, files
+    return files[0].stem
+
+
+def test_move_lets_qwen_resume_by_id_from_the_new_folder_and_undo_restores(qwen, fake_api, scratch):
+    app = scratch.project("app")
+    sid = record_session(qwen, scratch, fake_api, app)
+    app2 = app.rename(app.with_name("app2"))
+    projects = qwen_home(scratch) / "projects"
+    before = tree(projects)
+
+    done = ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    moved = next(p for p in sessions(scratch) if p.stem == sid)
+    assert moved.parent.parent.name == qwen_slug(str(app2))
+    cwds = {json.loads(line)["cwd"] for line in moved.read_bytes().splitlines()}
+    assert cwds == {str(app2)}, cwds
+    ok(histmig(scratch, "undo"))
+    assert tree(projects) == before, shown(done)
+
+    ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    listed = list_sessions(qwen, scratch, fake_api, app2).check()
+    assert "QW-ONE" in listed.stdout + listed.stderr
+    after = run_qwen(qwen, scratch, fake_api, "after the move QW-AFTER", app2, resume=sid).check()
+    reqs = conversation_requests(after)
+    assert reqs and all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in reqs]
+    first = reqs[0]
+    assert carried(first, "QW-ONE") and carried(first, "qw-tool-marker") and carried(first, "QW-AFTER")
+    roles = [m["role"] for m in first.body["messages"]]
+    assert "tool" in roles and roles.count("user") >= 3, roles
+
+
+def test_without_the_move_qwen_finds_nothing_in_the_new_folder(qwen, fake_api, scratch):
+    """The failure the move fixes (docs/qwen.md): the session is there but Qwen does not find it."""
+    app = scratch.project("app")
+    sid = record_session(qwen, scratch, fake_api, app)
+    app2 = app.rename(app.with_name("app2"))
+    res = run_qwen(qwen, scratch, fake_api, "after mv", app2, resume=sid)
+    assert res.returncode != 0 and "No saved session found" in res.stdout + res.stderr
+    assert not conversation_requests(res)
+    # histmig names it: doctor sees the recorded folder is gone and prints the move that fixes it
+    doc = histmig(scratch, "doctor", "--tool", "qwen")
+    assert doc.returncode != 0 and f"histmig move {app} {app2}" in doc.stdout, shown(doc)
+    # Qwen made a folder for app2 when it started there: the move merges the session into it
+    ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    again = run_qwen(qwen, scratch, fake_api, "merged QW-MERGED", app2, resume=sid).check()
+    assert any(carried(r, "QW-ONE") for r in conversation_requests(again))
+    assert os.path.isdir(qwen_home(scratch) / "projects")
