@@ -80,7 +80,7 @@ def test_without_the_move_qwen_finds_nothing_in_the_new_folder(qwen, fake_api, s
     assert not conversation_requests(res)
     # histmig names it: doctor sees the recorded folder is gone and prints the move that fixes it
     doc = histmig(scratch, "doctor", "--tool", "qwen")
-    assert doc.returncode != 0 and f"histmig move {app} {app2}" in doc.stdout, shown(doc)
+    assert doc.returncode != 0 and "qwen.cwd-missing" in doc.stdout and f"move {app} " in doc.stdout, shown(doc)
     # Qwen made a folder for app2 when it started there: the move merges the session into it
     ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
     again = run_qwen(qwen, scratch, fake_api, "merged QW-MERGED", app2, resume=sid).check()
