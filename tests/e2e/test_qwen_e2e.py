@@ -12,12 +12,14 @@ import os
 import pytest
 
 from histmig.tools.qwen.adapter import qwen_slug
-from .clients import ClientsUnavailable, carried
+from .clients import (ClientsUnavailable, carried, claude_setup, claude_transcripts, codex_setup, run_claude,
+                      run_codex)
 from .conftest import IN_CI
-from .histmig_run import histmig, ok, shown
+from .histmig_run import histmig, new_session_id, ok, shown
 from .qwen_client import conversation_requests, install, list_sessions, qwen_home, run_qwen, sessions
 
 pytestmark = pytest.mark.e2e
+WS = ("--disable", "responses_websockets")
 
 
 @pytest.fixture(scope="session")
@@ -86,3 +88,65 @@ def test_without_the_move_qwen_finds_nothing_in_the_new_folder(qwen, fake_api, s
     again = run_qwen(qwen, scratch, fake_api, "merged QW-MERGED", app2, resume=sid).check()
     assert any(carried(r, "QW-ONE") for r in conversation_requests(again))
     assert os.path.isdir(qwen_home(scratch) / "projects")
+
+
+# -- convert ----------------------------------------------------------------------------------------
+
+def chat_messages(entry) -> list[dict]:
+    return entry.body["messages"]
+
+
+def test_codex_session_with_a_tool_call_converted_to_qwen_is_listed_and_continued(qwen, clients, fake_api, scratch):
+    codex_setup(clients, scratch, fake_api)
+    app = scratch.project("app")
+    run_codex(clients, scratch, fake_api, "RUN: echo qw-cvt-codex", app, args=WS).check()
+    done = ok(histmig(scratch, "convert", "--to", "qwen", "--from", "codex", "--apply"))
+    assert "reasoning (codex: bound to its provider)" in done.stdout
+    new_id = new_session_id(done)
+    listed = list_sessions(qwen, scratch, fake_api, app).check()
+    assert "RUN: echo qw-cvt-codex" in listed.stdout + listed.stderr
+    after = run_qwen(qwen, scratch, fake_api, "what did it print", app, resume=new_id).check()
+    assert all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in after.model_requests("chat")]
+    msgs = chat_messages(conversation_requests(after)[0])
+    calls = [c for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert [c["function"]["name"] for c in calls] == ["run_shell_command"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"command": "echo qw-cvt-codex"}
+    assert any(m["role"] == "tool" and m["tool_call_id"] == calls[0]["id"] for m in msgs)
+    assert "fakeenc1" not in json.dumps(msgs)    # Codex's encrypted reasoning is never replayed
+
+
+def test_claude_session_with_thinking_converted_to_qwen_is_continued_without_the_signature(qwen, clients, fake_api,
+                                                                                           scratch):
+    claude_setup(scratch)
+    app = scratch.project("app")
+    run_claude(clients, scratch, fake_api, "RUN: echo qw-cvt-claude", app).check()
+    [transcript] = claude_transcripts(scratch)
+    assert b'"signature"' in transcript.read_bytes()
+    done = ok(histmig(scratch, "convert", "--to", "qwen", "--from", "claude-code", "--apply"))
+    new_id = new_session_id(done)
+    written = next(p for p in sessions(scratch) if p.stem == new_id)
+    assert b"signature" not in written.read_bytes() and b'"thought"' not in written.read_bytes()
+    assert all("usageMetadata" in json.loads(x) for x in written.read_bytes().splitlines()
+               if json.loads(x)["type"] == "assistant")
+    after = run_qwen(qwen, scratch, fake_api, "and then", app, resume=new_id).check()
+    assert all(r.status == 200 for r in after.model_requests("chat"))
+    first = conversation_requests(after)[0]
+    assert carried(first, "qw-cvt-claude") and not carried(first, "fakesig1")
+    calls = [c for m in chat_messages(first) if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert [c["function"]["name"] for c in calls] == ["run_shell_command"]
+
+
+def test_qwen_session_converted_to_codex_and_claude_is_continued_by_them(qwen, clients, fake_api, scratch):
+    app = scratch.project("app")
+    record_session(qwen, scratch, fake_api, app)
+    codex_setup(clients, scratch, fake_api)
+    to_codex = ok(histmig(scratch, "convert", "--to", "codex", "--from", "qwen", "--apply"))
+    by_id = run_codex(clients, scratch, fake_api, "follow-up", app, resume=new_session_id(to_codex), args=WS)
+    assert by_id.returncode == 0, by_id.stderr[-3000:]
+    req = by_id.model_requests("responses")[0]
+    assert req.status == 200 and carried(req, "QW-ONE") and carried(req, "qw-tool-marker"), req.error
+    claude_setup(scratch)
+    to_claude = ok(histmig(scratch, "convert", "--to", "claude-code", "--from", "qwen", "--apply"))
+    run = run_claude(clients, scratch, fake_api, "follow-up", app, resume=new_session_id(to_claude)).check()
+    first = run.model_requests("anthropic")[0]
+    assert first.status == 200 and carried(first, "QW-ONE") and carried(first, "qw-tool-marker"), first.error
