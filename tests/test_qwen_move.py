@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -108,3 +109,16 @@ def test_other_projects_are_untouched(h, tmp_path):
     plan = plan_move(h, old, new)
     assert not plan.operations
     assert other.read_bytes() == before
+
+
+def test_a_live_qwen_session_makes_its_folder_wait(h, tmp_path):
+    import socket
+    old, new = str(tmp_path / "a/app"), str(tmp_path / "b/app")
+    path = session(h, old)
+    marker = path.with_name(path.stem + ".runtime.json")
+    marker.write_text(json.dumps({"schema_version": 1, "pid": os.getpid(), "session_id": path.stem, "work_dir": old,
+                                  "hostname": socket.gethostname(), "started_at": 1.0, "qwen_version": "0.24.4"}))
+    plan = plan_move(h, old, new)
+    assert [s.code for s in plan.skips] == ["live-folder"] and not plan.operations
+    marker.write_text(marker.read_text().replace(str(os.getpid()), "999999999"))   # a dead pid: moves
+    assert plan_move(h, old, new).operations

@@ -22,6 +22,7 @@ from histmig.tools.claude_family.folders import head_cwd
 from histmig.tools.claude_family.listing import subdirs
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
 from histmig.tools.qwen.adapter import chat_files, projects_root, qwen_slug
+from histmig.tools.qwen.guards import live_in
 
 TOOL = "qwen"
 
@@ -81,6 +82,11 @@ def _claim(folder: Path, files: list[Path], pm: PathMap, tplan: ToolPlan) -> str
 
 def _scan(folder: Path, files: list[Path], pm: PathMap, tplan: ToolPlan, opts: dict[str, Any]) -> bool:
     """Plan the ``cwd`` edits of every session in the folder; False (and a skip) when it must wait."""
+    live = live_in(folder)
+    if live:
+        tplan.skips.append(Skip(str(folder), f"live Qwen Code session {live[0]} (pid {live[1]}); the folder and every "
+                                f"session in it wait; when it ends, re-run: {opts['rerun']}", code="live-folder"))
+        return False
     keys = {}
     for f in files:
         st = os.stat(f)
