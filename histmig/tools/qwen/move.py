@@ -22,7 +22,7 @@ from histmig.tools.claude_family.folders import head_cwd
 from histmig.tools.claude_family.listing import subdirs
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
 from histmig.tools.qwen.adapter import chat_files, projects_root, qwen_slug
-from histmig.tools.qwen.guards import live_in
+from histmig.tools.qwen.live import live_in
 
 TOOL = "qwen"
 
