@@ -11,9 +11,13 @@ from histmig.tools.qwen.live import live_in
 
 
 def _probe():
+    seen: dict[str, tuple[str, int] | None] = {}     # one look per folder and apply (a folder has many ops)
+
     def check(s: Mapping[str, Any]) -> tuple[str, str] | None:
         folder = s.get("folder")
-        live = live_in(Path(folder)) if folder else None
+        if folder and folder not in seen:
+            seen[folder] = live_in(Path(folder))
+        live = seen.get(folder) if folder else None
         if live:
             return f"its project folder holds live Qwen Code session {live[0]} (pid {live[1]})", "live-folder"
         return None

@@ -18,9 +18,10 @@ from typing import Any
 from histmig.core.diagnostics import RefusedError, Skip, Warning
 from histmig.core.livewriters import open_writers
 from histmig.core.plan import Fingerprint, Rename
-from histmig.tools.claude_family.folders import head_cwd
 from histmig.tools.claude_family.listing import subdirs
+from histmig.jsonio.jsonl import head_lines
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
+from histmig.toolkit.move.parallel import scan_all
 from histmig.tools.qwen.adapter import chat_files, projects_root, qwen_slug
 from histmig.tools.qwen.live import live_in
 
@@ -65,9 +66,19 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
             _merge(folder, files, root / target, tplan)
 
 
+def first_cwd(path: Path) -> str | None:
+    """The ``cwd`` of a session's first record: what Qwen hashes to decide where it belongs."""
+    try:
+        lines = head_lines(str(path), max_lines=1)
+    except Exception:  # a broken head has no cwd; the scan names the file properly
+        return None
+    obj = lines[0].obj if lines and not lines[0].blank and lines[0].error is None else None
+    return obj.get("cwd") if isinstance(obj, dict) and isinstance(obj.get("cwd"), str) else None
+
+
 def _claim(folder: Path, files: list[Path], pm: PathMap, tplan: ToolPlan) -> str | None:
     """The path OLD's folder is named after, or None when the folder is not part of the move."""
-    cwds = [c for c in (head_cwd(str(f)) for f in files) if c]
+    cwds = [c for c in (first_cwd(f) for f in files) if c]
     inside = [c for c in cwds if pm.covers(c)]
     if not inside:
         return next((o for o in pm.olds if not cwds and qwen_slug(o) == folder.name), None)
@@ -97,7 +108,8 @@ def _scan(folder: Path, files: list[Path], pm: PathMap, tplan: ToolPlan, opts: d
         tplan.skips.append(Skip(str(folder), f"{keys[key]} is open for writing by {holders[0].describe()}; the folder "
                                 f"and every session in it wait; when it ends, re-run: {opts['rerun']}", code="live-folder"))
         return False
-    scans = [scan_file(str(f), pm, qwen_fields, rewrite_content=opts["rewrite_content"]) for f in files]
+    scans = scan_all([(scan_file, (str(f), pm, qwen_fields), {"rewrite_content": opts["rewrite_content"]})
+                      for f in files])
     bad = next((s for s in scans if s.skip), None)
     if bad:
         tplan.skips.append(Skip(str(folder), f"{bad.path}: {bad.skip}; the folder is left as it is", code="in-use"))
