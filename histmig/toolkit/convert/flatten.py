@@ -138,7 +138,7 @@ def usage_from(u: dict) -> dict[str, int]:
     def i(key: str) -> int:
         v = u.get(key)
         return v if isinstance(v, int) and v >= 0 else 0
-    if "promptTokenCount" in u or "candidatesTokenCount" in u:    # Gemini API usageMetadata (Qwen Code)
+    if "promptTokenCount" in u or "candidatesTokenCount" in u:    # generateContent usageMetadata
         cached, thoughts = i("cachedContentTokenCount"), i("thoughtsTokenCount")
         return {"input": max(i("promptTokenCount") - cached, 0), "cached": cached, "cache_write": 0,
                 "output": i("candidatesTokenCount") + thoughts, "reasoning": thoughts}
