@@ -290,11 +290,20 @@ def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | No
 
 
 def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
-             head_bytes: int = 128 * 1024) -> SessionRef:
-    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception."""
+             head_bytes: int = 128 * 1024, index: Any = None) -> SessionRef:
+    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception.
+
+    The head (200 lines or 128 KB) gives every field; beyond it, messages are counted by a byte
+    search (``count_from``) and the cwd comes from the 64 KB tail. ``index`` (a ``ScanIndex``)
+    answers for an unchanged file and resumes the count of one that only grew."""
     from histmig.core.model import SessionRef
     try:
         st = path.stat()
+        key = os.fspath(path)
+        ctx = [archived, None if shadowed is None else os.fspath(shadowed)]
+        fields = index.hit(key, st, ctx) if index is not None else None
+        if fields is not None:
+            return _cached_ref(path, st, fields, archived)
         lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
     except (HistmigError, OSError) as e:
         names = parse_name(path.name)
@@ -306,11 +315,89 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
     ref = _ref_from_lines(path, lines, archived, shadowed)
     ref.size, ref.updated = st.st_size, st.st_mtime
     covered = lines[-1].offset + (lines[-1].length or 0)
-    if covered < st.st_size:
-        ref.messages = None            # unknown without reading the whole file
-        if not ref.compressed:         # a tail of a .zst would mean decompressing all of it
-            cwd = _latest_turn_cwd(path)
-            ref.cwd = cwd or ref.cwd
+    resume = first = None
+    if ref.compressed and (len(lines) >= 200 or covered >= head_bytes):
+        ref.messages = _count_rest(path, covered, ref.messages)[0]  # st_size is compressed: a full head says "more"
+    elif covered < st.st_size and not ref.compressed:
+        first = _first_bytes(lines)
+        grown = index.grown(key, st, ctx) if index is not None else None
+        if grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
+            ref.messages, resume = _count_rest(path, grown[0]["end"], grown[0]["msgs"])   # only the new bytes
+        else:
+            ref.messages, resume = _count_rest(path, covered, ref.messages)
+        ref.cwd = _latest_turn_cwd(path) or ref.cwd   # (not for a .zst: its tail means decompressing it all)
+    if index is not None and ref.error is None:
+        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first)
+    return ref
+
+
+# Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
+# pre-envelope line): beyond the head, only lines with that marker are parsed.
+MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"message"')
+_FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
+
+
+def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict | None]:
+    try:
+        return count_from(path, start, counted)
+    except (HistmigError, OSError):
+        return None, None
+
+
+def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
+    """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
+    (a line boundary), and where a later count may resume (``end`` past the last newline)."""
+    from histmig.jsonio.marks import MarkedLines, parse_line
+    total = counted
+    with open_stream(path) as fh:
+        if start:
+            if is_zst(path):
+                _skip(fh, start)
+            else:
+                fh.seek(start)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=start)
+        partial = 0
+        for offset, raw in lines:
+            hit = is_conversation_message(parse_line(offset, raw))
+            total += hit
+            if not raw.endswith(b"\n"):
+                partial = hit          # the unterminated last line is counted, not resumed past
+    return total, {"end": lines.end, "msgs": total - partial}
+
+
+def _skip(fh, n: int) -> None:
+    while n > 0:
+        chunk = fh.read(min(n, 1 << 20))
+        if not chunk:
+            return
+        n -= len(chunk)
+
+
+def _first_bytes(lines: list[Line]) -> bytes:
+    """The first 4 KiB of the file, from its head lines."""
+    out = b""
+    for ln in lines:
+        if len(out) >= 4096 or ln.raw is None:
+            break
+        out += ln.raw[:4096 - len(out)]
+    return out
+
+
+def _same_head(first: bytes, stored: str | None) -> bool:
+    from histmig.core.scanindex import head_hash
+    return stored is not None and head_hash(first) == stored
+
+
+def _ref_fields(ref: SessionRef) -> dict:
+    return {k: getattr(ref, k) for k in _FIELDS}
+
+
+def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
+    from histmig.core.model import SessionRef
+    ref = SessionRef(format=NAME, id=fields["id"], path=path, archived=archived, compressed=is_zst(path))
+    for k in _FIELDS:
+        setattr(ref, k, fields[k])
+    ref.size, ref.updated = st.st_size, st.st_mtime
     return ref
 
 
@@ -640,10 +727,12 @@ def detect(path: str | os.PathLike) -> bool:
     return err is None and line_type(obj) == "session_meta"
 
 
-def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
-    """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see)."""
+def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterator[SessionRef]:
+    """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see);
+    ``index``: a ``ScanIndex`` that answers for unchanged files (histmig.core.scanindex)."""
     for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
-        yield make_ref(Path(path), archived=is_archived, shadowed=Path(shadowed) if shadowed is not None else None)
+        yield make_ref(Path(path), archived=is_archived, shadowed=Path(shadowed) if shadowed is not None else None,
+                       index=index)
 
 
 def usage_of(rec: Record) -> dict | None:
@@ -662,3 +751,5 @@ ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "to
                           usage_of=usage_of)
 # a Codex session's model names a model a converted session can record (convert's Target.model)
 ADAPTER.lends_model = True
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True
