@@ -35,6 +35,22 @@ def head_hash(first: bytes) -> str:
     return hashlib.blake2b(first[:HEAD_HASH_BYTES], digest_size=16).hexdigest()
 
 
+def fields_of(ref: Any, names: tuple[str, ...]) -> dict:
+    """The listing fields of a ref to store (lists and dicts copied: the caller may extend the ref)."""
+    return {k: _copy(getattr(ref, k)) for k in names}
+
+
+def fill(ref: Any, fields: dict) -> Any:
+    """A ref given its stored fields (copied: the index keeps its own)."""
+    for k, v in fields.items():
+        setattr(ref, k, _copy(v))
+    return ref
+
+
+def _copy(v: Any) -> Any:
+    return dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
+
+
 class ScanIndex:
     """The records of one state dir, loaded once per listing and saved once at its end."""
 

@@ -389,14 +389,15 @@ def _same_head(first: bytes, stored: str | None) -> bool:
 
 
 def _ref_fields(ref: SessionRef) -> dict:
-    return {k: getattr(ref, k) for k in _FIELDS}
+    from histmig.core.scanindex import fields_of
+    return fields_of(ref, _FIELDS)
 
 
 def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
     from histmig.core.model import SessionRef
-    ref = SessionRef(format=NAME, id=fields["id"], path=path, archived=archived, compressed=is_zst(path))
-    for k in _FIELDS:
-        setattr(ref, k, fields[k])
+    from histmig.core.scanindex import fill
+    ref = fill(SessionRef(format=NAME, id=fields["id"], path=path, archived=archived, compressed=is_zst(path)),
+               fields)
     ref.size, ref.updated = st.st_size, st.st_mtime
     return ref
 
