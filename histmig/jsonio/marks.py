@@ -9,7 +9,9 @@ verifies by parsing them, so a false match costs a parse and never a wrong count
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
+
+import orjson
 
 from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, parse_json
 
@@ -32,12 +34,13 @@ class MarkedLines:
         self.end = start
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        buf = bytearray()
-        base = self.start                     # file offset of buf[0]
+        parts: list[bytes] = []               # the unfinished line carried into the next chunk
+        held = 0                              # its length
+        base = self.start                     # file offset of the held line's first byte
         skipping = False                      # inside an over-long line: drop bytes up to its newline
-        search = self.pattern.finditer
+        search, read, limit = self.pattern.finditer, self.fh.read, self.max_line
         while True:
-            data = self.fh.read(self.chunk)
+            data = read(self.chunk)
             if not data:
                 break
             if skipping:
@@ -47,30 +50,32 @@ class MarkedLines:
                     continue
                 skipping, base, data = False, base + nl + 1, data[nl + 1:]
                 self.end = base
-            buf += data
-            last = buf.rfind(b"\n")
-            if last < 0:
-                if len(buf) > self.max_line:
-                    skipping, base = True, base + len(buf)
-                    buf.clear()
+            last = data.rfind(b"\n")
+            if last < 0:                      # no line ends here: hold the piece (joined once, not per chunk)
+                parts.append(data)
+                held += len(data)
+                if held > limit:
+                    skipping, base, parts, held = True, base + held, [], 0
                 continue
+            buf = b"".join(parts) + data if parts else data
+            last += held
             done = 0                          # buf offset past the last line yielded
             for m in search(buf, 0, last + 1):
                 if m.start() < done:
                     continue                  # a second match on a line already yielded
                 ls = buf.rfind(b"\n", 0, m.start()) + 1
-                le = buf.find(b"\n", m.end()) + 1
-                done = le
-                if le - ls <= self.max_line:
-                    yield base + ls, bytes(buf[ls:le])
-            del buf[:last + 1]
+                done = buf.find(b"\n", m.end()) + 1
+                if done - ls <= limit:
+                    yield base + ls, buf[ls:done]
             base += last + 1
             self.end = base
-            if len(buf) > self.max_line:
-                skipping, base = True, base + len(buf)
-                buf.clear()
-        if buf and not skipping and len(buf) <= self.max_line and self.pattern.search(buf):
-            yield base, bytes(buf)
+            parts = [buf[last + 1:]] if last + 1 < len(buf) else []
+            held = len(buf) - last - 1
+            if held > limit:
+                skipping, base, parts, held = True, base + held, [], 0
+        rest = b"".join(parts)
+        if rest and self.pattern.search(rest):
+            yield base, rest
 
 
 def parse_line(offset: int, raw: bytes):
@@ -82,3 +87,50 @@ def parse_line(offset: int, raw: bytes):
     start = 3 if offset == 0 and raw.startswith(BOM) else 0
     obj, err = parse_json(raw[start:end])
     return None if err else obj
+
+
+def _value(body: bytes) -> tuple[Any, bool]:
+    """``(value, opaque)`` as ``jsonl.Line`` gives them: orjson's compact encoding of a value is taken as
+    is (``parse_json``'s own fast path), anything else gets the strict parse."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if type(value) is dict and orjson.dumps(value) == body:
+            return value, False
+    value, err = parse_json(body)
+    return (None, err != "blank line") if err else (value, False)
+
+
+def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tuple[list, int] | None:
+    """The lines ``jsonl.head_lines(max_lines, max_bytes)`` would give from a file starting with
+    ``data`` (``eof``: that is the whole file), as ``(value or None, opaque)`` pairs, and the offset
+    where they end; None when ``data`` ends inside them (read more)."""
+    out: list[tuple[Any, bool]] = []
+    pos, size = 0, len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0 and not eof:
+            return None
+        end = size if nl < 0 else nl + 1
+        stop = end - (0 if nl < 0 else 2 if nl > pos and data[nl - 1] == 13 else 1)
+        start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
+        out.append(_value(data[start:stop]))
+        pos = end
+        if len(out) >= max_lines or end >= max_bytes:
+            break
+    return out, pos
+
+
+def last_lines_with(data: bytes, marker: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` (starting at a line start) holding ``marker``, last first."""
+    pos = len(data)
+    while True:
+        i = data.rfind(marker, 0, pos)
+        if i < 0:
+            return
+        ls = data.rfind(b"\n", 0, i) + 1
+        le = data.find(b"\n", i)
+        yield data[ls:len(data) if le < 0 else le + 1]
+        pos = ls

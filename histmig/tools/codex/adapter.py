@@ -21,7 +21,7 @@ import orjson
 from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.codex import walk
-from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines, tail_lines
+from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines
 
 # histmig.core.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
 # here: a flip dry run walks and reads line 1 through this module and never builds one.
@@ -218,16 +218,20 @@ def head_meta(path: Path) -> tuple[dict | None, str | None]:
 
 
 def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
+    return _ref_from_objs(path, [(None if ln.opaque else ln.obj, ln.opaque) for ln in lines], archived, shadowed)
+
+
+def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, shadowed: Path | None) -> SessionRef:
+    """The ref of a file from its head lines, each as ``(parsed value or None, opaque)``."""
     from histmig.core.model import SessionRef
     names = parse_name(path.name)
     ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
                      archived=archived, compressed=is_zst(path))
     meta, meta_cwd, turn_cwd, broken, msgs = None, None, None, 0, 0
-    for ln in lines:
-        if ln.opaque:
+    for obj, opaque in objs:
+        if opaque:
             broken += 1
             continue
-        obj = ln.obj
         t = line_type(obj)
         if meta is None and t in ("session_meta", "legacy:session_meta"):
             meta = meta_of(obj)
@@ -246,7 +250,7 @@ def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Pat
         ref.error = "no session_meta at the start of the file"
     ref.cwd = turn_cwd or meta_cwd
     ref.messages = msgs
-    ref.state = _states(ref, lines, broken, shadowed, meta)
+    ref.state = _states(ref, objs[0][0], broken, shadowed, meta)
     return ref
 
 
@@ -273,13 +277,13 @@ def _ref_extra(meta: dict, names) -> dict:
     return extra
 
 
-def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | None, meta) -> list[str]:
+def _states(ref: SessionRef, first: Any, broken: int, shadowed: Path | None, meta) -> list[str]:
     state = []
     if ref.archived:
         state.append("archived")
     if ref.compressed:
         state.append("compressed")
-    if meta is not None and "payload" not in (lines[0].obj or {}):
+    if meta is not None and "payload" not in (first or {}):
         state.append("legacy pre-envelope (Codex cannot read it)")
     if shadowed is not None:
         state.append("shadows a .zst copy (Codex reads this plain file)")
@@ -304,22 +308,25 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
         fields = index.hit(key, st, ctx) if index is not None else None
         if fields is not None:
             return _cached_ref(path, st, fields, archived)
-        lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+        head = None if is_zst(path) else _plain_head(path, head_bytes)
+        if head is None:
+            lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+            head = ([(None if ln.opaque else ln.obj, ln.opaque) for ln in lines],
+                    lines[-1].offset + (lines[-1].length or 0) if lines else 0, _first_bytes(lines))
     except (HistmigError, OSError) as e:
         names = parse_name(path.name)
         return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
                           compressed=is_zst(path), error=str(e), state=["unreadable"])
-    if not lines:
+    objs, covered, first = head
+    if not objs:
         return SessionRef(format=NAME, id=(parse_name(path.name) or ("", path.stem))[1], path=path,
                           archived=archived, compressed=is_zst(path), error="empty file", size=st.st_size)
-    ref = _ref_from_lines(path, lines, archived, shadowed)
+    ref = _ref_from_objs(path, objs, archived, shadowed)
     ref.size, ref.updated = st.st_size, st.st_mtime
-    covered = lines[-1].offset + (lines[-1].length or 0)
-    resume = first = None
-    if ref.compressed and (len(lines) >= 200 or covered >= head_bytes):
+    resume = None
+    if ref.compressed and (len(objs) >= 200 or covered >= head_bytes):
         ref.messages = _count_rest(path, covered, ref.messages)[0]  # st_size is compressed: a full head says "more"
     elif covered < st.st_size and not ref.compressed:
-        first = _first_bytes(lines)
         grown = index.grown(key, st, ctx) if index is not None else None
         if grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
             ref.messages, resume = _count_rest(path, grown[0]["end"], grown[0]["msgs"])   # only the new bytes
@@ -327,8 +334,27 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
             ref.messages, resume = _count_rest(path, covered, ref.messages)
         ref.cwd = _latest_turn_cwd(path) or ref.cwd   # (not for a .zst: its tail means decompressing it all)
     if index is not None and ref.error is None:
-        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first)
+        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first if resume else None)
     return ref
+
+
+def _plain_head(path: Path, head_bytes: int) -> tuple[list, int, bytes] | None:
+    """The head of a plain rollout from one read (``head_lines`` without a ``Line`` per line):
+    ``(values, offset where the head ends, first bytes)``; None for a head line over 8 MB (read by
+    ``head_lines``)."""
+    from histmig.jsonio.marks import head_values
+    fd = open_regular_fd(path)
+    try:
+        want = 2 * head_bytes
+        while want <= 8 << 20:
+            data = os.pread(fd, want, 0)
+            got = head_values(data, len(data) < want, max_lines=200, max_bytes=head_bytes)
+            if got is not None:
+                return got[0], got[1], data[:4096]
+            want *= 4
+        return None
+    finally:
+        os.close(fd)
 
 
 # Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
@@ -403,15 +429,24 @@ def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
 
 
 def _latest_turn_cwd(path: Path) -> str | None:
+    """The cwd of the last ``turn_context`` among the complete lines of the last 64 KB (``tail_lines``)."""
+    from histmig.jsonio.marks import last_lines_with, parse_line
     try:
-        tail = tail_lines(path, max_bytes=64 * 1024)
+        fd = open_regular_fd(path)
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - 64 * 1024)
+            data = os.pread(fd, size - start, start)
+        finally:
+            os.close(fd)
     except (HistmigError, OSError):
         return None
-    for ln in reversed(tail):
-        if b'"turn_context"' in (ln.raw or b""):
-            obj = ln.obj
-            if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-                return payload(obj)["cwd"]
+    if start > 0:
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+    for raw in last_lines_with(data, b'"turn_context"'):
+        obj = parse_line(1, raw)           # never line 1 of the file: no BOM to strip
+        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            return payload(obj)["cwd"]
     return None
 
 
