@@ -41,8 +41,8 @@ def command(ctx, tools, provider, cwd, since, as_json, no_index):
     progress.done()
     refs.sort(key=lambda r: (r.updated or 0), reverse=True)
     if as_json:
-        from histmig.jsonio.jsonstream import Lazy      # one session's text at a time, never the whole document
-        emit_json_stream(envelope("scan", {"sessions": Lazy(session_ref(r) for r in refs)}))
+        from histmig.jsonio.jsonstream import Lazy, Plain   # one session's text at a time, not the whole document
+        emit_json_stream(envelope("scan", {"sessions": Lazy(Plain(session_ref(r)) for r in refs)}))
         return 0
     render_table(ctx, refs, tools=tools, filtered=bool(provider or cwd or since))
     return 0

@@ -78,15 +78,14 @@ class MarkedLines:
             yield base, rest
 
 
-def parse_line(offset: int, raw: bytes):
-    """The strict parse of one line as ``jsonl.Line.obj`` gives it (terminator and, on line 1, a BOM
-    left out), or None when the line is opaque."""
+def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
+    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (terminator and, at offset 0,
+    a BOM left out)."""
     end = len(raw)
     if raw.endswith(b"\n"):
         end -= 2 if raw.endswith(b"\r\n") else 1
     start = 3 if offset == 0 and raw.startswith(BOM) else 0
-    obj, err = parse_json(raw[start:end])
-    return None if err else obj
+    return _value(raw[start:end])
 
 
 def _value(body: bytes) -> tuple[Any, bool]:

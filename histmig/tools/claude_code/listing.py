@@ -151,7 +151,7 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None
         for offset, raw in lines:
             if not raw.endswith(b"\n"):
                 resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
-            obj = parse_line(offset, raw)
+            obj = parse_line(offset, raw)[0]
             t = obj.get("type") if isinstance(obj, dict) else None
             msg = obj.get("message") if t == "assistant" else None
             new_mid = msg["id"] if isinstance(msg, dict) and isinstance(msg.get("id"), str) else None

@@ -237,9 +237,10 @@ def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, sha
             meta = meta_of(obj)
         elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             turn_cwd = payload(obj)["cwd"]
-        if ref.title is None:
-            ref.title = _title(user_prompt(obj))
-        msgs += is_conversation_message(obj)
+        if t == "response_item" or t == "event_msg" or (t is not None and t.startswith("legacy:")):
+            if ref.title is None:      # (only these line types hold prompts and messages)
+                ref.title = _title(user_prompt(obj))
+            msgs += is_conversation_message(obj)
     if meta is not None:
         ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
         meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
@@ -384,7 +385,7 @@ def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
         lines = MarkedLines(fh, MESSAGE_MARK, start=start)
         partial = 0
         for offset, raw in lines:
-            hit = is_conversation_message(parse_line(offset, raw))
+            hit = is_conversation_message(parse_line(offset, raw)[0])
             total += hit
             if not raw.endswith(b"\n"):
                 partial = hit          # the unterminated last line is counted, not resumed past
@@ -444,7 +445,7 @@ def _latest_turn_cwd(path: Path) -> str | None:
     if start > 0:
         data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
     for raw in last_lines_with(data, b'"turn_context"'):
-        obj = parse_line(1, raw)           # never line 1 of the file: no BOM to strip
+        obj = parse_line(1, raw)[0]        # never line 1 of the file: no BOM to strip
         if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             return payload(obj)["cwd"]
     return None
