@@ -26,7 +26,7 @@ from histmig.core.homes import resolve_homes
 from histmig.jsonio import marks
 from histmig.jsonio.jsonl import read_lines
 from histmig.tools.claude_code import adapter as cc
-from histmig.tools.claude_code import listing as cc_listing
+from histmig.tools.claude_family import listing as cc_listing
 from histmig.tools.claude_code.records import count_messages, records_from_lines
 from histmig.tools.codex import adapter as codex
 
@@ -98,7 +98,7 @@ def test_no_index_neither_reads_nor_writes_it(sample_home):
         rec[2]["title"] = "FROM THE INDEX"
     open(index_file(), "wb").write(orjson.dumps(doc))
     mtime = os.stat(index_file()).st_mtime_ns
-    indexed = ("codex", "claude-code")
+    indexed = ("codex", "claude-code", "mini-cc")
     assert {s["title"] for s in scan() if s["tool"] in indexed} == {"FROM THE INDEX"}   # the index answers...
     assert "FROM THE INDEX" not in {s["title"] for s in scan("--no-index")}            # ...unless bypassed
     assert os.stat(index_file()).st_mtime_ns == mtime
@@ -291,3 +291,21 @@ def test_claude_adapter_discover_counts_big_files_exactly(isolated_homes):
     assert path.stat().st_size > 2 * cc.HEAD_TAIL
     ref = next(cc.discover(resolve_homes()))
     assert ref.messages == count_messages(records_from_lines(read_lines(path)))
+
+
+def test_mini_cc_counts_are_exact_past_128_kb(isolated_homes):
+    from histmig.tools.mini_cc import adapter as mini
+    folder = mini.projects_root(resolve_homes()) / "-w-app"
+    folder.mkdir(parents=True)
+    path = folder / "5b1f3c2a-8d4e-4f6a-9b7c-0d1e2f3a4b5c.jsonl"
+    lines = []
+    for i in range(400):     # the Python build writes spaced JSON
+        lines.append(json.dumps({"type": "user", "uuid": f"u{i}", "cwd": "/w/app",
+                                 "message": {"role": "user", "content": "q" * 300}}))
+        lines.append(json.dumps({"type": "assistant", "uuid": f"a{i}", "cwd": "/w/app",
+                                 "message": {"role": "assistant", "content": [{"type": "text", "text": "a"}]}}))
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 2 * 64 * 1024
+    (ref,) = [s for s in scan() if s["tool"] == "mini-cc"]
+    assert ref["messages"] == 800 == sum(1 for r in mini.records_from_lines(read_lines(path)) if r.role)
+    assert scan() == scan("--no-index")

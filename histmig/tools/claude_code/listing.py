@@ -15,11 +15,10 @@ from typing import Any, Iterator
 import orjson
 
 from histmig.core.diagnostics import HistmigError
-from histmig.core.scanindex import HEAD_HASH_BYTES, fields_of, fill, head_hash
 from histmig.tools.claude_family.blocks import first_timestamp, first_value
 from histmig.tools.claude_code.records import count_messages, records_from_lines, title_of
-from histmig.tools.claude_family.listing import (broken_lines_state, head_value, mark_unreadable, scan_ends,
-                                     session_files, subdirs)
+from histmig.tools.claude_family.listing import (broken_lines_state, head_value, list_ends, mark_unreadable,
+                                                 session_files, subdirs)
 from histmig.core.model import Record, SessionRef
 from histmig.core.paths import SLUG_MAX, claude_slug
 
@@ -85,33 +84,13 @@ def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = N
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        fields = index.hit(os.fspath(path), st) if index is not None else None
-        if fields is not None:
-            fill(ref, fields)
-        else:
-            _list_file(ref, path, st, index)
+        list_ends(ref, path, st, records_from_lines, summarize, index=index, fields=FIELDS)
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
     agents = len(subagent_files(path, legacy)) if ref.error is None else 0
     if agents:
         ref.extra["subagents"] = agents
     return ref
-
-
-def _list_file(ref: SessionRef, path: Path, st: os.stat_result, index: Any) -> None:
-    head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
-    summarize(ref, head, tail, whole)
-    resume = first = None
-    if not whole:
-        key = os.fspath(path)
-        first = first_bytes(path)
-        grown = index.grown(key, st) if index is not None else None
-        if grown is not None and grown[1] == head_hash(first):
-            ref.messages, resume = count_messages_from(path, **grown[0])      # only the new bytes
-        else:
-            ref.messages, resume = count_messages_from(path)
-    if index is not None:
-        index.store(os.fspath(path), st, fields_of(ref, FIELDS), resume=resume, first=first)
 
 
 def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
@@ -130,43 +109,7 @@ def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bo
         ref.state.append(f"not in picker ({hidden})")
 
 
-# Every line that is a user or assistant record holds its ``"type":"user|assistant"`` (a nested one, in
-# a progress record, is a false match the parse drops): only those lines are parsed.
-MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 FIELDS = ("cwd", "created", "title", "messages", "state", "error", "extra")
-
-
-def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None = None) -> tuple[int, dict]:
-    """``count_messages`` of the whole file by a byte search: ``msgs`` counted before offset ``end``
-    (a line boundary), ``mid`` the ``message.id`` of the assistant line just before it. Adjacent
-    assistant lines sharing ``message.id`` are one message, as ``records_from_lines`` groups them.
-    Returns the count and where a later count resumes."""
-    from histmig.jsonio.jsonl import open_regular
-    from histmig.jsonio.marks import MarkedLines, parse_line
-    total, at = msgs, end if mid is not None else -1      # ``mid`` continues a group only at ``at``
-    resume = None
-    with open_regular(path) as fh:
-        fh.seek(end)
-        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
-        for offset, raw in lines:
-            if not raw.endswith(b"\n"):
-                resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
-            obj = parse_line(offset, raw)[0]
-            t = obj.get("type") if isinstance(obj, dict) else None
-            msg = obj.get("message") if t == "assistant" else None
-            new_mid = msg["id"] if isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
-            if t in ("user", "assistant") and not (new_mid is not None and new_mid == mid and at == offset):
-                total += 1
-            mid, at = new_mid, offset + len(raw)
-    if resume is None:
-        resume = {"end": lines.end, "msgs": total, "mid": mid if at == lines.end else None}
-    return total, resume
-
-
-def first_bytes(path: Path) -> bytes:
-    from histmig.jsonio.jsonl import open_regular
-    with open_regular(path) as fh:
-        return fh.read(HEAD_HASH_BYTES)
 
 
 def raw_cwd(records: list[Record]) -> str | None:
