@@ -67,7 +67,7 @@ def sample_home(isolated_homes):
 
 def test_a_repeat_scan_reads_no_session_file_and_prints_the_same(sample_home, monkeypatch):
     cold = histmig("scan", "--json").stdout
-    assert os.path.exists(index_file())
+    assert os.stat(index_file()).st_mode & 0o777 == 0o600          # as every file of the state dir
     table = histmig("scan", "--no-index").stdout
 
     def no_read(*a, **k):

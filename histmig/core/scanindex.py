@@ -137,9 +137,10 @@ class ScanIndex:
         if not self.changed:
             return True
         tmp = f"{self.file}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(self.file), exist_ok=True)
-            with open(tmp, "wb") as fh:
+        try:                                 # folders 0700, files 0600, as the rest of the state dir (docs/safety.md)
+            os.makedirs(os.path.dirname(self.file), mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(orjson.dumps({"version": VERSION, "records": self.records}))
             os.replace(tmp, self.file)
         except (OSError, TypeError, ValueError):
