@@ -115,6 +115,16 @@ def test_a_corrupt_index_is_rebuilt(sample_home, junk):
     assert scan() == expected
 
 
+def test_a_damaged_record_is_read_again(sample_home):
+    expected = scan("--no-index")
+    scan()
+    doc = orjson.loads(open(index_file(), "rb").read())
+    for n, rec in enumerate(doc["records"].values()):
+        rec[2] = [{}, {"state": 5, "id": 1, "extra": {}}, {"title": ["x"]}, {"cwd": "/x"}][n % 4]
+    open(index_file(), "wb").write(orjson.dumps(doc))
+    assert scan() == expected
+
+
 def test_an_unwritable_state_dir_never_fails_scan(sample_home, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

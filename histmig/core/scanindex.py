@@ -47,6 +47,16 @@ def fill(ref: Any, fields: dict) -> Any:
     return ref
 
 
+def _sound(name: str, value: Any) -> bool:
+    """A stored field of the type a ref holds (``state``: a list of strings, ``extra``: an object, the
+    rest scalars)."""
+    if name == "state":
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+    if name == "extra":
+        return isinstance(value, dict)
+    return value is None or isinstance(value, (str, int, float))
+
+
 def _copy(v: Any) -> Any:
     return dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
 
@@ -78,13 +88,17 @@ class ScanIndex:
 
     # ---- look-ups -----------------------------------------------------------------------------
 
-    def hit(self, path: str, st: os.stat_result, ctx: Any = None) -> dict | None:
-        """The stored fields of ``path`` when the file is unchanged since they were stored."""
+    def hit(self, path: str, st: os.stat_result, ctx: Any = None, names: tuple[str, ...] | None = None) -> dict | None:
+        """The stored fields of ``path`` when the file is unchanged since they were stored (and, with
+        ``names``, they are exactly those fields, of the types a ref holds: a damaged record is a miss)."""
         self.touched.add(path)
         rec = self._record(path)
-        if rec is not None and rec[0] == key_of(st) and rec[1] == ctx:
-            return rec[2]
-        return None
+        if rec is None or rec[0] != key_of(st) or rec[1] != ctx:
+            return None
+        fields = rec[2]
+        if names is not None and (set(fields) != set(names) or not all(_sound(k, v) for k, v in fields.items())):
+            return None
+        return fields
 
     def grown(self, path: str, st: os.stat_result, ctx: Any = None) -> tuple[dict, str] | None:
         """``(resume, head hash)`` of ``path`` when it may only have grown since it was stored: same

@@ -70,7 +70,7 @@ def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Cal
     the message count, resumed where it stopped when the file only grew. Raises what reading raises."""
     from histmig.core.scanindex import fields_of, fill, head_hash
     key = str(path)
-    hit = index.hit(key, st) if index is not None else None
+    hit = index.hit(key, st, None, fields) if index is not None else None
     if hit is not None:
         fill(ref, hit)
         return

@@ -306,7 +306,7 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
         st = path.stat()
         key = os.fspath(path)
         ctx = [archived, None if shadowed is None else os.fspath(shadowed)]
-        fields = index.hit(key, st, ctx) if index is not None else None
+        fields = index.hit(key, st, ctx, _FIELDS) if index is not None else None
         if fields is not None:
             return _cached_ref(path, st, fields, archived)
         head = None if is_zst(path) else _plain_head(path, head_bytes)
