@@ -7,7 +7,8 @@ rollouts with a 20 KB line 1), then runs, each in a fresh process and interleave
   cold   ``histmig scan --json`` with no scan index   vs  ``cat`` of every session file
   warm   ``histmig scan --json`` with the index        vs  a Python program that only walks and stats them
 
-and prints each pair's ratio (min and median over ``--pairs``, target: ≤ 2x for both) and peak RSS.
+and prints each pair's ratio (min and median over ``--pairs``, target: ≤ 2x for both) and peak RSS, and
+the start-up alone (a scan of an empty home), the fixed part of both.
 The machine may be shared: ratios within a pair are what to compare, not seconds across runs.
 
     python bench/scan_bench.py [--tree samples|codex] [--sessions 2000] [--mb 400] [--pairs 5] [--keep DIR]
@@ -106,12 +107,17 @@ def main() -> None:
                     "compileall.compile_dir(os.path.dirname(histmig.__file__), quiet=1)"], env=env, check=True)
     timed(cat, env, shell=True)                    # page cache warm for both sides
     rows: dict[str, list] = {"cold": [], "warm": []}
+    startup: list[float] = []                      # informative: scan of an empty home (start-up, imports)
+    empty = root / "empty"
+    empty.mkdir(exist_ok=True)
+    empty_scan = [sys.executable, "-m", "histmig", "--home", str(empty), "scan", "--json"]
     for _ in range(args.pairs):
         shutil.rmtree(state, ignore_errors=True)
         floor, run = timed(cat, env, shell=True), timed(scan, env)
         rows["cold"].append((run[0] / floor[0], run[0], floor[0], run[1]))
         floor, run = timed(walk, env), timed(scan, env)
         rows["warm"].append((run[0] / floor[0], run[0], floor[0], run[1]))
+        startup.append(timed(empty_scan, dict(env, HOME=str(empty)))[0])
     print(f"{n:,} session files, {size / 1e6:.0f} MB ({args.tree} tree), {args.pairs} interleaved pairs")
     print(f"{'scan --json':<12}{'floor':<34}{'ratio min':>10}{'median':>8}{'scan s':>8}{'floor s':>8}{'peak MB':>8}")
     for name, floor_name in (("cold", "cat of every session file"), ("warm", "Python walk + stat of each file")):
@@ -120,6 +126,7 @@ def main() -> None:
         print(f"{name:<12}{floor_name:<34}{min(ratios):>9.2f}x{statistics.median(ratios):>7.2f}x"
               f"{statistics.median(x[1] for x in r):>8.2f}{statistics.median(x[2] for x in r):>8.2f}"
               f"{max(x[3] for x in r):>8}")
+    print(f"(start-up: a scan of an empty home takes {statistics.median(startup):.2f} s, median)")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 
