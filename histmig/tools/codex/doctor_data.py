@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
+from histmig.core.forkmap import file_size, fork_map
 from histmig.tools.codex.adapter import ThreadFacts
 from histmig.tools.codex.doctor_history import Histories
 from histmig.tools.codex.doctor_scan import Resolved, scan_rollout
@@ -98,14 +99,16 @@ def load(homes: Homes) -> CodexHome:
     config = load_config(homes)
     dbs = codex_state.state_dbs(homes, config.raw)
     histories = Histories([h for db in dbs if (h := db.parent / codex_state.HISTORY_DB).is_file()])
-    rollouts, shadowed = [], []
-    try:
-        for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
-            if zst is not None:
-                shadowed.append(Path(zst))     # Codex reads the plain file; the .zst is ignored
-            path = Path(where)
-            if path.is_file() and not path.is_symlink():   # the checks read regular files only
-                rollouts.append(read_rollout(path, archived=archived, needs_of=histories.needs_of))
+    files, shadowed = [], []
+    for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
+        if zst is not None:
+            shadowed.append(Path(zst))     # Codex reads the plain file; the .zst is ignored
+        path = Path(where)
+        if path.is_file() and not path.is_symlink():   # the checks read regular files only
+            files.append((path, archived))
+    try:    # on both CPUs, as flip's and move's planners (the result is the sequential one)
+        rollouts = fork_map(lambda f: read_rollout(f[0], archived=f[1], needs_of=histories.needs_of), files,
+                            [file_size(p) for p, _ in files])
     finally:
         histories.close()
     return CodexHome(homes, config, rollouts, shadowed, dbs)

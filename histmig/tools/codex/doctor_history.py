@@ -8,7 +8,9 @@ left out here: ``doctor_db.check_offsets`` reports it with the same message ``st
 """
 from __future__ import annotations
 
+import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator
 
@@ -45,39 +47,51 @@ def _indexed(con: sqlite3.Connection, table: str) -> bool:
 
 
 class Histories:
-    """``needs_of(thread_id)``: that thread's rows of every readable history database."""
+    """``needs_of(thread_id)``: that thread's rows of every readable history database. Each
+    process opens its own connections, on first use (doctor reads rollouts in forked workers,
+    and SQLite connections must not cross a fork)."""
 
     def __init__(self, hists: list[Path]):
-        self._dbs: list[tuple[str, sqlite3.Connection, dict | None]] = []
+        self._dbs: list[tuple[str, dict | None]] = []
+        self._cons: dict[str, sqlite3.Connection] = {}
+        self._pid = os.getpid()
         for hist in hists:
             try:
                 validate(hist)
-                con = connect_ro(hist)
-                whole = None if all(_indexed(con, t) for t, _, _ in TABLES) else _grouped(con)
+                with closing(connect_ro(hist)) as con:
+                    whole = None if all(_indexed(con, t) for t, _, _ in TABLES) else _grouped(con)
             except (HistmigError, sqlite3.Error):
                 continue
-            self._dbs.append((str(hist), con, whole))
+            self._dbs.append((str(hist), whole))
+
+    def _con(self, hist: str) -> sqlite3.Connection:
+        if self._pid != os.getpid():     # a forked worker: the parent's connections are not its own
+            self._cons, self._pid = {}, os.getpid()
+        if hist not in self._cons:
+            self._cons[hist] = connect_ro(Path(hist))
+        return self._cons[hist]
 
     def needs_of(self, thread_id: str) -> Needs | None:
         needs = Needs()
-        for hist, con, whole in self._dbs:
+        for hist, whole in self._dbs:
             for table, cols, keys in TABLES:
                 if whole is not None:
                     rows = whole[table].get(thread_id, [])
                 else:
                     try:
-                        rows = [dict(r) for r in con.execute(
+                        rows = [dict(r) for r in self._con(hist).execute(
                             f"SELECT {', '.join(cols)} FROM {table} WHERE thread_id = ?", (thread_id,))]
-                    except sqlite3.Error:
+                    except (HistmigError, sqlite3.Error):
                         rows = []
                 for row in rows:
                     _add(needs, hist, table, tuple(row[k] for k in keys), row)
         return needs if needs.rows else None
 
     def close(self) -> None:
-        for _, con, _ in self._dbs:
-            con.close()
-        self._dbs = []
+        if self._pid == os.getpid():
+            for con in self._cons.values():
+                con.close()
+        self._cons = {}
 
 
 def _add(needs: Needs, hist: str, table: str, key: tuple, row: dict) -> None:

@@ -30,8 +30,8 @@ from histmig.tools.codex.adapter import ThreadFacts
 CHUNK = 1 << 20
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
-ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')     # any ordinal (before the id is known)
-UNFIXABLE = object()    # a stored offset with no ordinal to go by that is not a line start either
+ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
+UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
 
 def _int(v: Any) -> bool:
@@ -91,7 +91,6 @@ class _Read:
         self.starts: set[int] = set()
         self.early: set[int] = set()   # every line start read before the id was known
         self.offsets: list[int] = []   # the needed offsets, ascending
-        self.pattern: re.Pattern | None = None   # the needed ordinals' bytes
         self.cwd_at = -1               # where an in-order line last set resume_cwd
         self.tc: tuple[int, str] | None = None   # the last turn_context-only line with a cwd
 
@@ -105,7 +104,6 @@ class _Read:
             self.needs = self.needs_of(self.facts.id)
             if self.needs is not None:
                 self.offsets = sorted(self.needs.offsets)
-                self.pattern = ordinal_pattern(self.needs.ordinals)
         self._ordinals(buf, end, base)
         if self.asked:
             self._starts(buf, end, base)
@@ -147,7 +145,9 @@ class _Read:
             return                     # no offset rows for this thread: no ordinal is asked
         wanted = self.needs.ordinals if self.needs is not None else None
         last = -1
-        for m in (self.pattern or ORDINAL).finditer(buf, 0, end):
+        for m in ORDINAL.finditer(buf, 0, end):
+            if wanted is not None and int(m.group(1)) not in wanted:
+                continue
             start, stop = _line_at(buf, m.start(), end)
             if start == last:
                 continue
@@ -224,26 +224,6 @@ class _Read:
         if n in self.spans:
             return self.spans[n][0]
         return self.spans[n - 1][1] if n - 1 in self.spans else None
-
-
-def ordinal_pattern(ordinals: set[int]) -> re.Pattern | None:
-    """A regex matching ``"ordinal":N`` for the wanted N only (a superset: the line is parsed to
-    confirm), as a trie of their digits so each line costs a few steps however many are wanted."""
-    if not ordinals:
-        return None
-    return re.compile(rb'"ordinal"\s*:\s*-?' + _trie(sorted({str(abs(n)) for n in ordinals})).encode() + rb"(?![0-9])")
-
-
-def _trie(words: list[str]) -> str:
-    if words == [""]:
-        return ""
-    firsts: dict[str, list[str]] = {}
-    for w in words:
-        firsts.setdefault(w[:1], []).append(w[1:])
-    alts = [c + _trie(rest) if c else "" for c, rest in firsts.items()]
-    if len(alts) == 1:
-        return alts[0]
-    return "(?:" + "|".join(a for a in alts if a) + ")" + ("?" if "" in alts else "")
 
 
 def _sets_cwd(obj: Any) -> str | None:
