@@ -111,3 +111,33 @@ def test_same_as_strict_reading(tmp_path, monkeypatch, seed, chunk):
 def test_no_session_meta_and_empty(tmp_path):
     check(tmp_path, b"", [])
     check(tmp_path, _line(1, "event_msg", {"type": "a"}), [])
+
+
+def test_forked_read_is_the_sequential_one(tmp_path, monkeypatch):
+    """doctor_data.load on both CPUs (forked workers, each with its own history connections)
+    returns exactly what one process reads."""
+    import functools
+    import sqlite3
+    import sys
+    from pathlib import Path
+
+    from histmig.core import forkmap
+    from histmig.core.homes import resolve_homes
+    from histmig.tools.codex import doctor_data
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        import gen_codex
+    finally:
+        sys.path.pop(0)
+    gen_codex.generate(tmp_path, 12, 2)
+    hist = sqlite3.connect(tmp_path / ".codex" / "thread_history_1.sqlite")
+    hist.execute("UPDATE thread_turns SET rollout_byte_offset = rollout_byte_offset + 1 WHERE turn_id = 'turn-0002'")
+    hist.commit()
+    hist.close()
+    homes = resolve_homes(home=tmp_path)
+    one = doctor_data.load(homes).rollouts
+    monkeypatch.setattr(doctor_data, "fork_map", functools.partial(forkmap.fork_map, min_weight=0, ncpu=2))
+    two = doctor_data.load(homes).rollouts
+    assert one == two and len(one) == 12
+    assert any(r.offsets for r in one)
