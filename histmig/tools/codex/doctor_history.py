@@ -16,7 +16,7 @@ from typing import Iterator
 
 from histmig.core.diagnostics import HistmigError
 from histmig.tools.codex.doctor_scan import Needs
-from histmig.tools.codex.state import PROJECTION_COLUMNS, TURN_OFFSETS, _query, connect_ro
+from histmig.tools.codex.state import PROJECTION_COLUMNS, TURN_OFFSETS, check_history, connect_ro
 
 TURN_COLUMNS = ("thread_id", "turn_id", "rollout_ordinal", TURN_OFFSETS[0], "rollout_end_ordinal", TURN_OFFSETS[1])
 # (table, the columns state.history_rows reads, the row's key)
@@ -34,8 +34,7 @@ def expect(table: str, row: dict) -> dict[str, tuple[str, object]]:
 
 def validate(hist: Path) -> None:
     """Raise what ``state.history_rows`` raises for a database it cannot read (same order, same text)."""
-    for table, cols, _ in TABLES:
-        _query(hist, table, cols, "LIMIT 0", need=cols)
+    check_history(hist)
 
 
 def _indexed(con: sqlite3.Connection, table: str) -> bool:
