@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
 import shutil
 import statistics
@@ -59,6 +60,16 @@ for d, _, names in os.walk(src):
                 w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
         i += 1
 '''
+LAUNCH = '''import json, os, subprocess, sys, time
+cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+os.sync()      # not timed: no step pays for the dirty pages of the one before
+t0 = time.perf_counter()
+p = subprocess.Popen(cmd, shell=shell)
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+with open(res, "w") as f:
+    json.dump([wall, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)], f)
+'''
 COPY_LISTED = '''import ctypes, os, shutil, sys
 listing, out = sys.argv[1], sys.argv[2]
 os.makedirs(out)
@@ -98,18 +109,17 @@ class Bench:
                 **({"PYTHONDONTWRITEBYTECODE": "1"} if os.environ.get("PYTHONDONTWRITEBYTECODE") else {})}
 
     def run(self, cmd, home: Path, *, shell: bool = False, ok=(0, 3)) -> tuple[float, float]:
-        """Wall seconds and peak RSS (MB) of one fresh process, reaped with wait4."""
-        os.sync()
-        t0 = time.perf_counter()
-        with tempfile.TemporaryFile() as out:
-            p = subprocess.Popen(cmd, env=self.env(home), shell=shell, stdout=out, stderr=out, cwd=ROOT)
-            _, status, ru = os.wait4(p.pid, 0)
-            wall = time.perf_counter() - t0
-            code = os.waitstatus_to_exitcode(status)
-            if code not in ok:
+        """Wall seconds and peak RSS (MB) of one fresh process, started and reaped (wait4) by a
+        small launcher: a child's ru_maxrss counts the image it was forked from (Linux keeps the
+        high-water mark across exec), and this process holds the trees' and plans' data."""
+        with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as res:
+            p = subprocess.run([sys.executable, "-S", "-c", LAUNCH, json.dumps(cmd), str(int(shell)), res.name],
+                               env=self.env(home), stdout=out, stderr=out, cwd=ROOT)
+            wall, rss, code = json.loads(res.read() or "[0, 0, -1]")
+            if p.returncode != 0 or code not in ok:
                 out.seek(0)
                 raise SystemExit(f"{cmd!r} failed ({code}): {out.read().decode(errors='replace')[-2000:]}")
-        return wall, ru.ru_maxrss / 1024
+        return wall, rss
 
     def fresh(self, src: Path, name: str) -> Path:
         """A copy of a tree (its home and state dir) to change; not timed."""
@@ -187,7 +197,6 @@ def bench_move(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
 
 def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
     """The files move's plan rewrites (its write_file operations), for the durable-copy floor."""
-    import json
     plan = b.work / "move-plan.json"
     b.run(b.hm + ["move", old, new, "--plan-out", str(plan)], src / "home")
     ops = json.loads(plan.read_text()).get("operations", [])
