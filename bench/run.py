@@ -255,8 +255,9 @@ def main(argv=None) -> int:
         b = Bench(work, a.quick)
         rows = []
         for step in (bench_reads, bench_flip, bench_move, bench_convert):
-            rows += step(b, trees, pairs)
-            print(table(rows), flush=True)
+            done = step(b, trees, pairs)
+            rows += done
+            print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)
         text = report(rows, sessions, size, pairs, a.quick)
         print("\n" + text)
         if not a.no_doc:
