@@ -122,7 +122,7 @@ def test_forked_read_is_the_sequential_one(tmp_path, monkeypatch):
     from pathlib import Path
 
     from histmig.core import forkmap
-    from histmig.core.homes import resolve_homes
+    from histmig.tools import resolve_homes
     from histmig.tools.codex import doctor_data
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
