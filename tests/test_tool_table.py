@@ -317,7 +317,6 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
     "cli/demo.py": "help text: the demo's script is example command lines (a Codex -> Claude Code convert)",
-    "toolkit/convert/calls.py": "Codex <-> Claude tool-call mapping; moving to per-tool call hooks (next commit)",
 }
 
 
