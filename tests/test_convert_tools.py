@@ -92,3 +92,40 @@ def test_tool_ids_are_made_valid_and_unique_for_anthropic():
     taken: set[str] = set()
     assert tools.safe_tool_id("call:1/x", taken, "t") == "call_1_x"
     assert tools.safe_tool_id("call_1_x", taken, "t") == "call_1_x_2"
+
+
+# ---- the neutral vocabulary: a call that goes out and comes back is the same call ----------------------
+
+path = line.filter(lambda s: s.strip() and "/" not in s).map(lambda s: f"/w/{s.strip()}")
+claude_calls = st.one_of(
+    st.builds(lambda p, o, n, r: ("Edit", {"file_path": p, "old_string": o, "new_string": n} | r),
+              path, block, block, st.sampled_from([{}, {"replace_all": True}])),
+    st.builds(lambda p, es: ("MultiEdit", {"file_path": p, "edits": [{"old_string": o, "new_string": n} for o, n in es]}),
+              path, st.lists(st.tuples(block, block), min_size=2, max_size=4)),
+    st.builds(lambda p, c: ("Write", {"file_path": p, "content": c}), path, block),
+    st.builds(lambda p, extra: ("Read", {"file_path": p} | extra), path,
+              st.fixed_dictionaries({}, optional={"offset": st.integers(0, 10**6), "limit": st.integers(1, 10**6)})),
+    st.builds(lambda todos: ("TodoWrite", {"todos": todos}), st.lists(st.fixed_dictionaries(
+        {"content": line, "status": st.sampled_from(["pending", "in_progress", "completed"]), "activeForm": line}),
+        max_size=4)),
+    st.builds(lambda c, extra: ("Bash", {"command": c} | extra), block,
+              st.fixed_dictionaries({}, optional={"timeout": st.integers(1, 600000), "description": line})),
+)
+
+
+@settings(max_examples=300)
+@given(claude_calls)
+def test_a_claude_call_through_the_neutral_vocabulary_comes_back_unchanged(call):
+    name, args = call
+    [back] = tools.translate(ToolCall("toolu_1", name, args), CLAUDE, CLAUDE, "/w")
+    assert (back.name, back.arguments) == (name, args)
+
+
+@settings(max_examples=200)
+@given(path, block, block)
+def test_a_claude_edit_through_codex_and_back_is_the_same_edit(p, old, new):
+    from hypothesis import assume
+    assume(old and old != new)             # a pure insertion has no anchor an Edit could use
+    mapped = claude_to_codex("Edit", {"file_path": p, "old_string": old, "new_string": new}, "/w")
+    [back] = tools.translate(ToolCall("call_1", mapped.name, mapped.arguments), CODEX, CLAUDE, "/w")
+    assert (back.name, back.arguments) == ("Edit", {"file_path": p, "old_string": old, "new_string": new})
