@@ -12,7 +12,8 @@ from histmig.toolkit.convert.common import Target
 from histmig.toolkit.convert.flatten import flatten, usage_from
 from histmig.toolkit.convert.ids import Ids
 from histmig.tools.qwen import adapter, provenance
-from histmig.tools.qwen.calls import from_neutral, from_source, to_neutral
+from histmig.toolkit.convert.calls import translate
+from histmig.tools.qwen.calls import CALLS
 from histmig.tools.qwen.write import usage_metadata, write
 
 PATCH = "*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n"
@@ -36,25 +37,33 @@ def rec(role: str, *parts, kind: str = "message", usage=None) -> Record:
     return Record(kind=kind, role=role, timestamp="2026-09-01T10:00:01.000Z", parts=list(parts), usage=usage)
 
 
+def qwen_calls(source: str, name: str, arguments, cwd: str = "/w/app") -> list[tuple[str, object]]:
+    source_calls = registry.hook(source, "calls")
+    return [(m.name, m.arguments) for m in translate(ToolCall("c1", name, arguments), source_calls, CALLS, cwd)]
+
+
 def test_codex_calls_become_qwen_tools_with_their_argument_shapes():
-    [shell] = from_source("codex", "exec_command", '{"cmd": "ls -a", "workdir": "/w/app"}', "/w/app")
-    assert (shell.name, shell.arguments) == ("run_shell_command", {"command": "ls -a"})
-    patch = from_source("codex", "apply_patch", PATCH, "/w/app")
-    assert [(m.name, m.arguments) for m in patch] == [
+    assert qwen_calls("codex", "exec_command", '{"cmd": "ls -a", "workdir": "/w/app"}') == \
+        [("run_shell_command", {"command": "ls -a"})]
+    assert qwen_calls("codex", "apply_patch", PATCH) == [
         ("write_file", {"file_path": "/w/app/new.txt", "content": "hello\n"}),
         ("edit", {"file_path": "/w/app/a.py", "old_string": "x = 1", "new_string": "x = 2"})]
 
 
-def test_claude_calls_map_both_ways_and_unknown_tools_keep_their_name():
-    [read] = from_neutral("Read", {"file_path": "/a", "offset": 3})
-    assert (read.name, read.arguments) == ("read_file", {"file_path": "/a", "offset": 3})
-    [grep] = from_neutral("Grep", {"pattern": "x", "output_mode": "content"})
-    assert grep.name == "grep_search" and grep.arguments == {"pattern": "x"} and grep.notes
-    edits = from_neutral("MultiEdit", {"file_path": "/a", "edits": [{"old_string": "a", "new_string": "b"}] * 2})
-    assert [m.name for m in edits] == ["edit", "edit"]
-    assert to_neutral("run_shell_command", {"command": "ls", "is_background": False}).arguments == \
-        {"command": "ls", "run_in_background": False}
-    assert from_neutral("mcp__x__y", {"a": 1})[0].name == "mcp__x__y"
+def test_claude_calls_map_to_qwen_and_back_and_unknown_tools_keep_their_name():
+    assert qwen_calls("claude-code", "Read", {"file_path": "/a", "offset": 3}) == \
+        [("read_file", {"file_path": "/a", "offset": 3})]
+    assert qwen_calls("claude-code", "Grep", {"pattern": "x", "output_mode": "content"}) == \
+        [("grep_search", {"pattern": "x"})]
+    edits = qwen_calls("claude-code", "MultiEdit", {"file_path": "/a", "edits": [{"old_string": "a", "new_string": "b"}] * 2})
+    assert [n for n, _ in edits] == ["edit", "edit"]
+    assert qwen_calls("claude-code", "mcp__x__y", {"a": 1}) == [("mcp__x__y", {"a": 1})]
+    back = translate(ToolCall("c1", "run_shell_command", {"command": "ls", "description": "list"}), CALLS,
+                     registry.hook("claude-code", "calls"), "/w/app")
+    assert [(m.name, m.arguments) for m in back] == [("Bash", {"command": "ls", "description": "list"})]
+    to_codex = translate(ToolCall("c1", "run_shell_command", {"command": "ls"}), CALLS, registry.hook("codex", "calls"),
+                         "/w/app")
+    assert [m.name for m in to_codex] == ["exec_command"]
 
 
 def test_written_session_reads_back_with_calls_results_usage_and_no_foreign_reasoning(tmp_path):

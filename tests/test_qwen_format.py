@@ -101,3 +101,19 @@ def test_home_is_runtime_dir_then_qwen_home_then_default(tmp_path):
     assert resolve_homes(home="/o", env=env | {"QWEN_HOME": "/q", "QWEN_RUNTIME_DIR": "/r"}).qwen == Path("/o/.qwen")
     assert resolve_homes(env=env | {"QWEN_HOME": "/q"}, qwen_home="/f").qwen == Path("/f")
     assert canonical("qwen-code") == canonical("Qwen") == "qwen"
+
+
+def test_a_big_session_is_counted_exactly_and_the_index_answers_the_second_scan(tmp_path):
+    src = next(p for p in FILES if p.parts[-5] == "resumed")
+    folder = tmp_path / ".qwen" / "projects" / "-w" / "chats"
+    folder.mkdir(parents=True)
+    big = folder / src.name
+    lines = src.read_bytes().splitlines(keepends=True)
+    big.write_bytes(b"".join(lines * 40))                 # ~330 KB: past the two 64 KB ends
+    ref = adapter.ref_for(big)
+    assert ref.messages == 5 * 40 and ref.title == "first question"
+    from histmig.core.scanindex import ScanIndex
+    index = ScanIndex(str(tmp_path / "idx.json"))
+    first = adapter.ref_for(big, index=index)
+    again = adapter.ref_for(big, index=index)
+    assert (first.messages, first.cwd, first.title) == (again.messages, again.cwd, again.title) == (200, ref.cwd, ref.title)

@@ -35,8 +35,8 @@ EXPECTED = {
     ("manifest", "unhealthy-checkpoint-past-end"): [("/home/user/work/lib/src", None,
                                                      "Explain what lib/src/cache.ts does.", 4, "checkpoint")],
     ("qwen", "plain"): [(f"{REC}/app", None, "Say hello in one short sentence.", 2, "ok")],
-    ("qwen", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 4, "ok")],
-    ("qwen", "resumed"): [(f"{REC}/app", None, "first question", 6, "ok")],
+    ("qwen", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
+    ("qwen", "resumed"): [(f"{REC}/app", None, "first question", 5, "ok")],
     ("qwen", "unicode-cwd"): [(f"{REC}/my app/データ", None, "hello from a unicode folder", 2, "ok")],
 }
 

@@ -24,8 +24,7 @@ from histmig.jsonio.jsonl import Line, read_lines, record_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, first_timestamp, first_value, record_bytes,
                                                 records_per_line, str_or_none)
-from histmig.tools.claude_family.listing import (UUID_RE, broken_lines_state, mark_unreadable, scan_ends,
-                                                 subdirs)
+from histmig.tools.claude_family.listing import UUID_RE, broken_lines_state, list_ends, mark_unreadable, subdirs
 
 NAME = "qwen"
 NAMED_KEYS = frozenset({"uuid", "parentUuid", "timestamp", "type", "message", "usageMetadata"})
@@ -222,30 +221,42 @@ def detect(path: Any) -> bool:
             and chats.parent.parent.name == "projects")
 
 
-def discover(homes: Any) -> Iterator[SessionRef]:
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: a ``ScanIndex`` that answers for unchanged files."""
     for folder in subdirs(projects_root(homes)):
         for path in chat_files(folder):
-            yield ref_for(path)
+            yield ref_for(path, index=index)
 
 
-def ref_for(path: Path) -> SessionRef:
+FIELDS = ("cwd", "created", "title", "messages", "state", "error")
+
+
+def ref_for(path: Path, *, index: Any = None) -> SessionRef:
+    """One session from its two ends; past 128 KB the messages are counted by a byte search (the scan
+    index answers for an unchanged file: docs/scan-show.md)."""
     ref = SessionRef(format=NAME, id=path.stem, path=path, archived=path.parent.name == "archive")
-    if ref.archived:
-        ref.state.append("archived")
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
+        list_ends(ref, path, st, records_from_lines, _summarize, index=index, fields=FIELDS, grouped=False)
     except (HistmigError, OSError) as e:
         return mark_unreadable(ref, e)
+    return ref
+
+
+def _summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
+    """The listing fields; ``messages`` counts user and assistant records (as the byte search past 128 KB
+    does), not tool results or telemetry."""
+    ref.state += ["archived"] if ref.archived else []
     ref.cwd = first_value(head, "cwd")
     ref.created = first_timestamp(head)
     ref.title = first_prompt(head)
-    ref.messages = sum(1 for r in head if r.source_type in ROLE) if whole else None
+    ref.messages = sum(1 for r in head if r.source_type in ("user", "assistant")) if whole else None
     ref.state += broken_lines_state(head + tail)
-    return ref
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record)
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True

@@ -9,11 +9,11 @@ records carry ``model`` and ``usageMetadata``; each tool result is a ``tool_resu
 
 Rules of the history Qwen sends back as OpenAI Chat Completions: every ``functionCall`` is answered by
 a ``functionResponse`` before the next prompt (unanswered calls and orphan results are dropped and
-reported); call ids are unique; tool calls use Qwen's own tool names and argument shapes
-(tools/qwen/calls.py). Reasoning is never replayed to another provider: a thinking signature (Claude)
-or encrypted reasoning (Codex) is bound to its issuer, so it is dropped, or carried as plain text with
-``--keep-reasoning-text``. The first record also carries ``histmigProvenance`` (Qwen ignores keys it
-does not know), so converting again finds the copy.
+reported); call ids are unique; tool calls use Qwen's own tool names and argument shapes (source ->
+neutral -> Qwen through each tool's ``calls`` hook; tools/qwen/calls.py). Reasoning is never replayed
+to another provider: a thinking signature (Claude) or encrypted reasoning (Codex) is bound to its
+issuer, so it is dropped, or carried as plain text with ``--keep-reasoning-text``. The first record also
+carries ``histmigProvenance`` (Qwen ignores keys it does not know), so converting again finds the copy.
 """
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ import orjson
 
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert import calls as neutral
+from histmig import tools as registry
 from histmig.toolkit.convert import provenance
+from histmig.toolkit.convert.calls import Mapped, safe_tool_id, translate
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.tools.qwen.adapter import qwen_slug
-from histmig.tools.qwen.calls import from_source
+from histmig.tools.qwen.calls import CALLS
 
 MARK = "histmigProvenance"
 
@@ -67,6 +68,7 @@ class _Writer:
         self.taken: set[str] = set()
         self.first = True
         self.any = False
+        self.source_calls = registry.hook(t.source_tool, "calls")    # the source's tool-call vocabulary
 
     def record(self, kind: str, ts: str | None, message: dict | None, **extra: Any) -> dict[str, Any]:
         uid = self.t.ids.uuid4()
@@ -128,13 +130,20 @@ class _Writer:
             self.conv.loss.add("dropped", "tool call without a result")
             return
         rec = self.assistant(item)
-        for k, mapped in enumerate(from_source(self.t.source_tool, call.name, call.arguments, self.cwd)):
+        for k, mapped in enumerate(self._map(call)):
             for cat, kind in mapped.notes:
                 self.conv.loss.add(cat, kind)
-            cid = neutral.safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
+            cid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
             self.issued.setdefault(call.call_id, []).append((cid, mapped.name))
             args = mapped.arguments if isinstance(mapped.arguments, dict) else {"input": mapped.arguments}
             rec["message"]["parts"].append({"functionCall": {"id": cid, "name": mapped.name, "args": args}})
+
+    def _map(self, call: ToolCall) -> list:
+        """The call in Qwen's schema: through the neutral vocabulary (toolkit/convert/calls.py), or as it is
+        when the source already speaks Qwen's."""
+        if self.source_calls is CALLS:
+            return [Mapped(call.name, call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments})]
+        return translate(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
