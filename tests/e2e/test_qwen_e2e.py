@@ -145,8 +145,13 @@ def test_qwen_session_converted_to_codex_and_claude_is_continued_by_them(qwen, c
     assert by_id.returncode == 0, by_id.stderr[-3000:]
     req = by_id.model_requests("responses")[0]
     assert req.status == 200 and carried(req, "QW-ONE") and carried(req, "qw-tool-marker"), req.error
+    calls = [i for i in req.body["input"] if i.get("type") == "function_call"]
+    assert [c["name"] for c in calls] == ["exec_command"] and "qw-tool-marker" in calls[0]["arguments"]
     claude_setup(scratch)
     to_claude = ok(histmig(scratch, "convert", "--to", "claude-code", "--from", "qwen", "--apply"))
     run = run_claude(clients, scratch, fake_api, "follow-up", app, resume=new_session_id(to_claude)).check()
     first = run.model_requests("anthropic")[0]
     assert first.status == 200 and carried(first, "QW-ONE") and carried(first, "qw-tool-marker"), first.error
+    uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_use"]
+    assert [u["name"] for u in uses] == ["Bash"] and "qw-tool-marker" in uses[0]["input"]["command"]
