@@ -32,10 +32,10 @@ SAMPLE = Path(__file__).resolve().parent.parent / "histmig/samples/qwen/resumed/
 REC = "/tmp/histmig-rec/work/app"
 
 
-def build(home: Path, old: str, n: int, mb: int) -> None:
+def build(home: Path, old: str, n: int, mb: float) -> None:
     src = next(SAMPLE.glob("*/chats/*.jsonl"))
     data = src.read_bytes().replace(f'"cwd":"{REC}"'.encode(), orjson.dumps({"cwd": old})[1:-1])
-    pad = max(0, mb * 1_000_000 // n - len(data))
+    pad = int(max(0, mb * 1_000_000 // n - len(data)))
     if pad:
         rec = orjson.loads(data.splitlines()[-1])
         rec["message"] = {"role": "model", "parts": [{"text": "x" * pad}]}
