@@ -359,8 +359,9 @@ def _plain_head(path: Path, head_bytes: int) -> tuple[list, int, bytes] | None:
 
 
 # Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
-# pre-envelope line): beyond the head, only lines with that marker are parsed.
-MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"message"')
+# pre-envelope line): beyond the head, only lines with that marker are parsed (found by ``bytes.find``,
+# any JSON whitespace allowed: ``marks.KeyValue``).
+MESSAGE_MARK = (b"type", (b"message",))
 _FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
 
 
@@ -374,7 +375,7 @@ def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict 
 def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
     """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
     (a line boundary), and where a later count may resume (``end`` past the last newline)."""
-    from histmig.jsonio.marks import MarkedLines, parse_line
+    from histmig.jsonio.marks import KeyValue, MarkedLines, parse_line
     total = counted
     with open_stream(path) as fh:
         if start:
@@ -382,7 +383,7 @@ def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
                 _skip(fh, start)
             else:
                 fh.seek(start)
-        lines = MarkedLines(fh, MESSAGE_MARK, start=start)
+        lines = MarkedLines(fh, KeyValue(*MESSAGE_MARK), start=start)
         partial = 0
         for offset, raw in lines:
             hit = is_conversation_message(parse_line(offset, raw)[0])
