@@ -289,26 +289,6 @@ def test_marked_lines_yields_exactly_the_lines_holding_the_marker(lines, tail, c
     assert got == want and found.end == len(data) - len(tail)
 
 
-# pieces that make and break ``"type"\s*:\s*"user|assistant"``: spaced, compact, torn, quoted, escaped
-PIECES = st.sampled_from([b'"type"', b":", b" ", b"\t", b"\r", b"\x0b", b'"user"', b'"assistant"', b'"',
-                          b"type", b"x", b"\\", b'"type":"user"', b'{"type" : "assistant"}', b"\n"])
-
-
-@settings(max_examples=300, deadline=None)
-@given(pieces=st.lists(PIECES, max_size=40), chunk=st.integers(1, 64), start=st.integers(0, 2))
-def test_the_find_marker_yields_what_the_regex_yields(pieces, chunk, start):
-    data = b"pre\n" * start + b"".join(pieces)
-    regex = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
-    fast = marks.KeyValue(b"type", (b"user", b"assistant"))
-    got = {}
-    for name, pattern in (("regex", regex), ("fast", fast)):
-        fh = BytesIO(data)
-        fh.seek(4 * start)
-        found = marks.MarkedLines(fh, pattern, start=4 * start, chunk=chunk)
-        got[name] = (list(found), found.end)
-    assert got["fast"] == got["regex"]
-
-
 def test_over_long_lines_are_never_held_or_yielded():
     data = b"ab" + b"x" * 100 + b"\nab\n" + b"ab" + b"y" * 100
     got = list(marks.MarkedLines(BytesIO(data), re.compile(b"ab"), chunk=8, max_line=50))

@@ -2,12 +2,11 @@
 counts"): a listing counts messages in files of any size at read speed, and parses only the lines the
 marker matches.
 
-The marker is what every line the caller wants *must* contain (a JSON key and value, any JSON whitespace
-allowed): lines it matches are candidates the caller verifies by parsing them, so a false match costs a
-parse and never a wrong count. A ``KeyValue`` marker is found with ``bytes.find`` on its value's quoted
-bytes (a C search several times faster than ``re``; the compact spelling every known writer uses is
-checked with one slice, spaced ones by walking back over the whitespace), and matches exactly what the
-regex ``"key"\\s*:\\s*"value"`` matches; a bytes regex is still accepted.
+The marker is a bytes regex that every line the caller wants *must* contain (a JSON key and value as
+the writer spells them, any JSON whitespace allowed): lines it matches are candidates the caller
+verifies by parsing them, so a false match costs a parse and never a wrong count. (A ``bytes.find`` on
+the compact spelling alone is faster but would miss spaced lines, and finding the spaced ones too costs
+as much as the regex: docs/bench.md, "scan".)
 
 Values are parsed leniently (``orjson.loads`` alone): a listing's "broken line" is one orjson cannot
 parse. The strict checks (duplicate keys, depth over 256: ``jsonl.parse_json``) are doctor's, ``show
@@ -23,63 +22,6 @@ import orjson
 from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES
 
 CHUNK = 1 << 20
-_WS = frozenset(b" \t\n\r\x0b\x0c")          # what a bytes regex's \s matches
-
-
-class KeyValue:
-    """The marker ``"key"\\s*:\\s*"value"`` (any of ``values``), found by ``bytes.find`` on ``"value"``.
-
-    ``finditer(buf, pos, endpos)`` yields ``(start, end)`` of the matches ``re.finditer`` would give for
-    that regex, in order: each hit of a quoted value is a match when the bytes before it are ``"key":``
-    (one slice: the compact form) or ``"key"``, whitespace, ``:``, whitespace (walked back byte by byte).
-    A value token cannot overlap another match's key, so the matches found this way do not overlap."""
-
-    def __init__(self, key: bytes, values: tuple[bytes, ...]):
-        self.key = b'"' + key + b'"'
-        self.compact = self.key + b":"
-        self.values = tuple(b'"' + v + b'"' for v in values)
-
-    def finditer(self, buf: bytes, pos: int = 0, endpos: int | None = None) -> Iterator[tuple[int, int]]:
-        end = len(buf) if endpos is None else endpos
-        if len(self.values) == 1:
-            return self._one(buf, self.values[0], pos, end)
-        hits = [h for v in self.values for h in self._one(buf, v, pos, end)]
-        hits.sort()
-        return iter(hits)
-
-    def search(self, buf: bytes) -> bool:
-        return next(self.finditer(buf), None) is not None
-
-    def _one(self, buf: bytes, value: bytes, pos: int, end: int) -> Iterator[tuple[int, int]]:
-        find, n, compact, c = buf.find, len(value), self.compact, len(self.compact)
-        i = find(value, pos, end)
-        while i >= 0:
-            if i - c >= pos and buf[i - c:i] == compact:
-                yield i - c, i + n
-            else:
-                start = self._spaced(buf, i, pos)
-                if start is not None:
-                    yield start, i + n
-            i = find(value, i + n, end)
-
-    def _spaced(self, buf: bytes, i: int, pos: int) -> int | None:
-        """Where the key of a spaced match ending in the value at ``i`` starts, or None."""
-        j = i - 1
-        while j >= pos and buf[j] in _WS:
-            j -= 1
-        if j < pos or buf[j] != 58:          # ':'
-            return None
-        j -= 1
-        while j >= pos and buf[j] in _WS:
-            j -= 1
-        k = j + 1 - len(self.key)
-        return k if k >= pos and buf[k:j + 1] == self.key else None
-
-
-def _spans(pattern: Any, buf: bytes, pos: int, endpos: int) -> Iterator[tuple[int, int]]:
-    if isinstance(pattern, KeyValue):
-        return pattern.finditer(buf, pos, endpos)
-    return ((m.start(), m.end()) for m in pattern.finditer(buf, pos, endpos))
 
 
 class MarkedLines:
@@ -91,7 +33,7 @@ class MarkedLines:
     ``max_line`` bytes are never held (``jsonl`` makes them opaque) and never yielded. Memory is one
     chunk plus the longest line."""
 
-    def __init__(self, fh: BinaryIO, pattern: re.Pattern[bytes] | KeyValue, *, start: int = 0, chunk: int | None = None,
+    def __init__(self, fh: BinaryIO, pattern: re.Pattern[bytes], *, start: int = 0, chunk: int | None = None,
                  max_line: int = DEFAULT_MAX_LINE_BYTES):
         self.fh, self.pattern, self.start, self.max_line = fh, pattern, start, max_line
         self.chunk = chunk or CHUNK          # read when made: a test shrinks CHUNK to cross boundaries
@@ -102,7 +44,7 @@ class MarkedLines:
         held = 0                              # its length
         base = self.start                     # file offset of the held line's first byte
         skipping = False                      # inside an over-long line: drop bytes up to its newline
-        pattern, read, limit = self.pattern, self.fh.read, self.max_line
+        search, read, limit = self.pattern.finditer, self.fh.read, self.max_line
         while True:
             data = read(self.chunk)
             if not data:
@@ -124,11 +66,11 @@ class MarkedLines:
             buf = b"".join(parts) + data if parts else data
             last += held
             done = 0                          # buf offset past the last line yielded
-            for m_start, m_end in _spans(pattern, buf, 0, last + 1):
-                if m_start < done:
+            for m in search(buf, 0, last + 1):
+                if m.start() < done:
                     continue                  # a second match on a line already yielded
-                ls = buf.rfind(b"\n", 0, m_start) + 1
-                done = buf.find(b"\n", m_end) + 1
+                ls = buf.rfind(b"\n", 0, m.start()) + 1
+                done = buf.find(b"\n", m.end()) + 1
                 if done - ls <= limit:
                     yield base + ls, buf[ls:done]
             base += last + 1

@@ -59,9 +59,8 @@ def head_value(path: Path, key: str, parse: Parse, *, max_lines: int = 10**6) ->
 # ---- message counts past the ends (issue 15) --------------------------------------------------
 
 # Every line that is a user or assistant record holds its ``"type":"user|assistant"``, compact or spaced
-# (a nested one, in a progress record, is a false match the parse drops): only those lines are parsed
-# (found by ``bytes.find``: ``marks.KeyValue``).
-MESSAGE_MARK = (b"type", (b"user", b"assistant"))
+# (a nested one, in a progress record, is a false match the parse drops): only those lines are parsed.
+MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 
 
 def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Callable[..., None], *,
@@ -98,12 +97,12 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None
     ``records_from_lines`` groups them; mini-cc has one record per line. Returns the count and where a
     later count resumes."""
     from histmig.jsonio.jsonl import open_regular
-    from histmig.jsonio.marks import KeyValue, MarkedLines, parse_line
+    from histmig.jsonio.marks import MarkedLines, parse_line
     total, at = msgs, end if mid is not None else -1      # ``mid`` continues a group only at ``at``
     resume = None
     with open_regular(path) as fh:
         fh.seek(end)
-        lines = MarkedLines(fh, KeyValue(*MESSAGE_MARK), start=end)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
         for offset, raw in lines:
             if not raw.endswith(b"\n"):
                 resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}

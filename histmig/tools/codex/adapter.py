@@ -237,10 +237,16 @@ def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, sha
             meta = meta_of(obj)
         elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             turn_cwd = payload(obj)["cwd"]
-        if t == "response_item" or t == "event_msg" or (t is not None and t.startswith("legacy:")):
-            if ref.title is None:      # (only these line types hold prompts and messages)
-                ref.title = _title(user_prompt(obj))
-            msgs += is_conversation_message(obj)
+        if t == "response_item" or t == "event_msg":
+            # only a response_item "message" or an event_msg "user_message" can be a prompt or a message
+            # (``user_prompt``, ``is_conversation_message``): the other envelopes cost one lookup
+            if payload(obj).get("type") != ("message" if t == "response_item" else "user_message"):
+                continue
+        elif t is None or not t.startswith("legacy:"):
+            continue
+        if ref.title is None:      # (only these line types hold prompts and messages)
+            ref.title = _title(user_prompt(obj))
+        msgs += is_conversation_message(obj)
     if meta is not None:
         ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
         meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
@@ -359,9 +365,8 @@ def _plain_head(path: Path, head_bytes: int) -> tuple[list, int, bytes] | None:
 
 
 # Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
-# pre-envelope line): beyond the head, only lines with that marker are parsed (found by ``bytes.find``,
-# any JSON whitespace allowed: ``marks.KeyValue``).
-MESSAGE_MARK = (b"type", (b"message",))
+# pre-envelope line): beyond the head, only lines with that marker are parsed.
+MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"message"')
 _FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
 
 
@@ -375,7 +380,7 @@ def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict 
 def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
     """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
     (a line boundary), and where a later count may resume (``end`` past the last newline)."""
-    from histmig.jsonio.marks import KeyValue, MarkedLines, parse_line
+    from histmig.jsonio.marks import MarkedLines, parse_line
     total = counted
     with open_stream(path) as fh:
         if start:
@@ -383,7 +388,7 @@ def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
                 _skip(fh, start)
             else:
                 fh.seek(start)
-        lines = MarkedLines(fh, KeyValue(*MESSAGE_MARK), start=start)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=start)
         partial = 0
         for offset, raw in lines:
             hit = is_conversation_message(parse_line(offset, raw)[0])
