@@ -787,20 +787,42 @@ DISCOVER_BATCH = 1024      # files per fork_map: bounds what is held, keeps the 
 
 
 def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
+    if not batch:
+        return
     from histmig.core.forkmap import file_size, fork_map
     recorder = None if index is None else _Recorder(index)
+    # the index's hits answered here first: only the files to read are shared out (a repeat scan forks
+    # nothing and sends no refs through a pipe)
+    hits = [None if index is None else _hit(entry, index) for entry in batch]
+    todo = [entry for entry, ref in zip(batch, hits) if ref is None]
 
     def one(entry: tuple) -> tuple[SessionRef, tuple | None]:
         if recorder is not None:
             recorder.stored = None
         ref = make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=recorder)
         return ref, None if recorder is None else recorder.stored
-    for ref, stored in fork_map(one, batch, [file_size(e[0]) for e in batch]):
+    read = iter(fork_map(one, todo, [file_size(e[0]) for e in todo]) if todo else ())
+    for hit in hits:
+        if hit is not None:
+            yield hit
+            continue
+        ref, stored = next(read)
         if index is not None:
             index.touched.add(os.fspath(ref.path))
             if stored is not None:
                 index.store(*stored[0], **stored[1])
         yield ref
+
+
+def _hit(entry: tuple, index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``make_ref``'s first step), or None."""
+    path, archived, shadowed = entry
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
+    return None if fields is None else _cached_ref(path, st, fields, archived)
 
 
 class _Recorder:
