@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import orjson
 
@@ -320,3 +320,18 @@ def tail_lines(path: str | os.PathLike, *, max_bytes: int = 64 * 1024) -> list[L
 
 def count_opaque(lines) -> int:
     return sum(1 for ln in lines if ln.opaque)
+
+
+def lenient(lines: Iterable[Line]) -> Iterator[Line]:
+    """``lines`` with each value parsed by ``orjson.loads`` alone: a listing's parse (docs/scan-show.md,
+    "What broken means in a listing"). A line orjson cannot parse is opaque with ``parse_json``'s reason;
+    the strict checks after it (duplicate keys, nesting over 256, the canonical re-encode that stands in
+    for them) are left to doctor, ``show --format native`` and the writers, which parse lines themselves."""
+    for ln in lines:
+        if ln.raw is not None and ln._obj is _UNPARSED and ln._error is None:
+            body = ln.body
+            try:
+                ln._obj = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                ln._obj, ln._error = parse_json(body)
+        yield ln

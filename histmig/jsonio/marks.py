@@ -97,7 +97,7 @@ def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
 def _value(body: bytes) -> tuple[Any, bool]:
     """``(value, opaque)``, leniently: what ``orjson.loads`` gives, a line it cannot parse is opaque
     (a blank one is not). ``jsonl.parse_json`` also refuses duplicate keys and nesting over 256: such a
-    line is listed with its value (as Claude's and Codex's own readers take it) and left to doctor."""
+    line is listed with orjson's value (the last of duplicate keys) and left to doctor."""
     try:
         return orjson.loads(body), False
     except orjson.JSONDecodeError:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from histmig.core.diagnostics import HistmigError
-from histmig.jsonio.jsonl import Line, head_lines, read_lines, tail_lines
+from histmig.jsonio.jsonl import Line, head_lines, lenient, read_lines, tail_lines
 from histmig.core.model import Record, SessionRef
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -38,13 +38,14 @@ def session_files(folder: Path) -> list[Path]:
 
 def scan_ends(path: Path, size: int, parse: Parse) -> tuple[list[Record], list[Record], bool]:
     """Records of the head and the tail (each ~64 KB) and whether that was the whole file; a
-    small file is read once, whole."""
+    small file is read once, whole. Lines are parsed leniently (``jsonl.lenient``: a listing's
+    broken line is one orjson cannot parse, docs/scan-show.md)."""
     if size <= 2 * HEAD_TAIL:
-        return list(parse(read_lines(path))), [], True
+        return list(parse(lenient(read_lines(path)))), [], True
     head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
     end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
     tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
-    return list(parse(head_l)), list(parse(tail_l)), False
+    return list(parse(lenient(head_l))), list(parse(lenient(tail_l))), False
 
 
 def head_value(path: Path, key: str, parse: Parse, *, max_lines: int = 10**6) -> Any:
