@@ -6,6 +6,7 @@ scanning thousands of sessions never reads them whole.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -28,12 +29,23 @@ def subdirs(root: Path) -> list[Path]:
 
 
 def session_files(folder: Path) -> list[Path]:
-    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1)."""
+    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1). (``scandir``: the folder
+    entry says whether a name is a folder, without a ``stat`` per file; a repeat scan is a walk and
+    one ``stat`` per session.)"""
     try:
-        return sorted(p for p in folder.iterdir()
-                      if p.name.endswith(".jsonl") and UUID_RE.match(p.name[:-6]) and not p.is_dir())
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it
+                           if e.name.endswith(".jsonl") and UUID_RE.match(e.name[:-6]) and not _is_dir(e))
     except OSError:
         return []
+    return [folder / name for name in names]
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def scan_ends(path: Path, size: int, parse: Parse) -> tuple[list[Record], list[Record], bool]:
