@@ -80,7 +80,9 @@ class Line:
 
     @property
     def blank(self) -> bool:
-        return self.raw is not None and not self.body.strip()
+        if self.raw is None or self.raw[:1] == b"{":     # a record: said without copying its body
+            return False
+        return not self.body.strip()
 
     def _parse(self) -> None:
         if self._obj is not _UNPARSED or self._error is not None:
@@ -328,10 +330,10 @@ def lenient(lines: Iterable[Line]) -> Iterator[Line]:
     the strict checks after it (duplicate keys, nesting over 256, the canonical re-encode that stands in
     for them) are left to doctor, ``show --format native`` and the writers, which parse lines themselves."""
     for ln in lines:
-        if ln.raw is not None and ln._obj is _UNPARSED and ln._error is None:
-            body = ln.body
-            try:
-                ln._obj = orjson.loads(body)
+        raw = ln.raw
+        if raw is not None and ln._obj is _UNPARSED and ln._error is None:
+            try:             # the terminator is JSON whitespace: no copy without it (a BOM is not)
+                ln._obj = orjson.loads(raw if ln.number != 1 or not raw.startswith(BOM) else ln.body)
             except orjson.JSONDecodeError:
-                ln._obj, ln._error = parse_json(body)
+                ln._obj, ln._error = parse_json(ln.body)
         yield ln

@@ -789,7 +789,6 @@ DISCOVER_BATCH = 1024      # files per fork_map: bounds what is held, keeps the 
 def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
     if not batch:
         return
-    from histmig.core.forkmap import file_size, fork_map
     recorder = None if index is None else _Recorder(index)
     # the index's hits answered here first: only the files to read are shared out (a repeat scan forks
     # nothing and sends no refs through a pipe)
@@ -801,7 +800,10 @@ def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
             recorder.stored = None
         ref = make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=recorder)
         return ref, None if recorder is None else recorder.stored
-    read = iter(fork_map(one, todo, [file_size(e[0]) for e in todo]) if todo else ())
+    read: Iterator = iter(())
+    if todo:
+        from histmig.core.forkmap import file_size, fork_map
+        read = iter(fork_map(one, todo, [file_size(e[0]) for e in todo]))
     for hit in hits:
         if hit is not None:
             yield hit
