@@ -319,3 +319,23 @@ def test_mini_cc_counts_are_exact_past_128_kb(isolated_homes):
     (ref,) = [s for s in scan() if s["tool"] == "mini-cc"]
     assert ref["messages"] == 800 == sum(1 for r in mini.records_from_lines(read_lines(path)) if r.role)
     assert scan() == scan("--no-index")
+
+
+LINE_PIECES = st.sampled_from([b'{"a":1}', b'{"a": 1}', b'{"a":1,"a":2}', b"[1]", b"{", b"", b" ", b"\r",
+                               b"\xef\xbb\xbf", b"\x00", b"\xff", b'"x"', b"7"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.lists(LINE_PIECES, max_size=3).map(b"".join), min_size=1, max_size=12),
+       crlf=st.booleans(), terminated=st.booleans())
+def test_head_values_are_the_lenient_values_of_the_head_lines(tmp_path_factory, lines, crlf, terminated):
+    """The Codex head's one-read parse (marks.head_values) gives what jsonl's lines parsed leniently give."""
+    from histmig.jsonio.jsonl import head_lines, lenient
+    nl = b"\r\n" if crlf else b"\n"
+    data = nl.join(lines) + (nl if terminated else b"")
+    path = tmp_path_factory.mktemp("h") / "f.jsonl"
+    path.write_bytes(data)
+    got = marks.head_values(data, True, max_lines=200, max_bytes=1 << 20)
+    want = [(None if ln.opaque else ln.obj, ln.opaque)
+            for ln in lenient(head_lines(path, max_lines=200, max_bytes=1 << 20))]
+    assert got is not None and got[0] == want and got[1] == len(data)

@@ -85,23 +85,19 @@ class MarkedLines:
 
 
 def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
-    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (terminator and, at offset 0,
-    a BOM left out)."""
-    end = len(raw)
-    if raw.endswith(b"\n"):
-        end -= 2 if raw.endswith(b"\r\n") else 1
-    start = 3 if offset == 0 and raw.startswith(BOM) else 0
-    return _value(raw[start:end])
+    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (at offset 0, a BOM left out;
+    the terminator is JSON whitespace, parsed with the line rather than copied off it)."""
+    return _value(memoryview(raw)[3:] if offset == 0 and raw.startswith(BOM) else raw)
 
 
-def _value(body: bytes) -> tuple[Any, bool]:
+def _value(body: bytes | memoryview) -> tuple[Any, bool]:
     """``(value, opaque)``, leniently: what ``orjson.loads`` gives, a line it cannot parse is opaque
     (a blank one is not). ``jsonl.parse_json`` also refuses duplicate keys and nesting over 256: such a
     line is listed with orjson's value (the last of duplicate keys) and left to doctor."""
     try:
         return orjson.loads(body), False
     except orjson.JSONDecodeError:
-        return None, bool(body.strip())
+        return None, bool(bytes(body).strip())
 
 
 def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tuple[list, int] | None:
@@ -109,15 +105,14 @@ def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tu
     ``data`` (``eof``: that is the whole file), as ``(value or None, opaque)`` pairs, and the offset
     where they end; None when ``data`` ends inside them (read more)."""
     out: list[tuple[Any, bool]] = []
-    pos, size = 0, len(data)
+    pos, size, view = 0, len(data), memoryview(data)      # lines parsed in place, not copied out
     while pos < size:
         nl = data.find(b"\n", pos)
         if nl < 0 and not eof:
             return None
         end = size if nl < 0 else nl + 1
-        stop = end - (0 if nl < 0 else 2 if nl > pos and data[nl - 1] == 13 else 1)
         start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
-        out.append(_value(data[start:stop]))
+        out.append(_value(view[start:end]))               # (with its terminator: JSON whitespace)
         pos = end
         if len(out) >= max_lines or end >= max_bytes:
             break
