@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "pi": "0.73.1"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "pi": "0.73.1"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -36,6 +36,8 @@ def _pick(var: str, default: str) -> str:
 
 CODEX = _pick("HISTMIG_E2E_CODEX", _selected_set()["codex"])
 CLAUDE_CODE = _pick("HISTMIG_E2E_CLAUDE_CODE", _selected_set()["claude-code"])
+# Pi installs into a folder of its own (tests/e2e/pi_client.py), not with the two above
+PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
 
 PACKAGES = {
     "@openai/codex": CODEX,

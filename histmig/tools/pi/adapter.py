@@ -1,0 +1,174 @@
+"""Pi sessions: ``<agent dir>/sessions/--<slug>--/<ISO ts>_<uuidv7>.jsonl``, or a flat session dir
+(histmig/tools/pi/layout.py, docs/pi.md). A JSONL tree of entries under a ``session`` header; every
+line is kept byte for byte, broken lines are counted and kept."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from histmig.core.diagnostics import HistmigError
+from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
+from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
+from histmig.tools.base import FunctionAdapter
+from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
+from histmig.tools.pi.layout import all_session_files
+
+NAME = "pi"
+HEAD_TAIL = 64 * 1024      # a listing reads at most this much at each end of a file
+
+
+def header_of(records: Iterable[Record]) -> Record | None:
+    """The ``session`` header (line 1 in every file Pi writes)."""
+    for r in records:
+        if r.source_type == "blank":
+            continue
+        return r if r.source_type == "session" else None
+    return None
+
+
+def first_prompt(records: Iterable[Record]) -> str | None:
+    for r in records:
+        if r.role == "user" and r.kind == "message":
+            for p in r.parts:
+                if isinstance(p, Text) and p.text.strip():
+                    return p.text.strip()
+    return None
+
+
+def last_assistant(records: Iterable[Record]) -> tuple[str | None, str | None]:
+    """(provider, model) of the last assistant message: what a continued session is bound to."""
+    provider = model = None
+    for r in records:
+        if r.role == "assistant":
+            msg = r.extra.get("message") or {}
+            provider = msg.get("provider") if isinstance(msg.get("provider"), str) else provider
+            model = msg.get("model") if isinstance(msg.get("model"), str) else model
+    return provider, model
+
+
+def id_from_name(path: Path) -> str:
+    """``<ts>_<uuid>.jsonl`` -> uuid; any other name -> its stem."""
+    stem = path.name[:-6] if path.name.endswith(".jsonl") else path.stem
+    return stem.rsplit("_", 1)[-1]
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+def _fill(session: Session, records: Any) -> Session:
+    head = header_of(records)
+    if head is not None:
+        session.id = head.id or session.id
+        session.cwd = head.extra.get("cwd") if isinstance(head.extra.get("cwd"), str) else None
+        session.created = head.timestamp
+        parent = head.extra.get("parentSession")
+        session.parent_id = parent if isinstance(parent, str) else None
+    session.title = first_prompt(records)
+    session.provider, session.model = last_assistant(records)
+    session.meta = {"usage": usage_totals(records)}
+    session.warnings = broken_warnings(records, session.path)
+    return session
+
+
+def read(src: Any) -> Session:
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    records = list(records_from_lines(read_lines(path)))
+    session = Session(id=id_from_name(path), format=NAME, path=path, records=records)
+    session.updated = path.stat().st_mtime
+    return _fill(session, records)
+
+
+def stream(src: Any) -> Session:
+    """:func:`read` with the records read again from the file on each pass (bounded memory)."""
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    records = RecordStream(lambda: records_from_lines(record_lines(path)))
+    session = Session(id=id_from_name(path), format=NAME, path=path, records=records)
+    session.updated = path.stat().st_mtime
+    return _fill(session, records)
+
+
+def serialize(session: Session) -> bytes:
+    out = []
+    for r in session.records:
+        if r.raw is not None:
+            out.append(r.raw)
+        elif r.opaque and "offset" in r.extra:
+            with open(session.path, "rb") as fh:        # an over-limit line: copied from its source
+                fh.seek(r.extra["offset"])
+                out.append(fh.read(r.extra["length"]))
+        else:
+            out.append(encode_record(r))
+    return b"".join(out)
+
+
+def usage_totals(records: Iterable[Record]) -> dict[str, int]:
+    """Summed assistant usage (Pi's footer after a resume) and the number of assistant messages."""
+    total = {"input": 0, "output": 0, "requests": 0}
+    for r in records:
+        if r.role == "assistant" and r.usage:
+            total["requests"] += 1
+            for key in ("input", "output"):
+                if isinstance(r.usage.get(key), int):
+                    total[key] += r.usage[key]
+    return total
+
+
+# ---- detect and discover ----------------------------------------------------------------------
+
+def detect(path: Any) -> bool:
+    """A ``.jsonl`` whose first line is a Pi header (``{"type":"session",...,"cwd":...}``)."""
+    p = Path(path)
+    if not p.name.endswith(".jsonl"):
+        return False
+    try:
+        lines = head_lines(p, max_lines=1, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return False
+    obj = lines[0].obj if lines and not lines[0].blank and lines[0].error is None else None
+    return isinstance(obj, dict) and obj.get("type") == "session" and "cwd" in obj and "version" in obj
+
+
+def discover(homes: Any) -> Iterator[SessionRef]:
+    for path in all_session_files(homes):
+        ref = ref_for(path)
+        if ref is not None:
+            yield ref
+
+
+def _ends(path: Path, size: int) -> tuple[list[Record], list[Record], bool]:
+    if size <= 2 * HEAD_TAIL:
+        return list(records_from_lines(read_lines(path))), [], True
+    head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+    end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
+    tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
+    return list(records_from_lines(head_l)), list(records_from_lines(tail_l)), False
+
+
+def ref_for(path: Path) -> SessionRef | None:
+    """A listing row from the file's ends; a file whose first line is no header is not Pi's (None)."""
+    ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        head, tail, whole = _ends(path, st.st_size)
+    except (HistmigError, OSError) as e:
+        ref.error = e.describe() if isinstance(e, HistmigError) else (getattr(e, "strerror", None) or str(e))
+        ref.state.append("unreadable")
+        return ref
+    header = header_of(head)
+    if header is None:
+        return None
+    ref.id = header.id or ref.id
+    ref.cwd = header.extra.get("cwd") if isinstance(header.extra.get("cwd"), str) else None
+    ref.created = header.timestamp
+    ref.title = first_prompt(head)
+    ref.provider = last_assistant(head + tail)[0]
+    ref.messages = sum(1 for r in head if r.role in ("user", "assistant")) if whole else None
+    broken = sum(1 for r in head + tail if r.opaque)
+    if broken:
+        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    return ref
+
+
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
+                          encode_record=encode_record)
