@@ -1,0 +1,72 @@
+"""Issue 16 acceptance for Pi (tests/e2e/pi_client.py, the version tests/e2e/versions.py pins) against the
+fake API (Anthropic Messages through a ``models.json`` custom provider).
+
+After ``mv app app2`` Pi starts an empty session in app2 (its folder is keyed by the cwd's slug); after
+``histmig move app app2 --apply`` ``pi -c -p`` continues the recorded session from app2 and the request
+carries the earlier turns; ``undo`` restores every byte and mtime.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .clients import ClientsUnavailable, carried
+from .conftest import IN_CI
+from .histmig_run import histmig, shown
+from .pi_client import agent_dir, install, pi_sessions, pi_setup, run_pi
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def pi():
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"Pi could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"Pi unavailable (set CI=true to make this a failure): {e}")
+
+
+def files(scratch) -> dict:
+    root = agent_dir(scratch) / "sessions"
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_move_lets_pi_continue_from_the_new_folder_and_undo_restores_everything(pi, fake_api, scratch):
+    pi_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_pi(pi, scratch, fake_api, "RUN: echo pi-move-marker", app).check()
+    run_pi(pi, scratch, fake_api, "second pi-turn-marker", app, continue_=True).check()
+    app2 = app.rename(app.with_name("app2"))
+
+    before = files(scratch)
+    done = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert done.returncode == 0, shown(done)
+    [moved] = pi_sessions(scratch)
+    assert moved.parent.name == "--" + str(app2)[1:].replace("/", "-") + "--"
+    assert json.loads(moved.read_bytes().splitlines()[0])["cwd"] == str(app2)
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert files(scratch) == before
+
+    again = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert again.returncode == 0, shown(again)
+    listed = json.loads(histmig(scratch, "scan", "--cwd", str(app2), "--json").stdout)["sessions"]
+    assert [s["tool"] for s in listed] == ["pi"]
+    cont = run_pi(pi, scratch, fake_api, "after the move", app2, continue_=True).check()
+    [req] = cont.model_requests("anthropic")
+    assert req.status == 200 and carried(req, "pi-move-marker") and carried(req, "pi-turn-marker")
+    assert len(pi_sessions(scratch)) == 1            # continued, not a new session
+
+
+def test_without_the_move_pi_starts_empty_in_the_moved_folder(pi, fake_api, scratch):
+    """The failure the move fixes (docs/pi.md): ``pi -c`` in the renamed folder sends no earlier turn."""
+    pi_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_pi(pi, scratch, fake_api, "hello pi-lost-marker", app).check()
+    app2 = app.rename(app.with_name("app2"))
+    cont = run_pi(pi, scratch, fake_api, "after mv only", app2, continue_=True).check()
+    [req] = cont.model_requests("anthropic")
+    assert not carried(req, "pi-lost-marker")
