@@ -41,6 +41,9 @@ def test_move_lets_pi_continue_from_the_new_folder_and_undo_restores_everything(
     run_pi(pi, scratch, fake_api, "second pi-turn-marker", app, continue_=True).check()
     app2 = app.rename(app.with_name("app2"))
 
+    doctor = json.loads(histmig(scratch, "doctor", "--tool", "pi", "--json").stdout)
+    [hidden] = [f for f in doctor["tools"]["pi"] if f["code"] == "pi.cwd-missing"]
+    assert hidden["data"]["cwd"] == str(app) and f"histmig move {app} " in hidden["fix"]
     before = files(scratch)
     done = histmig(scratch, "move", str(app), str(app2), "--apply")
     assert done.returncode == 0, shown(done)
@@ -59,6 +62,8 @@ def test_move_lets_pi_continue_from_the_new_folder_and_undo_restores_everything(
     [req] = cont.model_requests("anthropic")
     assert req.status == 200 and carried(req, "pi-move-marker") and carried(req, "pi-turn-marker")
     assert len(pi_sessions(scratch)) == 1            # continued, not a new session
+    doctor = json.loads(histmig(scratch, "doctor", "--tool", "pi", "--json").stdout)
+    assert not [f for f in doctor["tools"].get("pi", []) if f["code"] == "pi.cwd-missing"]
 
 
 def test_without_the_move_pi_starts_empty_in_the_moved_folder(pi, fake_api, scratch):
