@@ -11,12 +11,13 @@ import json
 
 import pytest
 
-from .clients import ClientsUnavailable, carried
+from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
 from .conftest import IN_CI
-from .histmig_run import histmig, shown
+from .histmig_run import histmig, new_session_id, shown
 from .pi_client import agent_dir, install, pi_sessions, pi_setup, run_pi
 
 pytestmark = pytest.mark.e2e
+CODEX_ARGS = ("--disable", "responses_websockets")
 
 
 @pytest.fixture(scope="session")
@@ -75,3 +76,51 @@ def test_without_the_move_pi_starts_empty_in_the_moved_folder(pi, fake_api, scra
     cont = run_pi(pi, scratch, fake_api, "after mv only", app2, continue_=True).check()
     [req] = cont.model_requests("anthropic")
     assert not carried(req, "pi-lost-marker")
+
+
+# ---- convert --to pi, and from Pi to Codex and Claude Code -------------------------------------------
+
+def test_codex_and_claude_sessions_converted_to_pi_are_continued_by_pi(clients, pi, fake_api, scratch):
+    """A Codex session with a tool call and a Claude Code session with signed thinking, each converted with
+    ``convert --to pi --apply``, are found by Pi by full id and continued; every request is accepted."""
+    codex_setup(clients, scratch, fake_api)
+    claude_setup(scratch)
+    cx, cl = scratch.project("cx"), scratch.project("cl")
+    run_codex(clients, scratch, fake_api, "RUN: echo codex-to-pi-marker", cx, args=CODEX_ARGS).check()
+    run_claude(clients, scratch, fake_api, "RUN: echo claude-to-pi-marker", cl).check()
+    pi_setup(scratch, fake_api)
+    for source, folder, marker in (("codex", cx, "codex-to-pi-marker"), ("claude-code", cl, "claude-to-pi-marker")):
+        done = histmig(scratch, "convert", "--from", source, "--to", "pi", "--apply")
+        assert done.returncode == 0, shown(done)
+        new_id = new_session_id(done)
+        listed = json.loads(histmig(scratch, "scan", "--tool", "pi", "--json").stdout)["sessions"]
+        assert new_id in {s["id"] for s in listed}
+        cont = run_pi(pi, scratch, fake_api, f"what did {source} run?", folder, session=new_id).check()
+        reqs = cont.model_requests("anthropic")
+        assert reqs and all(r.status == 200 for r in reqs), [r.error for r in reqs]
+        body = reqs[0].body
+        uses = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+                if b.get("type") == "tool_use"]
+        assert [u["name"] for u in uses] == ["bash"] and marker in uses[0]["input"]["command"]
+        assert not any(b.get("type") == "thinking" for m in body["messages"] if isinstance(m["content"], list)
+                       for b in m["content"])           # a thinking block only goes back to its own provider
+        assert len([p for p in pi_sessions(scratch) if p.parent.name.endswith(folder.name + "--")]) == 1
+
+
+def test_a_pi_session_converted_to_codex_and_to_claude_code_is_continued_by_both(clients, pi, fake_api, scratch):
+    pi_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_pi(pi, scratch, fake_api, "RUN: echo pi-to-others-marker", app).check()
+    codex_setup(clients, scratch, fake_api)
+    claude_setup(scratch)
+    done = histmig(scratch, "convert", "--from", "pi", "--to", "codex", "--apply")
+    assert done.returncode == 0, shown(done)
+    codex = run_codex(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done), args=CODEX_ARGS).check()
+    [req] = codex.model_requests("responses")[:1]
+    assert req.status == 200 and carried(req, "pi-to-others-marker")
+    done = histmig(scratch, "convert", "--from", "pi", "--to", "claude-code", "--apply")
+    assert done.returncode == 0, shown(done)
+    claude = run_claude(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done)).check()
+    first = claude.model_requests("anthropic")[0]
+    assert first.status == 200 and carried(first, "pi-to-others-marker"), first.error
+    assert not carried(first, fake_api.signer.thinking_signature("I will run echo pi-to-others-marker."))

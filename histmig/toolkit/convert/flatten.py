@@ -133,10 +133,13 @@ def _bookkeeping(loss: LossReport, rec: Record, n: int, usage_of: Callable | Non
 
 def usage_from(u: dict) -> dict[str, int]:
     """Canonical usage: ``input`` (uncached), ``cached`` (cache reads), ``cache_write``, ``output``,
-    ``reasoning`` (part of output). Accepts Codex token_count usage and Anthropic usage."""
+    ``reasoning`` (part of output). Accepts Codex token_count usage, Anthropic usage and Pi's."""
     def i(key: str) -> int:
         v = u.get(key)
         return v if isinstance(v, int) and v >= 0 else 0
+    if "totalTokens" in u or "cacheRead" in u:      # Pi's assistant usage (docs/pi.md)
+        return {"input": i("input"), "cached": i("cacheRead"), "cache_write": i("cacheWrite"),
+                "output": i("output"), "reasoning": 0}
     if "cached_input_tokens" in u or "total_tokens" in u or "reasoning_output_tokens" in u:
         cached = i("cached_input_tokens")
         return {"input": max(i("input_tokens") - cached, 0), "cached": cached, "cache_write": 0,

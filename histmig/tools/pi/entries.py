@@ -17,6 +17,7 @@ from histmig.core.diagnostics import Warning
 from histmig.core.model import Attachment, Opaque, Part, Reasoning, Record, Text, ToolCall, ToolResult
 from histmig.jsonio.jsonl import Line
 
+PROVENANCE = "histmig-provenance"
 ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "message"})
 MESSAGE_NAMED = frozenset({"role", "content", "usage"})
 
@@ -85,6 +86,8 @@ def record_from_obj(line: Line, obj: dict) -> Record:
     kind = "event"
     if t in ("compaction", "branch_summary") and isinstance(obj.get("summary"), str):
         kind, parts = "summary", [Text(obj["summary"], injected=True)]
+    if t == "custom" and obj.get("customType") == PROVENANCE:
+        t = PROVENANCE           # histmig's own marker entry (histmig/tools/pi/provenance.py)
     return Record(id=_str(obj.get("id")), parent_id=_str(obj.get("parentId")), kind=kind,
                   timestamp=_str(obj.get("timestamp")), parts=parts, extra=extra, raw=line.raw,
                   line=line.number, source_type=t if isinstance(t, str) else None)
@@ -134,7 +137,8 @@ def encode_record(rec: Record) -> bytes:
         obj.update(extra)
         return orjson.dumps(obj) + b"\n"
     skeleton = extra.pop("message", None)
-    obj = {"type": "message" if skeleton is not None else (rec.source_type or "custom"), "id": rec.id,
+    kind = "custom" if rec.source_type == PROVENANCE else (rec.source_type or "custom")
+    obj = {"type": "message" if skeleton is not None else kind, "id": rec.id,
            "parentId": rec.parent_id, "timestamp": rec.timestamp}
     obj.update(extra)
     if skeleton is not None:

@@ -1,0 +1,102 @@
+"""convert to and from Pi (histmig/tools/pi/write.py, calls.py): Pi's tools, usage on every assistant
+message, UUIDv7 ids, the tree chain, provider-bound thinking, provenance, and a byte-exact read back."""
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+from histmig import tools as registry
+from histmig.cli import samples
+from histmig.tools import resolve_homes
+from histmig.tools.pi import adapter as pi
+from histmig.tools.pi.calls import from_neutral, to_neutral
+from histmig.verbs.convert import ConvertOptions
+from histmig.verbs.convert.batches import plan_convert
+
+SAMPLES = samples.samples_root()
+
+
+def converted(tool: str, case: str, target: str = "pi", tmp: Path | None = None, **opts):
+    root = tmp / "root"
+    shutil.copytree(SAMPLES / tool / case, root / tool / case)
+    homes = samples.install(tmp / "home", root=root, tools=(tool,))
+    plan, outs = plan_convert(homes, list(registry.adapter(tool).discover(homes)), ConvertOptions(target, seed=5, **opts))
+    creates = [op for op in plan.operations if op.kind == "create"]
+    return homes, creates, outs
+
+
+def entries(data: bytes) -> list[dict]:
+    return [orjson.loads(x) for x in data.splitlines()]
+
+
+@pytest.mark.parametrize("tool,case", [("codex", "tool-reasoning"), ("claude-code", "tool-thinking"),
+                                       ("codex", "resumed"), ("claude-code", "resumed")])
+def test_a_converted_session_is_a_well_formed_pi_tree(tool, case, tmp_path):
+    homes, [op], [out] = converted(tool, case, tmp=tmp_path)
+    es = entries(op.data)
+    header = es[0]
+    assert header["type"] == "session" and header["version"] == 3 and uuid.UUID(header["id"]).version == 7
+    assert header["id"] == out.new_id and Path(op.path).name.endswith(f"_{out.new_id}.jsonl")
+    assert Path(op.path).parent == homes.pi / "sessions" / ("--" + header["cwd"][1:].replace("/", "-") + "--")
+    assert es[1]["customType"] == "histmig-provenance" and es[1]["data"]["sourceTool"] == tool
+    ids = [e["id"] for e in es[1:]]
+    assert len(set(ids)) == len(ids) and [e["parentId"] for e in es[1:]] == [None, *ids[:-1]]
+    msgs = [e["message"] for e in es[2:]]
+    assistants = [m for m in msgs if m["role"] == "assistant"]
+    assert assistants and all(isinstance(m["usage"]["totalTokens"], int) and "cost" in m["usage"] for m in assistants)
+    calls = [b for m in assistants for b in m["content"] if b["type"] == "toolCall"]
+    assert calls and {c["name"] for c in calls} == {"bash"} and all(set(c["arguments"]) == {"command"} for c in calls)
+    results = [m for m in msgs if m["role"] == "toolResult"]
+    assert [r["toolCallId"] for r in results] == [c["id"] for c in calls] and {r["toolName"] for r in results} == {"bash"}
+    assert [m["stopReason"] for m in assistants if any(b["type"] == "toolCall" for b in m["content"])] == ["toolUse"]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(op.data)
+    assert pi.detect(path) and pi.serialize(pi.read(path)) == op.data
+
+
+def test_thinking_keeps_its_signature_only_from_anthropic_and_says_where_it_came_from(tmp_path):
+    _, [op], _ = converted("claude-code", "tool-thinking", tmp=tmp_path / "a")
+    [turn] = [e["message"] for e in entries(op.data) if e.get("message", {}).get("content", [{}])[0].get("type") == "thinking"]
+    assert turn["content"][0]["thinkingSignature"] and (turn["api"], turn["provider"]) == ("anthropic-messages", "anthropic")
+    _, [op], [out] = converted("codex", "tool-reasoning", tmp=tmp_path / "b")
+    msgs = [e["message"] for e in entries(op.data)[2:]]
+    assert not any(b["type"] == "thinking" for m in msgs for b in m["content"] if isinstance(b, dict))
+    assert {(m["api"], m["provider"]) for m in msgs if m["role"] == "assistant"} == {("openai-responses", "openai")}
+    assert out.loss.to_dict()
+
+
+def test_a_pi_session_converts_to_claude_code_and_codex_without_its_signature(tmp_path):
+    for target in ("claude-code", "codex"):
+        _, ops, [out] = converted("pi", "tool-thinking", target, tmp=tmp_path / target)
+        data = b"".join(op.data for op in ops)
+        assert out.status == "convert" and b"echo hello from the tool" in data
+        assert b"ZmFrZXNpZz" not in data             # Pi's signed thinking (provider "fake") is not replayed
+
+
+def test_converting_again_finds_the_earlier_conversion(tmp_path):
+    from histmig.apply import apply_plan
+    homes, _, _ = converted("codex", "plain", tmp=tmp_path)
+    refs = list(registry.adapter("codex").discover(homes))
+    plan, _ = plan_convert(homes, refs, ConvertOptions("pi", seed=5))
+    assert apply_plan(plan, homes).exit_code == 0
+    _, [again] = plan_convert(resolve_homes(home=homes.home), refs, ConvertOptions("pi", seed=6))
+    assert again.status == "already"
+    [ref] = pi.discover(homes)
+    _, [back] = plan_convert(homes, [ref], ConvertOptions("claude-code", seed=6))
+    assert back.code == "is-conversion"
+
+
+def test_calls_map_to_pis_own_tools_and_back():
+    assert from_neutral("Bash", {"command": "ls", "timeout": 120000, "description": "d"}).arguments == \
+        {"command": "ls", "timeout": 120}
+    assert from_neutral("Read", {"file_path": "/a", "offset": 3}).arguments == {"path": "/a", "offset": 3}
+    edit = from_neutral("MultiEdit", {"file_path": "/a", "edits": [{"old_string": "x", "new_string": "y"}]})
+    assert (edit.name, edit.arguments) == ("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
+    assert from_neutral("Grep", {"pattern": "x"}).name == "Grep"
+    back = to_neutral("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
+    assert (back.name, back.arguments) == ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})
+    assert to_neutral("bash", {"command": "ls", "timeout": 5}).arguments == {"command": "ls", "timeout": 5000}
