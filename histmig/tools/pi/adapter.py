@@ -55,6 +55,7 @@ def id_from_name(path: Path) -> str:
 # ---- reading ----------------------------------------------------------------------------------
 
 def _fill(session: Session, records: Any) -> Session:
+    """The session's header facts and title (both near the start), then one pass for the rest."""
     head = header_of(records)
     if head is not None:
         session.id = head.id or session.id
@@ -63,10 +64,27 @@ def _fill(session: Session, records: Any) -> Session:
         parent = head.extra.get("parentSession")
         session.parent_id = parent if isinstance(parent, str) else None
     session.title = first_prompt(records)
-    session.provider, session.model = last_assistant(records)
-    session.meta = {"usage": usage_totals(records)}
-    session.warnings = broken_warnings(records, session.path)
+    total = {"input": 0, "output": 0, "requests": 0}
+    provider = model = None
+    broken = []
+    for r in records:
+        if r.opaque:
+            broken.append(r)
+        elif r.role == "assistant":
+            provider, model = (last_assistant([r])[0] or provider), (last_assistant([r])[1] or model)
+            _add_usage(total, r)
+    session.provider, session.model = provider, model
+    session.meta = {"usage": total}
+    session.warnings = broken_warnings(broken, session.path)
     return session
+
+
+def _add_usage(total: dict[str, int], r: Record) -> None:
+    if r.usage:
+        total["requests"] += 1
+        for key in ("input", "output"):
+            if isinstance(r.usage.get(key), int):
+                total[key] += r.usage[key]
 
 
 def read(src: Any) -> Session:
@@ -104,11 +122,8 @@ def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     """Summed assistant usage (Pi's footer after a resume) and the number of assistant messages."""
     total = {"input": 0, "output": 0, "requests": 0}
     for r in records:
-        if r.role == "assistant" and r.usage:
-            total["requests"] += 1
-            for key in ("input", "output"):
-                if isinstance(r.usage.get(key), int):
-                    total[key] += r.usage[key]
+        if r.role == "assistant":
+            _add_usage(total, r)
     return total
 
 
