@@ -73,3 +73,26 @@ def test_a_flat_session_dir_gets_the_header_rewritten_in_place(tmp_path, monkeyp
     out = histmig("move", old, new, "--apply")
     assert out.exit_code == 0, out.stderr
     assert json.loads(path.read_bytes().split(b"\n")[0])["cwd"] == str(new) and other.read_bytes() == keep
+
+
+def test_a_running_pi_in_the_project_makes_its_folder_wait(tmp_path):
+    """Pi holds no file open; a process whose command line names pi-coding-agent and whose working folder
+    is the moved project is live (histmig/tools/pi/guards.py): nothing of that project is changed."""
+    import subprocess
+    import sys
+    homes = resolve_homes()
+    old, new = tmp_path / "app", tmp_path / "app2"
+    old.mkdir()
+    path = session(homes.pi / "sessions" / pi_slug(str(old)), ID_A, str(old))
+    before = path.read_bytes()
+    old.rename(new)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "pi-coding-agent"], cwd=new)
+    try:
+        out = histmig("move", old, new, "--apply")
+        assert out.exit_code == 3, out.stdout + out.stderr
+        assert "a running Pi (pid" in out.stdout + out.stderr and path.read_bytes() == before
+    finally:
+        proc.kill()
+        proc.wait()
+    assert histmig("move", old, new, "--apply").exit_code == 0
+    assert not path.exists()

@@ -31,8 +31,13 @@ def pi_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
     return []
 
 
-def unit(folder: Path, sid: str | None = None) -> dict[str, str]:
-    return {"tool": TOOL, **({"id": sid} if sid else {}), "folder": str(folder)}
+def unit(folder: Path, sid: str | None = None, cwd: str | None = None, pm: PathMap | None = None) -> dict[str, str]:
+    """An operation's ``session``: the session, its slug folder, and its cwd before and after the move
+    (what the live probe in histmig/tools/pi/guards.py matches a running Pi against)."""
+    out = {"tool": TOOL, **({"id": sid} if sid else {}), "folder": str(folder)}
+    if cwd and pm is not None:
+        out.update(cwd=cwd, new_cwd=pm.rebase(cwd) or cwd)
+    return out
 
 
 def _busy(files: list[Path]) -> dict[str, str]:
@@ -53,7 +58,7 @@ def _edit(tplan: ToolPlan, path: Path, pm: PathMap, opts: dict[str, Any], folder
     if scan.skip:
         tplan.skips.append(Skip(str(path), scan.skip, "in-use"))
         return False
-    tplan.add_scan(scan, session=unit(folder, header_id(path)), reason="project move")
+    tplan.add_scan(scan, session=unit(folder, header_id(path), header_cwd(path), pm), reason="project move")
     return True
 
 
@@ -79,7 +84,8 @@ def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: di
     target = next(iter(targets))
     if everything and len(targets) == 1 and target not in existing:
         tplan.renames.append(Rename(src=str(folder), dst=str(root / target), expect=dir_fingerprint(str(folder)),
-                                    session=unit(folder), reason=f"Pi's folder of {pm.rebase(ours[0][1])}"))
+                                    session=unit(folder, None, ours[0][1], pm),
+                                    reason=f"Pi's folder of {pm.rebase(ours[0][1])}"))
         existing.add(target)
         tplan.count("folders")
         tplan.count("sessions", len(moving))
@@ -88,7 +94,8 @@ def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: di
         dst = root / t / f.name
         if dst.exists():
             raise RefusedError(f"{dst} exists; refusing to replace a Pi session, nothing moved")
-        tplan.renames.append(Rename(src=str(f), dst=str(dst), expect=_fp(f, tplan), session=unit(folder, header_id(f)),
+        tplan.renames.append(Rename(src=str(f), dst=str(dst), expect=_fp(f, tplan),
+                                    session=unit(folder, header_id(f), header_cwd(f), pm),
                                     reason=f"into Pi's folder of {pm.rebase(header_cwd(f))}"))
         tplan.count("sessions")
     if everything:
