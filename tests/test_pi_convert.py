@@ -100,3 +100,34 @@ def test_calls_map_to_pis_own_tools_and_back():
     back = to_neutral("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
     assert (back.name, back.arguments) == ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})
     assert to_neutral("bash", {"command": "ls", "timeout": 5}).arguments == {"command": "ls", "timeout": 5000}
+
+
+def test_a_branched_session_converts_its_active_branch_only(tmp_path, isolated_homes):
+    """After ``/tree`` the file holds the abandoned branch too; the last entry is the leaf Pi continues."""
+    import json
+    from histmig.tools.pi.layout import pi_slug
+    homes = resolve_homes()
+    cwd = str(tmp_path)
+    sid = "01a23020-314b-7782-b551-4f10209b9c80"
+
+    def msg(id_, parent, role, text):
+        m = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1}
+        if role == "assistant":
+            m.update(api="anthropic-messages", provider="fake", model="m", usage={"input": 1, "output": 1,
+                     "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2, "cost": {}}, stopReason="stop")
+        return {"type": "message", "id": id_, "parentId": parent, "timestamp": "2026-12-01T05:42:26.000Z", "message": m}
+    lines = [{"type": "session", "version": 3, "id": sid, "timestamp": "2026-12-01T05:42:25.868Z", "cwd": cwd},
+             msg("a1", None, "user", "first"), msg("a2", "a1", "assistant", "answer one"),
+             msg("b1", "a2", "user", "ABANDONED question"), msg("b2", "b1", "assistant", "ABANDONED answer"),
+             {"type": "branch_summary", "id": "s1", "parentId": "a2", "timestamp": "2026-12-01T05:42:27.000Z",
+              "fromId": "b2", "summary": "tried something"},
+             msg("c1", "s1", "user", "second try"), msg("c2", "c1", "assistant", "answer two")]
+    folder = homes.pi / "sessions" / pi_slug(cwd)
+    folder.mkdir(parents=True)
+    path = folder / f"2026-12-01T05-42-25-868Z_{sid}.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert pi.active_path(path) == {"a1", "a2", "s1", "c1", "c2"}
+    assert pi.serialize(pi.read(path)) == path.read_bytes()           # the file itself is read whole
+    plan, [out] = plan_convert(homes, list(pi.discover(homes)), ConvertOptions("claude-code", seed=1))
+    data = b"".join(op.data for op in plan.operations if op.kind == "create")
+    assert b"second try" in data and b"answer one" in data and b"ABANDONED" not in data

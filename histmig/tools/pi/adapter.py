@@ -95,10 +95,44 @@ def read(src: Any) -> Session:
     return _fill(session, records)
 
 
+def active_path(path: Path) -> set[str] | None:
+    """The entry ids from the leaf (the last entry) back to the root, or None when the file is one straight
+    chain (each entry the child of the one before: every session Pi writes until the user branches with
+    ``/tree``; then the earlier branch's entries stay in the file). Only a branched file costs memory: one
+    small id pair per entry."""
+    prev, linear = None, True
+    for r in records_from_lines(record_lines(path)):
+        if r.id is None or r.source_type in ("session", "blank") or r.opaque:
+            continue
+        if r.parent_id != prev:
+            linear = False
+            break
+        prev = r.id
+    if linear:
+        return None
+    parents: dict[str, str | None] = {}
+    leaf = None
+    for r in records_from_lines(record_lines(path)):
+        if r.id is not None and r.source_type != "session" and not r.opaque:
+            parents[r.id], leaf = r.parent_id, r.id
+    out: set[str] = set()
+    while leaf is not None and leaf not in out:
+        out.add(leaf)
+        leaf = parents.get(leaf)
+    return out
+
+
 def stream(src: Any) -> Session:
-    """:func:`read` with the records read again from the file on each pass (bounded memory)."""
+    """:func:`read` with the records read again from the file on each pass (bounded memory), for convert:
+    only the active branch (the path Pi continues from; :func:`active_path`) of a branched session."""
     path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
-    records = RecordStream(lambda: records_from_lines(record_lines(path)))
+    keep = active_path(path)
+
+    def produce() -> Iterable[Record]:
+        for r in records_from_lines(record_lines(path)):
+            if keep is None or r.id is None or r.source_type == "session" or r.opaque or r.id in keep:
+                yield r
+    records = RecordStream(produce)
     session = Session(id=id_from_name(path), format=NAME, path=path, records=records)
     session.updated = path.stat().st_mtime
     return _fill(session, records)
