@@ -13,7 +13,6 @@ from histmig import tools as registry
 from histmig.cli import samples
 from histmig.tools import resolve_homes
 from histmig.tools.pi import adapter as pi
-from histmig.tools.pi.calls import from_neutral, to_neutral
 from histmig.verbs.convert import ConvertOptions
 from histmig.verbs.convert.batches import plan_convert
 
@@ -91,15 +90,26 @@ def test_converting_again_finds_the_earlier_conversion(tmp_path):
 
 
 def test_calls_map_to_pis_own_tools_and_back():
-    assert from_neutral("Bash", {"command": "ls", "timeout": 120000, "description": "d"}).arguments == \
-        {"command": "ls", "timeout": 120}
-    assert from_neutral("Read", {"file_path": "/a", "offset": 3}).arguments == {"path": "/a", "offset": 3}
-    edit = from_neutral("MultiEdit", {"file_path": "/a", "edits": [{"old_string": "x", "new_string": "y"}]})
-    assert (edit.name, edit.arguments) == ("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
-    assert from_neutral("Grep", {"pattern": "x"}).name == "Grep"
-    back = to_neutral("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
-    assert (back.name, back.arguments) == ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})
-    assert to_neutral("bash", {"command": "ls", "timeout": 5}).arguments == {"command": "ls", "timeout": 5000}
+    from histmig.core.model import ToolCall
+    from histmig.toolkit.convert.calls import translate
+    from histmig.tools.claude_family.calls import CALLS as CLAUDE
+    from histmig.tools.codex.calls import CALLS as CODEX
+    from histmig.tools.pi.calls import CALLS as PI
+
+    def one(name, args, source, target=PI):
+        [m] = translate(ToolCall("t1", name, args), source, target, "/w")
+        return m.name, m.arguments
+    assert one("Bash", {"command": "ls", "timeout": 120000, "description": "d"}, CLAUDE) == \
+        ("bash", {"command": "ls", "timeout": 120})
+    assert one("Read", {"file_path": "/a", "offset": 3}, CLAUDE) == ("read", {"path": "/a", "offset": 3})
+    assert one("MultiEdit", {"file_path": "/a", "edits": [{"old_string": "x", "new_string": "y"}]}, CLAUDE) == \
+        ("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]})
+    assert one("exec_command", '{"cmd": "ls -a"}', CODEX) == ("bash", {"command": "ls -a"})
+    assert one("Grep", {"pattern": "x"}, CLAUDE) == ("Grep", {"pattern": "x"})
+    assert one("edit", {"path": "/a", "edits": [{"oldText": "x", "newText": "y"}]}, PI, CLAUDE) == \
+        ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})
+    assert one("bash", {"command": "ls", "timeout": 5}, PI, CLAUDE) == ("Bash", {"command": "ls", "timeout": 5000})
+    assert one("bash", {"command": "ls"}, PI, CODEX)[0] == "exec_command"
 
 
 def test_a_branched_session_converts_its_active_branch_only(tmp_path, isolated_homes):

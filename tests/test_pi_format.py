@@ -121,3 +121,20 @@ def test_show_prints_the_conversation(isolated_homes):
     out = histmig("show", "01a231e8-e673")
     assert out.exit_code == 0
     assert "RUN: ls -a" in out.stdout and "→ bash" in out.stdout and "Thanks. Now summarise" in out.stdout
+
+
+def test_a_big_session_is_counted_exactly_and_the_scan_index_answers_the_second_time(isolated_homes):
+    homes = resolve_homes()
+    n = 1500          # ~200 KB: past the 128 KB a listing reads at its two ends
+    entries = [HEADER] + [user(f"{i:08x}", f"{i - 1:08x}" if i else None, f"prompt {i} " + "x" * 100) for i in range(n)]
+    path = write_tree(homes.pi / "sessions" / pi_slug("/w/app") / "big.jsonl", entries)
+    assert path.stat().st_size > 2 * pi.HEAD_TAIL
+    ref = pi.ref_for(path)
+    assert ref.messages == n and ref.title.startswith("prompt 0")
+    out = histmig("scan", "--tool", "pi", "--json")
+    again = histmig("scan", "--tool", "pi", "--json")
+    assert json.loads(out.stdout)["sessions"] == json.loads(again.stdout)["sessions"]
+    assert json.loads(again.stdout)["sessions"][0]["messages"] == n
+    with open(path, "ab") as fh:                # grown: counted again from where the last count stopped
+        fh.write(json.dumps(user("ffffffff", f"{n - 1:08x}", "one more"), separators=(",", ":")).encode() + b"\n")
+    assert json.loads(histmig("scan", "--tool", "pi", "--json").stdout)["sessions"][0]["messages"] == n + 1

@@ -118,9 +118,15 @@ def test_a_pi_session_converted_to_codex_and_to_claude_code_is_continued_by_both
     codex = run_codex(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done), args=CODEX_ARGS).check()
     [req] = codex.model_requests("responses")[:1]
     assert req.status == 200 and carried(req, "pi-to-others-marker")
+    calls = [i for i in req.body["input"] if i.get("type") == "function_call"]
+    assert [c["name"] for c in calls] == ["exec_command"] and json.loads(calls[0]["arguments"]) == \
+        {"cmd": "echo pi-to-others-marker"}
     done = histmig(scratch, "convert", "--from", "pi", "--to", "claude-code", "--apply")
     assert done.returncode == 0, shown(done)
     claude = run_claude(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done)).check()
     first = claude.model_requests("anthropic")[0]
     assert first.status == 200 and carried(first, "pi-to-others-marker"), first.error
+    uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_use"]
+    assert [u["name"] for u in uses] == ["Bash"] and uses[0]["input"]["command"] == "echo pi-to-others-marker"
     assert not carried(first, fake_api.signer.thinking_signature("I will run echo pi-to-others-marker."))

@@ -3,6 +3,7 @@
 line is kept byte for byte, broken lines are counted and kept."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -176,9 +177,10 @@ def detect(path: Any) -> bool:
     return isinstance(obj, dict) and obj.get("type") == "session" and "cwd" in obj and "version" in obj
 
 
-def discover(homes: Any) -> Iterator[SessionRef]:
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: the scan index (histmig.core.scanindex) that answers for unchanged files."""
     for path in all_session_files(homes):
-        ref = ref_for(path)
+        ref = ref_for(path, index=index)
         if ref is not None:
             yield ref
 
@@ -192,32 +194,78 @@ def _ends(path: Path, size: int) -> tuple[list[Record], list[Record], bool]:
     return list(records_from_lines(head_l)), list(records_from_lines(tail_l)), False
 
 
-def ref_for(path: Path) -> SessionRef | None:
-    """A listing row from the file's ends; a file whose first line is no header is not Pi's (None)."""
+FIELDS = ("id", "cwd", "created", "title", "provider", "messages", "state", "error")
+# a line that may be a user or assistant message (verified by parsing it: histmig/jsonio/marks.py)
+MESSAGE_MARK = re.compile(rb'"role"\s*:\s*"(?:user|assistant)"')
+
+
+def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
+    """A listing row from the file's ends (or the scan index, for a file unchanged since); past 128 KB the
+    messages are counted by a byte search, resumed where it stopped when the file only grew. A file whose
+    first line is no header is not Pi's (None)."""
+    from histmig.core.scanindex import fields_of, fill, head_hash
     ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
+        hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
+        if hit is not None:
+            return fill(ref, hit)
         head, tail, whole = _ends(path, st.st_size)
+        if not _summarize(ref, head, tail, whole):
+            return None
+        resume = first = None
+        if not whole:
+            with open(path, "rb") as fh:
+                first = fh.read(4096)
+            grown = index.grown(str(path), st) if index is not None else None
+            start = grown[0] if grown is not None and grown[1] == head_hash(first) else {}
+            ref.messages, resume = count_messages_from(path, **start)
     except (HistmigError, OSError) as e:
         ref.error = e.describe() if isinstance(e, HistmigError) else (getattr(e, "strerror", None) or str(e))
         ref.state.append("unreadable")
         return ref
+    if index is not None:
+        index.store(str(path), st, fields_of(ref, FIELDS), resume=resume, first=first)
+    return ref
+
+
+def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, dict]:
+    """User and assistant messages of the whole file by a byte search (``msgs`` counted before offset
+    ``end``, a line boundary), and where a later count resumes."""
+    from histmig.jsonio.jsonl import open_regular
+    from histmig.jsonio.marks import MarkedLines, parse_line
+    total, resume = msgs, None
+    with open_regular(path) as fh:
+        fh.seek(end)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
+        for offset, raw in lines:
+            if not raw.endswith(b"\n"):
+                resume = {"end": offset, "msgs": total}
+            obj = parse_line(offset, raw)[0]
+            msg = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
+            if isinstance(msg, dict) and msg.get("role") in ("user", "assistant"):
+                total += 1
+    return total, resume or {"end": lines.end, "msgs": total}
+
+
+def _summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> bool:
     header = header_of(head)
     if header is None:
-        return None
+        return False
     ref.id = header.id or ref.id
     ref.cwd = header.extra.get("cwd") if isinstance(header.extra.get("cwd"), str) else None
     ref.created = header.timestamp
     ref.title = first_prompt(head)
     ref.provider = last_assistant(head + tail)[0]
-    ref.messages = sum(1 for r in head if r.role in ("user", "assistant")) if whole else None
+    ref.messages = sum(1 for r in head if r.source_type in ("message/user", "message/assistant")) if whole else None
     broken = sum(1 for r in head + tail if r.opaque)
     if broken:
         ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
-    return ref
+    return True
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record)
+ADAPTER.indexed = True      # discover takes ``index=`` (the scan index, histmig.core.scanindex)

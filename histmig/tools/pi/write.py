@@ -10,7 +10,8 @@ child of the one before (``parentId``), so the last line is the leaf Pi continue
   replays a signed thinking block to another provider (it sends a thinking block as a thinking block only
   to the provider, api and model that made it; docs/pi.md); a signature is kept only from Anthropic
   sources, reasoning of other providers is dropped (or kept as plain text with ``--keep-reasoning-text``);
-- tool calls are Pi's own tools (``bash``, ``read``, ``write``, ``edit``: histmig/tools/pi/calls.py).
+- tool calls are Pi's own tools (``bash``, ``read``, ``write``, ``edit``: histmig/tools/pi/calls.py), mapped
+  through the neutral vocabulary from the source tool's ``calls`` hook.
 """
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ import orjson
 from histmig import __version__
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert.calls import safe_tool_id
+from histmig.toolkit.convert.calls import Mapped, safe_tool_id, translate
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.toolkit.convert.provenance import LINE_TYPE
-from histmig.tools.pi.calls import to_pi
+from histmig.tools import hook
+from histmig.tools.pi.calls import CALLS
 from histmig.tools.pi.layout import pi_slug
 
 SIGNED_SOURCES = ("claude-code", "mini-cc", "manifest")     # thinking signed by Anthropic
@@ -72,6 +74,7 @@ class _Writer:
     def __init__(self, conv: Conversation, t: Target, cwd: str):
         self.conv, self.t, self.cwd = conv, t, cwd
         self.source = conv.source.format
+        self.source_calls = hook(self.source, "calls")      # the source's tool-call vocabulary
         self.api, self.provider = ORIGIN.get(self.source, ANTHROPIC_ORIGIN if self.source in SIGNED_SOURCES
                                              else (self.source, self.source))
         self.clock = Clock(conv.source.created, t.ids.time())
@@ -153,12 +156,18 @@ class _Writer:
     def on_call(self, item: Item) -> None:
         call: ToolCall = item.part
         msg = self.current_assistant(item)
-        for k, mapped in enumerate(to_pi(self.source, call.name, call.arguments, self.cwd)):
+        for k, mapped in enumerate(self.mapped(call)):
             for cat, kind in mapped.notes:
                 self.conv.loss.add(cat, kind)
             tid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.tool_ids, f"call_{len(self.tool_ids)}")
             self.calls.setdefault(call.call_id, []).append((tid, mapped.name))
             msg["content"].append({"type": "toolCall", "id": tid, "name": mapped.name, "arguments": mapped.arguments})
+
+    def mapped(self, call: ToolCall) -> list[Mapped]:
+        """The call in Pi's own tools (histmig/tools/pi/calls.py), through the neutral vocabulary."""
+        if self.source_calls is CALLS:
+            return [Mapped(call.name, call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments})]
+        return translate(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
