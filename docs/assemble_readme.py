@@ -19,6 +19,7 @@ PARTS = [
     ("demo.md", 1),
     ("scan-show.md", 1),
     ("codex.md", 1),
+    ("pi.md", 1),
     ("move.md", 1),
     ("convert.md", 1),
     ("doctor.md", 1),

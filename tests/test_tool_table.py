@@ -229,10 +229,11 @@ def test_the_flip_verb_runs_every_tool_with_a_flip_hook(toy, tmp_path):
 
 
 def test_move_planning_runs_a_needed_tool_first_and_lays_plans_out_in_table_order():
-    assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc", "qwen"]
+    first = ["claude-code", "manifest", "codex", "mini-cc"]
+    assert registry.move_order(set(registry.names())) == first + [n for n in registry.names() if n not in first]
     assert registry.move_order({"manifest"}) == ["claude-code", "manifest"]
     assert registry.move_order({"mini-cc", "codex"}) == ["codex", "mini-cc"]
-    assert registry.names() == ("codex", "claude-code", "mini-cc", "manifest", "qwen")
+    assert registry.names()[:4] == ("codex", "claude-code", "mini-cc", "manifest")
 
 
 def test_every_row_names_a_package_that_holds_its_adapter():
@@ -276,7 +277,8 @@ def test_a_declared_home_is_resolved_like_every_other(toy_declared, tmp_path):
     assert resolve_homes(env=env).toy == Path("/env/toy")                   # env > default
     assert resolve_homes(env=env, home="/o").toy == Path("/o/.toy")          # --home > env
     assert resolve_homes(env=env, home="/o", toy_home="/f").toy == Path("/f")  # flag > --home
-    assert list(resolve_homes(env=env).to_dict())[-3:] == ["toy", "state", "codex_sqlite"]
+    keys = list(resolve_homes(env=env).to_dict())
+    assert keys[keys.index("toy"):keys.index("codex_sqlite") + 1] == ["toy", "state", "codex_sqlite"]
     with pytest.raises(TypeError, match="no_such_home"):
         resolve_homes(env=env, no_such_home="/x")
 
@@ -305,7 +307,7 @@ def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
              "h = resolve_homes(env={'HOME': '/h'})\ng = default_guards(h)\n"
              "print([str(x.root) for x in g.folder_locks], [str(x.path) for x in g.file_locks], sorted(g.live))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['/h/.codex'] ['/h/.claude.json'] ['claude', 'claude-code', 'codex', 'manifest', 'qwen']"
+    assert out.strip() == "['/h/.codex'] ['/h/.claude.json'] ['claude', 'claude-code', 'codex', 'manifest', 'pi', 'qwen']"
 
 
 # ---- tool calls: a tool's ``calls`` hook maps its calls to and from every other tool -----------------
@@ -504,9 +506,11 @@ def _namings(path: Path) -> list[str]:
 
 def _names_a_tool(identifier: str, packages: set[str]) -> bool:
     """``codex_thread_locked``, ``ClaudeJson``: a function or class named after a tool's package."""
-    words = identifier.lower().strip("_")
-    return any(words == p or words.startswith(p + "_") or words.startswith(p.replace("_", "")) for p in packages
-               if p != "claude_family")
+    import re
+    # whole words only (CamelCase split first), so a short package such as ``pi`` does not match ``pid_alive``
+    words = [w for w in re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", identifier).lower().split("_") if w]
+    return any("".join(words[:k]) == p.replace("_", "") for p in packages if p != "claude_family"
+               for k in range(1, len(words) + 1))
 
 
 def tool_namings() -> dict[str, list[str]]:
@@ -538,5 +542,6 @@ def test_the_counter_sees_each_way_of_naming_a_tool(tmp_path):
     probe.write_text('"""codex in a docstring is help text."""\nimport histmig.tools.codex.state\n'
                      'from histmig.tools.mini_cc import move\nfrom histmig.tools import claude_code\n'
                      'x = "claude"\ny = homes.mini_cc\nz = "codex is mentioned"\n'
-                     'def codex_thread_locked(): pass\ndef locked(): pass\n')
-    assert sorted(int(h.split(":")[0]) for h in _namings(probe)) == [2, 3, 4, 5, 6, 8]
+                     'def codex_thread_locked(): pass\ndef locked(): pass\nclass MiniCcState: pass\n'
+                     'def pid_alive(): pass\n')
+    assert sorted(int(h.split(":")[0]) for h in _namings(probe)) == [2, 3, 4, 5, 6, 8, 10]

@@ -124,6 +124,23 @@ register(Tool("qwen", "histmig.tools.qwen", attrgetter("qwen"), aliases=("qwen-c
 )))
 
 
+# Pi keeps sessions in <agent dir>/sessions/--<slug>--/, or in a flat session dir named by
+# $PI_CODING_AGENT_SESSION_DIR or settings.json ``sessionDir`` (histmig/tools/pi/layout.py)
+register(Tool("pi", "histmig.tools.pi", attrgetter("pi"), aliases=("pi-coding-agent", "pi-agent"), homes=(
+    HomeDir("pi", "PI_CODING_AGENT_DIR", ".pi/agent", "pi-home",
+            "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)."),
+    Derived("pi_sessions", lambda f: _pi_session_dir(f), folder=True))))
+
+
+def _pi_session_dir(found: Any) -> Any:
+    """Pi's flat session dir: $PI_CODING_AGENT_SESSION_DIR (not with --home or --pi-home), else
+    ``sessionDir`` in the agent dir's settings.json; None when neither is set."""
+    from histmig.tools.pi.layout import settings_session_dir
+    if "pi" not in found.flagged and found.from_env("PI_CODING_AGENT_SESSION_DIR") is not None:
+        return found.from_env("PI_CODING_AGENT_SESSION_DIR")
+    return settings_session_dir(found.paths["pi"])
+
+
 class _Names(Mapping[str, str]):
     """A live view of the table as name -> adapter module (the old ``FORMATS``)."""
 

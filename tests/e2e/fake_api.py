@@ -7,7 +7,8 @@ real life: broken tool-call pairing, foreign thinking signatures, foreign ``encr
 Scripted replies (decided by the last user turn):
 - plain text by default (``ANSWER_PREFIX`` + the start of the prompt);
 - ``RUN: <cmd>`` -> one tool call running ``<cmd>`` (Claude: signed ``thinking``, text, ``tool_use``
-  Bash; Codex: ``reasoning`` with ``encrypted_content``, then ``function_call`` ``exec_command``);
+  Bash, or Pi's ``bash`` when the request offers it; Codex: ``reasoning`` with ``encrypted_content``, then
+  ``function_call`` ``exec_command``);
 - ``AGENT: <prompt>`` (Claude only) -> a sub-agent tool call (``Agent``/``Task``) with that prompt;
 - a request whose last input is a tool result -> a text answer.
 
@@ -238,6 +239,9 @@ def anthropic_reply(body: dict, signer: Signer) -> list[dict]:
     if run and "Bash" in tools:
         cmd = run.group(1).strip()
         return _anthropic_tool(signer, f"I will run {cmd}.", "Bash", {"command": cmd, "description": "run it"})
+    if run and "bash" in tools:     # Pi's own shell tool (docs/pi.md)
+        cmd = run.group(1).strip()
+        return _anthropic_tool(signer, f"I will run {cmd}.", "bash", {"command": cmd})
     agent_tool = next((n for n in ("Agent", "Task") if n in tools), None)
     if agent and agent_tool:
         task = agent.group(1).strip()

@@ -162,6 +162,24 @@ _TABLE = [
     Check("qwen.broken-lines",
           "Lines of a session do not parse; Qwen skips them.",
           "Nothing to do for resume; histmig keeps the bytes."),
+    # --- Pi (histmig/tools/pi/doctor.py) ----------------------------------------------------------
+    Check("pi.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; `pi -c` in the moved folder starts empty.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("pi.folder-mismatch",
+          "A session lies in a folder that is not the one of its header cwd; `pi -c` there and Pi's listings disagree.",
+          "`histmig move <header cwd> <project folder> --apply`, or move the file by hand."),
+    Check("pi.ambiguous-prefix",
+          "Sessions of different projects share an 8-character id prefix (UUIDv7 ids start with the time); "
+          "`pi --session <prefix>` may open the wrong one.",
+          "Pass the full id (or a longer prefix) to `pi --session`."),
+    Check("pi.usage-missing",
+          "An assistant message has no `usage`; Pi crashes on resume (`reading 'totalTokens'`).",
+          "Re-convert the session with histmig (its writer sets usage), or add a usage object by hand."),
+    Check("pi.broken-lines",
+          "Lines of a session do not parse; Pi skips them.",
+          "Nothing to do for resume; histmig keeps the bytes."),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}

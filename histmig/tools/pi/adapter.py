@@ -1,0 +1,271 @@
+"""Pi sessions: ``<agent dir>/sessions/--<slug>--/<ISO ts>_<uuidv7>.jsonl``, or a flat session dir
+(histmig/tools/pi/layout.py, docs/pi.md). A JSONL tree of entries under a ``session`` header; every
+line is kept byte for byte, broken lines are counted and kept."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from histmig.core.diagnostics import HistmigError
+from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
+from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
+from histmig.tools.base import FunctionAdapter
+from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
+from histmig.tools.pi.layout import all_session_files
+
+NAME = "pi"
+HEAD_TAIL = 64 * 1024      # a listing reads at most this much at each end of a file
+
+
+def header_of(records: Iterable[Record]) -> Record | None:
+    """The ``session`` header (line 1 in every file Pi writes)."""
+    for r in records:
+        if r.source_type == "blank":
+            continue
+        return r if r.source_type == "session" else None
+    return None
+
+
+def first_prompt(records: Iterable[Record]) -> str | None:
+    for r in records:
+        if r.role == "user" and r.kind == "message":
+            for p in r.parts:
+                if isinstance(p, Text) and p.text.strip():
+                    return p.text.strip()
+    return None
+
+
+def last_assistant(records: Iterable[Record]) -> tuple[str | None, str | None]:
+    """(provider, model) of the last assistant message: what a continued session is bound to."""
+    provider = model = None
+    for r in records:
+        if r.role == "assistant":
+            msg = r.extra.get("message") or {}
+            provider = msg.get("provider") if isinstance(msg.get("provider"), str) else provider
+            model = msg.get("model") if isinstance(msg.get("model"), str) else model
+    return provider, model
+
+
+def id_from_name(path: Path) -> str:
+    """``<ts>_<uuid>.jsonl`` -> uuid; any other name -> its stem."""
+    stem = path.name[:-6] if path.name.endswith(".jsonl") else path.stem
+    return stem.rsplit("_", 1)[-1]
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+def _fill(session: Session, records: Any) -> Session:
+    """The session's header facts and title (both near the start), then one pass for the rest."""
+    head = header_of(records)
+    if head is not None:
+        session.id = head.id or session.id
+        session.cwd = head.extra.get("cwd") if isinstance(head.extra.get("cwd"), str) else None
+        session.created = head.timestamp
+        parent = head.extra.get("parentSession")
+        session.parent_id = parent if isinstance(parent, str) else None
+    session.title = first_prompt(records)
+    total = {"input": 0, "output": 0, "requests": 0}
+    provider = model = None
+    broken = []
+    for r in records:
+        if r.opaque:
+            broken.append(r)
+        elif r.role == "assistant":
+            provider, model = (last_assistant([r])[0] or provider), (last_assistant([r])[1] or model)
+            _add_usage(total, r)
+    session.provider, session.model = provider, model
+    session.meta = {"usage": total}
+    session.warnings = broken_warnings(broken, session.path)
+    return session
+
+
+def _add_usage(total: dict[str, int], r: Record) -> None:
+    if r.usage:
+        total["requests"] += 1
+        for key in ("input", "output"):
+            if isinstance(r.usage.get(key), int):
+                total[key] += r.usage[key]
+
+
+def read(src: Any) -> Session:
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    records = list(records_from_lines(read_lines(path)))
+    session = Session(id=id_from_name(path), format=NAME, path=path, records=records)
+    session.updated = path.stat().st_mtime
+    return _fill(session, records)
+
+
+def active_path(path: Path) -> set[str] | None:
+    """The entry ids from the leaf (the last entry) back to the root, or None when the file is one straight
+    chain (each entry the child of the one before: every session Pi writes until the user branches with
+    ``/tree``; then the earlier branch's entries stay in the file). Only a branched file costs memory: one
+    small id pair per entry."""
+    prev, linear = None, True
+    for r in records_from_lines(record_lines(path)):
+        if r.id is None or r.source_type in ("session", "blank") or r.opaque:
+            continue
+        if r.parent_id != prev:
+            linear = False
+            break
+        prev = r.id
+    if linear:
+        return None
+    parents: dict[str, str | None] = {}
+    leaf = None
+    for r in records_from_lines(record_lines(path)):
+        if r.id is not None and r.source_type != "session" and not r.opaque:
+            parents[r.id], leaf = r.parent_id, r.id
+    out: set[str] = set()
+    while leaf is not None and leaf not in out:
+        out.add(leaf)
+        leaf = parents.get(leaf)
+    return out
+
+
+def stream(src: Any) -> Session:
+    """:func:`read` with the records read again from the file on each pass (bounded memory), for convert:
+    only the active branch (the path Pi continues from; :func:`active_path`) of a branched session."""
+    path = Path(src.path) if isinstance(src, SessionRef) else Path(src)
+    keep = active_path(path)
+
+    def produce() -> Iterable[Record]:
+        for r in records_from_lines(record_lines(path)):
+            if keep is None or r.id is None or r.source_type == "session" or r.opaque or r.id in keep:
+                yield r
+    records = RecordStream(produce)
+    session = Session(id=id_from_name(path), format=NAME, path=path, records=records)
+    session.updated = path.stat().st_mtime
+    return _fill(session, records)
+
+
+def serialize(session: Session) -> bytes:
+    out = []
+    for r in session.records:
+        if r.raw is not None:
+            out.append(r.raw)
+        elif r.opaque and "offset" in r.extra:
+            with open(session.path, "rb") as fh:        # an over-limit line: copied from its source
+                fh.seek(r.extra["offset"])
+                out.append(fh.read(r.extra["length"]))
+        else:
+            out.append(encode_record(r))
+    return b"".join(out)
+
+
+def usage_totals(records: Iterable[Record]) -> dict[str, int]:
+    """Summed assistant usage (Pi's footer after a resume) and the number of assistant messages."""
+    total = {"input": 0, "output": 0, "requests": 0}
+    for r in records:
+        if r.role == "assistant":
+            _add_usage(total, r)
+    return total
+
+
+# ---- detect and discover ----------------------------------------------------------------------
+
+def detect(path: Any) -> bool:
+    """A ``.jsonl`` whose first line is a Pi header (``{"type":"session",...,"cwd":...}``)."""
+    p = Path(path)
+    if not p.name.endswith(".jsonl"):
+        return False
+    try:
+        lines = head_lines(p, max_lines=1, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return False
+    obj = lines[0].obj if lines and not lines[0].blank and lines[0].error is None else None
+    return isinstance(obj, dict) and obj.get("type") == "session" and "cwd" in obj and "version" in obj
+
+
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: the scan index (histmig.core.scanindex) that answers for unchanged files."""
+    for path in all_session_files(homes):
+        ref = ref_for(path, index=index)
+        if ref is not None:
+            yield ref
+
+
+def _ends(path: Path, size: int) -> tuple[list[Record], list[Record], bool]:
+    if size <= 2 * HEAD_TAIL:
+        return list(records_from_lines(read_lines(path))), [], True
+    head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+    end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
+    tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
+    return list(records_from_lines(head_l)), list(records_from_lines(tail_l)), False
+
+
+FIELDS = ("id", "cwd", "created", "title", "provider", "messages", "state", "error")
+# a line that may be a user or assistant message (verified by parsing it: histmig/jsonio/marks.py)
+MESSAGE_MARK = re.compile(rb'"role"\s*:\s*"(?:user|assistant)"')
+
+
+def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
+    """A listing row from the file's ends (or the scan index, for a file unchanged since); past 128 KB the
+    messages are counted by a byte search, resumed where it stopped when the file only grew. A file whose
+    first line is no header is not Pi's (None)."""
+    from histmig.core.scanindex import fields_of, fill, head_hash
+    ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
+        if hit is not None:
+            return fill(ref, hit)
+        head, tail, whole = _ends(path, st.st_size)
+        if not _summarize(ref, head, tail, whole):
+            return None
+        resume = first = None
+        if not whole:
+            with open(path, "rb") as fh:
+                first = fh.read(4096)
+            grown = index.grown(str(path), st) if index is not None else None
+            start = grown[0] if grown is not None and grown[1] == head_hash(first) else {}
+            ref.messages, resume = count_messages_from(path, **start)
+    except (HistmigError, OSError) as e:
+        ref.error = e.describe() if isinstance(e, HistmigError) else (getattr(e, "strerror", None) or str(e))
+        ref.state.append("unreadable")
+        return ref
+    if index is not None:
+        index.store(str(path), st, fields_of(ref, FIELDS), resume=resume, first=first)
+    return ref
+
+
+def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, dict]:
+    """User and assistant messages of the whole file by a byte search (``msgs`` counted before offset
+    ``end``, a line boundary), and where a later count resumes."""
+    from histmig.jsonio.jsonl import open_regular
+    from histmig.jsonio.marks import MarkedLines, parse_line
+    total, resume = msgs, None
+    with open_regular(path) as fh:
+        fh.seek(end)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
+        for offset, raw in lines:
+            if not raw.endswith(b"\n"):
+                resume = {"end": offset, "msgs": total}
+            obj = parse_line(offset, raw)[0]
+            msg = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None
+            if isinstance(msg, dict) and msg.get("role") in ("user", "assistant"):
+                total += 1
+    return total, resume or {"end": lines.end, "msgs": total}
+
+
+def _summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> bool:
+    header = header_of(head)
+    if header is None:
+        return False
+    ref.id = header.id or ref.id
+    ref.cwd = header.extra.get("cwd") if isinstance(header.extra.get("cwd"), str) else None
+    ref.created = header.timestamp
+    ref.title = first_prompt(head)
+    ref.provider = last_assistant(head + tail)[0]
+    ref.messages = sum(1 for r in head if r.source_type in ("message/user", "message/assistant")) if whole else None
+    broken = sum(1 for r in head + tail if r.opaque)
+    if broken:
+        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    return True
+
+
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
+                          encode_record=encode_record)
+ADAPTER.indexed = True      # discover takes ``index=`` (the scan index, histmig.core.scanindex)

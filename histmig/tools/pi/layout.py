@@ -1,0 +1,76 @@
+"""Where Pi (``@mariozechner/pi-coding-agent``) keeps its sessions (docs/pi.md).
+
+The agent dir is ``$PI_CODING_AGENT_DIR`` (default ``~/.pi/agent``); sessions live in
+``<agent dir>/sessions/--<slug>--/`` where the slug is the cwd without its leading separator and with
+every ``/``, ``\\`` and ``:`` turned into ``-`` (lossy: ``/a-b`` and ``/a/b`` share a folder). A session
+dir named by ``--session-dir``, ``$PI_CODING_AGENT_SESSION_DIR`` or ``settings.json`` ``sessionDir`` is
+flat: no folder per project, the header ``cwd`` alone says where a session belongs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def pi_slug(cwd: str) -> str:
+    """Pi's folder name for ``cwd`` (``getDefaultSessionDir``): ``--home-user-proj--``."""
+    body = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    for ch in "/\\:":
+        body = body.replace(ch, "-")
+    return f"--{body}--"
+
+
+def is_slug_dir(name: str) -> bool:
+    return name.startswith("--") and name.endswith("--") and len(name) >= 4
+
+
+def settings_session_dir(agent_dir: Path) -> Path | None:
+    """``sessionDir`` of ``<agent dir>/settings.json`` (absolute or ``~``), or None."""
+    try:
+        data = orjson.loads((agent_dir / "settings.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    value = data.get("sessionDir") if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = os.path.expanduser(value)
+    return Path(os.path.normpath(value)) if os.path.isabs(value) else None
+
+
+def sessions_root(homes: Any) -> Path:
+    """The folder of per-project slug folders (the default layout)."""
+    return Path(homes.pi) / "sessions"
+
+
+def flat_dir(homes: Any) -> Path | None:
+    """The flat session dir, when one is set (``homes.pi_sessions``: the table's Derived path)."""
+    found = getattr(homes, "pi_sessions", None)
+    return Path(found) if found is not None else None
+
+
+def session_files(folder: Path) -> list[Path]:
+    """``*.jsonl`` files directly in ``folder`` (Pi lists any whose first line is a header)."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.endswith(".jsonl") and p.is_file()
+                      and not p.is_symlink())
+    except OSError:
+        return []
+
+
+def slug_dirs(root: Path) -> list[Path]:
+    try:
+        return sorted(d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and is_slug_dir(d.name))
+    except OSError:
+        return []
+
+
+def all_session_files(homes: Any) -> list[Path]:
+    """Every session file Pi would list (``listAll``): each slug folder, then the flat dir."""
+    out = [f for d in slug_dirs(sessions_root(homes)) for f in session_files(d)]
+    flat = flat_dir(homes)
+    if flat is not None:
+        out += [f for f in session_files(flat) if f not in out]
+    return out

@@ -1,0 +1,134 @@
+"""Pi's part of a project move (docs/pi.md): everything Pi keys by path.
+
+Pi finds a project's sessions in ``sessions/--<slug of cwd>--/`` (``pi -c`` takes the newest file there)
+and reads the header ``cwd`` for listings, forks and ``--session <path>``. A session whose header ``cwd``
+lies under OLD gets that ``cwd`` rewritten (line 1 only; the rest of the file keeps its bytes) and
+moves to the folder of its new cwd: the whole folder is renamed when all of it moves to one folder that
+does not exist yet, otherwise its files move one by one (an emptied folder is removed last). A flat
+session dir (``$PI_CODING_AGENT_SESSION_DIR``, ``sessionDir``) has no folders: only the header changes.
+A file open for writing, or a folder holding one, waits and is named.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from histmig.core.diagnostics import RefusedError, Skip
+from histmig.core.livewriters import open_writers
+from histmig.core.plan import Fingerprint, Rename, RmDir
+from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
+from histmig.tools.pi.layout import flat_dir, pi_slug, session_files, sessions_root, slug_dirs
+from histmig.tools.pi.listing import header_cwd, header_id
+
+TOOL = "pi"
+
+
+def pi_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
+    """The path fields of one line: the header's ``cwd`` (entries name no project path)."""
+    if isinstance(obj, dict) and obj.get("type") == "session":
+        return field_at(obj, ("cwd",), pm)
+    return []
+
+
+def unit(folder: Path, sid: str | None = None, cwd: str | None = None, pm: PathMap | None = None) -> dict[str, str]:
+    """An operation's ``session``: the session, its slug folder, and its cwd before and after the move
+    (what the live probe in histmig/tools/pi/guards.py matches a running Pi against)."""
+    out = {"tool": TOOL, **({"id": sid} if sid else {}), "folder": str(folder)}
+    if cwd and pm is not None:
+        out.update(cwd=cwd, new_cwd=pm.rebase(cwd) or cwd)
+    return out
+
+
+def _busy(files: list[Path]) -> dict[str, str]:
+    """file -> who holds it open for writing."""
+    stats = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+            stats[(st.st_dev, st.st_ino)] = str(f)
+        except OSError:
+            pass
+    return {stats[k]: v[0].describe() for k, v in open_writers(stats).items()}
+
+
+def _edit(tplan: ToolPlan, path: Path, pm: PathMap, opts: dict[str, Any], folder: Path) -> bool:
+    """Plan the header edit of one session; False (and a skip) when the file must stay as it is."""
+    scan = scan_file(str(path), pm, pi_fields, rewrite_content=opts["rewrite_content"])
+    if scan.skip:
+        tplan.skips.append(Skip(str(path), scan.skip, "in-use"))
+        return False
+    tplan.add_scan(scan, session=unit(folder, header_id(path), header_cwd(path), pm), reason="project move")
+    return True
+
+
+def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: dict[str, Any],
+                existing: set[str]) -> None:
+    files = session_files(folder)
+    ours = [(f, cwd) for f in files if pm.covers(cwd := header_cwd(f))]
+    if not ours:
+        return
+    busy = _busy(files)
+    if busy:
+        why = "; ".join(f"{f} is open for writing by {who}" for f, who in sorted(busy.items()))
+        tplan.skips.append(Skip(str(folder), f"{why}; the folder waits (nothing in it is changed); when it ends, "
+                                f"re-run: {opts['rerun']}", "live-folder"))
+        tplan.waiting[str(folder)] = "live-folder"
+        return
+    moving = [(f, pi_slug(pm.rebase(cwd))) for f, cwd in ours if _edit(tplan, f, pm, opts, folder)]
+    moving = [(f, t) for f, t in moving if t != folder.name]
+    if not moving:
+        return
+    targets = {t for _, t in moving}
+    everything = len(moving) == len(os.listdir(folder))
+    target = next(iter(targets))
+    if everything and len(targets) == 1 and target not in existing:
+        tplan.renames.append(Rename(src=str(folder), dst=str(root / target), expect=dir_fingerprint(str(folder)),
+                                    session=unit(folder, None, ours[0][1], pm),
+                                    reason=f"Pi's folder of {pm.rebase(ours[0][1])}"))
+        existing.add(target)
+        tplan.count("folders")
+        tplan.count("sessions", len(moving))
+        return
+    for f, t in moving:
+        dst = root / t / f.name
+        if dst.exists():
+            raise RefusedError(f"{dst} exists; refusing to replace a Pi session, nothing moved")
+        tplan.renames.append(Rename(src=str(f), dst=str(dst), expect=_fp(f, tplan),
+                                    session=unit(folder, header_id(f), header_cwd(f), pm),
+                                    reason=f"into Pi's folder of {pm.rebase(header_cwd(f))}"))
+        tplan.count("sessions")
+    if everything:
+        tplan.cleanup.append(RmDir(path=str(folder), expect=dir_fingerprint(str(folder)), session=unit(folder),
+                                   reason="emptied by the move"))
+
+
+def _fp(path: Path, tplan: ToolPlan) -> Fingerprint:
+    """A file rewritten earlier in the same plan gets a new inode: only its device is expected then."""
+    if any(getattr(w, "path", None) == str(path) for w in tplan.writes):
+        return Fingerprint(dev=os.lstat(path).st_dev)
+    return Fingerprint.of(str(path), with_hash=False)
+
+
+def plan_pi(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
+    tplan = plans[TOOL]
+    root = sessions_root(homes)
+    existing = {d.name for d in slug_dirs(root)}
+    for folder in slug_dirs(root):
+        plan_folder(folder, root, pm, tplan, opts, existing)
+    flat = flat_dir(homes)
+    if flat is not None and flat.is_dir():
+        files = session_files(flat)
+        busy = _busy([f for f in files if pm.covers(header_cwd(f))])
+        for f in files:
+            if not pm.covers(header_cwd(f)):
+                continue
+            if str(f) in busy:
+                tplan.skips.append(Skip(str(f), f"open for writing by {busy[str(f)]}; re-run: {opts['rerun']}",
+                                        "in-use"))
+            elif _edit(tplan, f, pm, opts, flat):
+                tplan.count("sessions")
+
+
+plan = plan_pi                 # the table's move hook (histmig/tools/__init__.py)
+line_fields = pi_fields
