@@ -12,7 +12,6 @@ the wrong bytes cannot slip through: the verification fails and the scanner redo
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import orjson
@@ -260,13 +259,9 @@ def edit_strings(body: bytes, obj: Any, edits: Sequence[StringEdit], base: int =
 
 def _one_string(body: bytes, obj: Any, edit: StringEdit, base: int) -> list[Patch]:
     """``edit_strings`` for the common line with one edit (a Claude ``cwd``): the same spans, the
-    same verification and the same errors, without the general bookkeeping. A span that
-    :func:`sole_key_value` proves from the bytes needs no second parse."""
+    same verification and the same errors, without the general bookkeeping."""
     path, old, new = edit
     enc, new_enc = encoded(old), encoded(new)
-    s = sole_key_value(body, path, enc)
-    if s >= 0:
-        return [Patch(base + s, enc, new_enc)]
     expected = set_path(obj, path, new)
     s = body.find(enc)
     if s >= 0 and body.find(enc, s + len(enc)) < 0:      # exactly one occurrence
@@ -277,34 +272,6 @@ def _one_string(body: bytes, obj: Any, edit: StringEdit, base: int) -> list[Patc
         except _JSONError:
             pass
     return _checked(body, [(*find_span(body, path), new_enc)], expected, base)
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_]+")
-
-
-def sole_key_value(body: bytes, path: Path, enc: bytes) -> int:
-    """Where the value at ``path`` starts, proven from the bytes alone, or -1 (then the caller
-    re-parses to verify). ``body`` must parse to an object whose value at ``path`` (keys only) is
-    the string ``enc`` encodes; ``enc`` is its compact encoding, a complete JSON string literal.
-
-    Why this is exact: without backslash-u escapes in the line, a key of plain ASCII letters, digits
-    and ``_`` can only be written as ``"key"``; outside a string such a quoted word is that key (or
-    a string value), inside a string its quotes would be escaped. The key at ``path`` is written
-    somewhere, so when ``"key"`` occurs exactly once it is there (no duplicate key, no other key or
-    value of that name anywhere in the line). When ``:`` and ``enc`` follow it directly, those are
-    the value's exact bytes, and replacing them by another complete string literal changes that
-    value only (the rule flip's key search uses, docs/safety.md)."""
-    if not path or not all(isinstance(k, str) for k in path) or not _PLAIN_KEY.fullmatch(path[-1]) \
-            or b"\\u" in body:
-        return -1
-    needle = b'"' + path[-1].encode() + b'"'
-    k = body.find(needle)
-    if k < 0 or body.find(needle, k + 1) >= 0:
-        return -1
-    v = k + len(needle)
-    if body[v:v + 1] != b":" or not body.startswith(enc, v + 1):
-        return -1
-    return v + 1
 
 
 def _string_spans(body: bytes, edits: Sequence[StringEdit]) -> list[Span]:
