@@ -317,17 +317,21 @@ def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
 # -- WriteFile ------------------------------------------------------------------------------------
 def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     dfd, lst = _lstat_in(op.path, roots)
-    os.close(dfd)
-    base, _ = root_of(op.path, roots)
-    prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
-    if lst is None:
-        raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
-    if stat.S_ISLNK(lst.st_mode):
-        if not _follow(prep, op, roots, opts):
-            return prep
-    elif not stat.S_ISREG(lst.st_mode):
-        return mark_skip(prep, "not a regular file")
-    src = _open_src(prep)
+    try:
+        base, _ = root_of(op.path, roots)
+        prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
+        if lst is None:
+            raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
+        if stat.S_ISLNK(lst.st_mode):
+            if not _follow(prep, op, roots, opts):
+                return prep
+            src = _open_src(prep)          # the target's own folder, walked from its root
+        elif not stat.S_ISREG(lst.st_mode):
+            return mark_skip(prep, "not a regular file")
+        else:                              # the folder just walked: no second walk
+            src = fsio.open_read(prep.name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
     try:
         st = os.fstat(src)
         prep.st = st
