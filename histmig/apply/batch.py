@@ -242,7 +242,8 @@ def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:
 
 
 def _replace_all(ctx: Ctx, live: list[Item]) -> None:
-    """The last checks and the renames. The writer scan runs once, right before the loop."""
+    """The last checks and the renames. The writer scan, when due (``SWEEP_EVERY``), runs once, right
+    before the loop."""
     fs = ctx.fs
     holders = {}
     if live and time.monotonic() - ctx.swept >= SWEEP_EVERY:

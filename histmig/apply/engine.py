@@ -50,8 +50,8 @@ def _apply_plan(plan, homes: Homes, options: ApplyOptions | None, guards: WriteG
     roots = validate_plan(plan, homes)
     with GlobalLock(homes.state):
         check_no_unfinished(homes)
+        swept = time.monotonic()       # no later than precheck's /proc scan for open writers (apply/batch.py)
         preps = precheck(plan, homes, roots, opts, guards.live)
-        swept = time.monotonic()       # precheck's /proc scan for open writers (apply/batch.py)
         locked = {os.path.realpath(lock.path): lock for lock in guards.file_locks}
         for real, lock in locked.items():
             if any(p.path == real and p.skip is None for p in preps):
