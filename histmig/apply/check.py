@@ -24,7 +24,7 @@ from histmig.apply import fsio
 from histmig.apply.content import digest
 from histmig.apply.guards import LiveProbe, default_guards
 from histmig.apply.options import ApplyOptions, Prepared
-from histmig.apply.ranges import sha_range
+from histmig.apply.ranges import prefix_intact, sha_range
 from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
                                     propagate_session_skips, mark_skip)
 from histmig.core.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
@@ -317,17 +317,21 @@ def _missing_dirs(path: str, base: str, parts: list[str]) -> list[str]:
 # -- WriteFile ------------------------------------------------------------------------------------
 def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
     dfd, lst = _lstat_in(op.path, roots)
-    os.close(dfd)
-    base, _ = root_of(op.path, roots)
-    prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
-    if lst is None:
-        raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
-    if stat.S_ISLNK(lst.st_mode):
-        if not _follow(prep, op, roots, opts):
-            return prep
-    elif not stat.S_ISREG(lst.st_mode):
-        return mark_skip(prep, "not a regular file")
-    src = _open_src(prep)
+    try:
+        base, _ = root_of(op.path, roots)
+        prep = Prepared(n, op, "replace", real_target(op.path, roots), base)
+        if lst is None:
+            raise Stale(f"{op.path}: missing (deleted since plan)", "missing")
+        if stat.S_ISLNK(lst.st_mode):
+            if not _follow(prep, op, roots, opts):
+                return prep
+            src = _open_src(prep)          # the target's own folder, walked from its root
+        elif not stat.S_ISREG(lst.st_mode):
+            return mark_skip(prep, "not a regular file")
+        else:                              # the folder just walked: no second walk
+            src = fsio.open_read(prep.name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
     try:
         st = os.fstat(src)
         prep.st = st
@@ -379,8 +383,8 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
     fp = op.expect
     why = _fp_diff(fp, st)
     prep.base_size = prep.st.st_size
-    if why == "grew since plan (append)" and fp.sha256 and op.compression is None:
-        if sha_range(src, 0, fp.size) != fp.sha256:
+    if why == "grew since plan (append)" and (fp.sha256 or fp.spans) and op.compression is None:
+        if not prefix_intact(op, src, fp.size):
             raise Stale(f"{op.path}: content changed since plan")
         if not opts.allow_appended:
             raise Stale(f"{op.path}: grew since plan (appended to since the plan); re-run the command "
@@ -388,6 +392,8 @@ def _expect(prep: Prepared, op: WriteFile, st: os.stat_result, src: int, opts: A
         prep.base_size = fp.size
     elif why:
         raise Stale(f"{op.path}: {why}", _why_code(why))
+    elif fp.spans and fp.ctime_ns != st.st_ctime_ns:    # no whole-file hash to prove the rest unchanged
+        raise Stale(f"{op.path}: changed since plan (ctime)")
 
 
 def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
@@ -433,8 +439,8 @@ def _streamable(prep: Prepared, op: WriteFile) -> bool:
     :func:`histmig.apply.content.stream_segments`. In-place patches, recompressed and
     whole-content writes, and appended tails keep the full precheck digest."""
     fp = op.expect
-    if not fp.sha256 or fp.ctime_ns != prep.st.st_ctime_ns:
-        return False      # not provably untouched since the plan hashed it: digest it now
+    if not (fp.sha256 or fp.spans) or fp.ctime_ns != prep.st.st_ctime_ns:
+        return False      # not provably untouched since the plan read it: digest it now
     return (prep.method == "replace" and op.compression is None and prep.content is None
             and bool(op.patches) and prep.base_size == prep.st.st_size)
 

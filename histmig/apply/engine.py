@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import os
 import shutil
+import time
 from pathlib import Path
 
 import orjson
@@ -49,6 +50,7 @@ def _apply_plan(plan, homes: Homes, options: ApplyOptions | None, guards: WriteG
     roots = validate_plan(plan, homes)
     with GlobalLock(homes.state):
         check_no_unfinished(homes)
+        swept = time.monotonic()       # no later than precheck's /proc scan for open writers (apply/batch.py)
         preps = precheck(plan, homes, roots, opts, guards.live)
         locked = {os.path.realpath(lock.path): lock for lock in guards.file_locks}
         for real, lock in locked.items():
@@ -63,18 +65,18 @@ def _apply_plan(plan, homes: Homes, options: ApplyOptions | None, guards: WriteG
             for lock in guards.folder_locks:
                 if touches(todo, lock.root):
                     held.enter_context(lock.hold(lock.root))
-            _run(plan, homes, todo, opts, result, locked)
+            _run(plan, homes, todo, opts, result, locked, swept)
     return result
 
 
 def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: ApplyResult,
-         locked: dict[str, FileLock]) -> None:
+         locked: dict[str, FileLock], swept: float = 0.0) -> None:
     """Every error after the journal exists — any exception, not only I/O — rolls the transaction
     back before it propagates; only a kill or power loss leaves it for ``recover``."""
     fs = fsio.current()
     journal = _create_journal(fs, homes)
     result.txid = journal.txid
-    ctx = Ctx(fs, journal, opts, result, locked=locked)
+    ctx = Ctx(fs, journal, opts, result, locked=locked, swept=swept)
     try:
         journal.append_stream("begin", {"op": plan.op, "args": plan.args, "argv": opts.argv or [],
                                         "version": __version__, "roots": plan.roots,
@@ -86,6 +88,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
                 result.done.append(prep.path)
                 if opts.on_commit is not None and prep.method != "sql":
                     opts.on_commit(prep.path)
+        batch.final_sweep(ctx)
         set_dir_times(ctx)
         journal.append("commit", done=len(result.done), skipped=len(result.skips))
     except BaseException as e:

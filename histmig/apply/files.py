@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 
 from histmig.apply import fsio
-from histmig.apply.ranges import read_range, sha_range
+from histmig.apply.ranges import prefix_intact, read_range, sha_range
 from histmig.apply.content import Window, digest
 from histmig.apply.options import ApplyOptions, ApplyResult, Prepared
 from histmig.core.diagnostics import Skip, Warning
@@ -39,6 +39,8 @@ class Ctx:
     dir_times: list = field(default_factory=list)  # (folder, atime, mtime) set after every operation
     locked: dict = field(default_factory=dict)    # real path -> FileLock: written only under it (apply/guards.py)
     staging: dict = field(default_factory=dict)   # st_dev -> the journal's temp folder on it (or "")
+    swept: float = 0.0            # time.monotonic() of the last /proc scan for open writers
+    replaced: dict = field(default_factory=dict)  # (dev, ino) of each replaced file's old inode -> its path
 
     @property
     def txid(self) -> str:
@@ -88,7 +90,11 @@ def changed_since_check(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
     if (st.st_dev, st.st_ino) == (old.st_dev, old.st_ino) and st.st_size > old.st_size \
             and prep.plain_sha is None:
         cur = os.fstat(src)
-        if sha_range(src, 0, old.st_size) == prep.pre_sha and cur.st_size >= st.st_size:
+        if prep.pre_sha is not None:
+            intact = sha_range(src, 0, old.st_size) == prep.pre_sha
+        else:      # a streamed rewrite of a plan applied directly, before its temp was written
+            intact = bool(prep.op.expect.spans) and prefix_intact(prep.op, src, old.st_size)
+        if intact and cur.st_size >= st.st_size:
             _refresh(ctx, prep, src)
             return RETRY
     return Skip(prep.op.paths()[0], "changed during apply; re-plan", "changed")

@@ -22,3 +22,12 @@ def read_range(fd: int, start: int, end: int, step: int = 1 << 20):
             raise OSError(errno.EIO, "file shrank while reading")
         yield chunk
         pos += len(chunk)
+
+
+def prefix_intact(op, src: int, size: int) -> bool:
+    """The first ``size`` bytes are still what the plan read: its whole-file hash, or for a plan
+    applied directly (``Fingerprint.spans``: no whole-file hash) each patch's old bytes."""
+    if op.expect.sha256:
+        return sha_range(src, 0, size) == op.expect.sha256
+    return bool(op.patches) and all(p.offset + len(p.old) <= size and os.pread(src, len(p.old), p.offset) == p.old
+                                    for p in op.patches)

@@ -58,7 +58,8 @@ def command(ctx, old, new, list_only, no_archived, strip_encrypted, set_config, 
         typo = 0
         with planning_progress(ctx, enabled=exact and not as_json):     # a head-only dry run is quick
             plan = api.plan_flip(ctx.homes, old, new, archived=not no_archived, strip_encrypted=strip_encrypted,
-                                 set_config=set_config, exact=exact, counts_only=not exact)
+                                 set_config=set_config, exact=exact, counts_only=not exact,
+                                 hash_files=bool(plan_out))    # a plan written out is checked by hashes
         if (absent := api.check_flip_old(ctx.homes, plan, old, new, force=force)) is not None:
             plan.warnings.append(absent)
     except api.ProviderTypoError as e:

@@ -43,7 +43,8 @@ COLUMNS = [("files", "files"), ("fields", "fields"), ("folders", "folders"), ("s
 def command(ctx, old_path, new_path, tools, force, rewrite_content, split_shared, apply, as_json, plan_out):
     with planning_progress(ctx, enabled=not as_json):
         plan = api.plan_move(ctx.homes, old_path, new_path, tools=tools or None, force=force,
-                             rewrite_content=rewrite_content, split_shared=split_shared)
+                             rewrite_content=rewrite_content, split_shared=split_shared,
+                             hash_files=bool(plan_out))    # a plan written out is checked by hashes
     return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out,
                     render_dry_run=lambda p: render(ctx, p))
 

@@ -49,6 +49,10 @@ class Fingerprint:
     # ctime cannot be set from user space and moves on every write or utime: equal ctime means the
     # hashed content is still there, so apply may hash while it writes instead of re-reading first
     ctime_ns: int | None = None
+    # a plan applied by the process that made it (never written out): no whole-file hash was taken;
+    # apply trusts identity, size, mtime, ctime and each patch's old bytes (docs/safety.md,
+    # "Plans applied directly"). Not serialised: a plan written with --plan-out hashes whole files.
+    spans: bool = False
 
     @classmethod
     def of(cls, path: str | os.PathLike, *, with_hash: bool = True) -> "Fingerprint":

@@ -9,6 +9,8 @@ counted only then.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -26,6 +28,21 @@ FieldsFn = Callable[[Any, Any], list]
 CHUNK = jsonl.CHUNK
 BOM = jsonl.BOM
 _loads, _JSONError = orjson.loads, orjson.JSONDecodeError
+
+# False while planning a move that this process applies itself and never writes out: files are not
+# hashed whole (``Fingerprint.spans``, docs/safety.md "Plans applied directly"); the apply hashes
+# each file while it writes it. Forked scan workers inherit the value.
+_HASH_FILES: contextvars.ContextVar[bool] = contextvars.ContextVar("hash_files", default=True)
+
+
+@contextlib.contextmanager
+def hashing(on: bool):
+    """Plan with (``on``, the default) or without whole-file hashes, for the duration of the block."""
+    token = _HASH_FILES.set(on)
+    try:
+        yield
+    finally:
+        _HASH_FILES.reset(token)
 
 
 @dataclass
@@ -81,6 +98,9 @@ def scan_file(path: str, pm, fields_fn: FieldsFn, *, rewrite_content: bool = Fal
             res.fingerprint = Fingerprint.of(path)
             stream = jsonl.open_stream(path)
             reader, hasher = stream, None
+        elif not _HASH_FILES.get():
+            stream = jsonl.open_regular(path)
+            reader, hasher = stream, None
         else:
             stream = jsonl.open_regular(path)
             reader = hasher = _HashingReader(stream)
@@ -101,6 +121,11 @@ def scan_file(path: str, pm, fields_fn: FieldsFn, *, rewrite_content: bool = Fal
         res.fingerprint = Fingerprint(dev=st0.st_dev, ino=st0.st_ino, size=st0.st_size,
                                       mtime_ns=st0.st_mtime_ns, sha256=hasher.hexdigest(),
                                       ctime_ns=st0.st_ctime_ns if st1.st_ctime_ns == st0.st_ctime_ns else None)
+    elif st1.st_ctime_ns != st0.st_ctime_ns:     # no hash to tell what changed: not planned
+        res.skip = "changed while being read (is a client writing to it?)"
+    elif not res.compressed:
+        res.fingerprint = Fingerprint(dev=st0.st_dev, ino=st0.st_ino, size=st0.st_size, mtime_ns=st0.st_mtime_ns,
+                                      ctime_ns=st0.st_ctime_ns, spans=True)
     return res
 
 

@@ -70,6 +70,7 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
     edited = [s for s in scans if s.patches and not s.skip]
     holders = _writers(edited)
     blocked: set[str] = set()
+    index = codex_state.HistoryIndex(codex_state.history_dbs(homes)) if any(s.deltas for s in edited) else None
     for scan in scans:
         tid = scan.first.get("thread_id") or _thread_id_from_name(scan.path)
         why = scan.skip or holders.get(scan.path)
@@ -84,7 +85,7 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
             continue
         tplan.add_scan(scan, session={"tool": TOOL, "id": tid} if tid else None, reason="project move")
         if tid and scan.deltas:
-            tplan.other += codex_state.offset_shift_ops(homes, tid, scan.deltas)
+            tplan.other += codex_state.offset_shift_ops(homes, tid, scan.deltas, index=index)
     _plan_threads(homes, pm, tplan, blocked)
     op, warnings, n = codex_projects.projects_op(homes, pm.rebase, force=opts["force"])
     tplan.warnings += warnings

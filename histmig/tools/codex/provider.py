@@ -134,10 +134,12 @@ def _strip_edits(ltype, p, t: Target) -> list[Edit]:
 
 # ---- one file ----------------------------------------------------------------------------------
 
-def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
-    """Fill ``t.patches`` and ``t.fingerprint`` from one streaming pass over the file."""
+def scan_patches(t: Target, old: str, new: str, *, strip: bool = False, hash_file: bool = True) -> None:
+    """Fill ``t.patches`` and ``t.fingerprint`` from one streaming pass over the file.
+    ``hash_file=False``: a plan applied by this process, never written out (``Fingerprint.spans``):
+    the apply hashes the file while it writes it, so it is not hashed here too."""
     import hashlib  # noqa: PLC0415 (lazy: the dry run never hashes)
-    hasher = None if t.compressed else hashlib.sha256()
+    hasher = None if t.compressed or not hash_file else hashlib.sha256()
     st = os.lstat(t.path)
     with open_stream(t.path) as fh:
         for line_off, line in marked_lines(fh, markers(strip), hasher=hasher):
@@ -148,6 +150,10 @@ def scan_patches(t: Target, old: str, new: str, *, strip: bool = False) -> None:
             edits = line_edits(obj, t, old, new, strip)
             if edits:
                 t.patches += edit_line(body, obj, edits, base=line_off + body_off)
+    if not hash_file:
+        t.fingerprint = Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                    ctime_ns=st.st_ctime_ns, spans=True)
+        return
     digest = hasher.hexdigest() if hasher else Fingerprint.of(t.path).sha256
     t.fingerprint = Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest,
                                 ctime_ns=st.st_ctime_ns)

@@ -47,18 +47,21 @@ def _hooks() -> list[tuple[str, Any]]:
 
 
 def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypted: bool = False,
-              set_config: bool = False, exact: bool = True, counts_only: bool = False) -> Plan:
+              set_config: bool = False, exact: bool = True, counts_only: bool = False,
+              hash_files: bool = True) -> Plan:
     """The flip as one Plan. ``exact=False`` (dry run) decides from what is cheap to read (a rollout's
     line 1) and plans no file patches; ``counts_only`` (with ``exact=False``) counts the database rows
     instead of planning them: such a plan must never be applied. OLD == NEW with ``strip_encrypted``
-    strips provider-bound items and changes no provider."""
+    strips provider-bound items and changes no provider. ``hash_files=False``: for a plan applied by
+    this process and never written out (``Fingerprint.spans``, docs/safety.md)."""
     check_names(old, new, strip_encrypted=strip_encrypted)
     hooks = _hooks()
     plans = []
     for n, (name, hook) in enumerate(hooks, 1):     # each tool's part, like move's (verbs/move)
         progress.note("step", (name, n, len(hooks)))
         plans.append(hook.plan_flip(homes, old, new, archived=archived, strip_encrypted=strip_encrypted,
-                                    set_config=set_config, exact=exact, counts_only=counts_only))
+                                    set_config=set_config, exact=exact, counts_only=counts_only,
+                                    **({} if hash_files else {"hash_files": False})))
     return plans[0] if len(plans) == 1 else _merged(plans)
 
 

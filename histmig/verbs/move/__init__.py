@@ -17,11 +17,14 @@ from histmig.core import progress, tail_rules
 from histmig.verbs.move import paths as move_paths
 from histmig.tools import canonical
 from histmig.toolkit.move.common import ToolPlan, make_pathmap
+from histmig.toolkit.move.scan import hashing
 from histmig.core.plan import Plan
 
 
 def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, force: bool = False,
-              rewrite_content: bool = False, split_shared: bool = False) -> Plan:
+              rewrite_content: bool = False, split_shared: bool = False, hash_files: bool = True) -> Plan:
+    """``hash_files=False``: the plan is applied by this process and never written out, so session
+    files are not hashed whole (``Fingerprint.spans``, docs/safety.md "Plans applied directly")."""
     selected = {canonical(t) for t in tools} if tools else set(registry.names())
     res = move_paths.resolve(old, new)
     pm, warnings = make_pathmap(old, res.new)
@@ -30,11 +33,12 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
     opts = {"tools": selected, "force": force, "rewrite_content": rewrite_content, "split_shared": split_shared,
             "rerun": rerun_command(old, new, tools, force=force, rewrite_content=rewrite_content)}
     order = registry.move_order(selected)
-    for n, name in enumerate(order, 1):            # each tool's hook fills plans[name] (and may skip)
-        progress.note("step", (name, n, len(order)))
-        hook = registry.hook(name, "move")
-        if hook is not None:
-            hook(homes, pm, plans, opts)
+    with hashing(hash_files):
+        for n, name in enumerate(order, 1):        # each tool's hook fills plans[name] (and may skip)
+            progress.note("step", (name, n, len(order)))
+            hook = registry.hook(name, "move")
+            if hook is not None:
+                hook(homes, pm, plans, opts)
     plan = _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
     if split_shared:
         plan.args["split_shared"] = True

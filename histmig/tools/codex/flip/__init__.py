@@ -30,14 +30,17 @@ from histmig.tools.codex import state as codex_state
 # ---- the plan ----------------------------------------------------------------------------
 
 def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypted: bool = False,
-              set_config: bool = False, exact: bool = True, counts_only: bool = False) -> Plan:
+              set_config: bool = False, exact: bool = True, counts_only: bool = False,
+              hash_files: bool = True) -> Plan:
     """The flip as a Plan (the verb has checked the names). ``exact=False`` (dry run) decides from
     line 1 only and plans the database rows but not the file patches. ``counts_only`` (with
     ``exact=False``; what the CLI shows for a dry run) counts those rows instead of planning them:
     the same summary, warnings and skips, but ``operations`` holds only the config edit; such a
     plan must never be applied. OLD == NEW (only with ``strip_encrypted``) strips in place: no
     provider value, row or config warning about the provider; only the sessions with something to
-    strip are planned, always exactly."""
+    strip are planned, always exactly. ``hash_files=False``: the plan is applied by this process and
+    never written out, so the rollouts are not hashed whole (``Fingerprint.spans``; the apply hashes
+    each one while it writes it)."""
     strip_only = old == new
     exact = exact or strip_only                   # what has something to strip shows only in the whole file
     cfg = codex_config.load_config(homes)
@@ -61,7 +64,7 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
     hdbs = codex_state.HistoryIndex(codex_state.history_dbs(homes, cfg)) if exact else None
     if exact:
         progress.note("files", len(c.targets))  # the whole-file reads: the long part, with a total
-    scanned = scan_all(c.targets, old, new, strip=strip_encrypted) if exact else {}
+    scanned = scan_all(c.targets, old, new, strip=strip_encrypted, hash_files=hash_files) if exact else {}
     flipped: list[Target] = []
     for t in c.targets:
         if exact and not _plan_file(plan, t, c, homes, hdbs, scanned[id(t)]):
@@ -86,12 +89,14 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
     return plan
 
 
-def scan_all(targets: list[Target], old: str, new: str, *, strip: bool) -> dict[int, str | None]:
+def scan_all(targets: list[Target], old: str, new: str, *, strip: bool,
+             hash_files: bool = True) -> dict[int, str | None]:
     """``tools/codex/provider.scan_patches`` for every target, on every CPU (forked workers: the marker search
     and the parsing hold the GIL). Fills each target as the sequential loop would and returns
     each one's error message (None when it was scanned), by ``id``."""
     import histmig.tools.codex.provider  # noqa: F401, PLC0415 (loaded once, before the workers fork)
-    results = fork_map(_scan_one, [(t, old, new, strip) for t in targets], [file_size(t.path) for t in targets])
+    results = fork_map(_scan_one, [(t, old, new, strip, hash_files) for t in targets],
+                       [file_size(t.path) for t in targets])
     out: dict[int, str | None] = {}
     for t, (patches, fingerprint, stripped, error) in zip(targets, results):
         if error is None:
@@ -104,9 +109,9 @@ def _scan_one(task: tuple) -> tuple:
     """One file's scan as plain data (it may run in a forked worker)."""
     from histmig.jsonio.lineedit import EditError  # noqa: PLC0415 (lazy: a dry run never edits)
     from histmig.tools.codex.provider import scan_patches  # noqa: PLC0415
-    t, old, new, strip = task
+    t, old, new, strip, hash_file = task
     try:
-        scan_patches(t, old, new, strip=strip)
+        scan_patches(t, old, new, strip=strip, hash_file=hash_file)
     except (HistmigError, EditError, OSError) as e:
         return None, None, 0, str(e)
     return t.patches, t.fingerprint, t.stripped, None
