@@ -40,6 +40,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "CODEX_HOME": base / ".codex",
         "CLAUDE_CONFIG_DIR": base / ".claude",
         "MINI_CC_HOME": base / ".mini_cc",
+        "GEMINI_CLI_HOME": base,          # a $HOME stand-in: the Gemini home is its .gemini
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",

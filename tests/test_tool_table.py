@@ -229,10 +229,10 @@ def test_the_flip_verb_runs_every_tool_with_a_flip_hook(toy, tmp_path):
 
 
 def test_move_planning_runs_a_needed_tool_first_and_lays_plans_out_in_table_order():
-    assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc"]
+    assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc", "gemini"]
     assert registry.move_order({"manifest"}) == ["claude-code", "manifest"]
     assert registry.move_order({"mini-cc", "codex"}) == ["codex", "mini-cc"]
-    assert registry.names() == ("codex", "claude-code", "mini-cc", "manifest")
+    assert registry.names()[:4] == ("codex", "claude-code", "mini-cc", "manifest")
 
 
 def test_every_row_names_a_package_that_holds_its_adapter():

@@ -109,6 +109,10 @@ register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases
 # the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
 register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",),
               homes=(Same("manifest", "claude"),)))
+# GEMINI_CLI_HOME names a $HOME stand-in: the home is its .gemini (docs/specs/gemini.md §1)
+register(Tool("gemini", "histmig.tools.gemini", attrgetter("gemini"), aliases=("gemini-cli", "gemini_cli", "geminicli"),
+              homes=(HomeDir("gemini", "GEMINI_CLI_HOME", ".gemini", "gemini-home",
+                             "Gemini CLI home (default $GEMINI_CLI_HOME/.gemini or ~/.gemini).", env_subdir=".gemini"),)))
 
 
 class _Names(Mapping[str, str]):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import fake_rules
+from . import fake_gemini, fake_rules
 
 ANSWER_PREFIX = "FAKE-ANSWER:"
 RUN_RE = re.compile(r"RUN:\s*(.+)")
@@ -94,7 +94,7 @@ class Entry:
 
     method: str
     path: str
-    api: str                  # "anthropic" | "responses" | "other"
+    api: str                  # "anthropic" | "responses" | "gemini" | "other"
     provider: str | None      # Responses provider prefix, None for Anthropic
     body: Any                 # parsed JSON, or None
     status: int = 0
@@ -181,6 +181,9 @@ class FakeAPI:
                 entry.status = self.websocket_status
                 return entry.status, {"error": {"message": "websockets not supported here"}}, False
             return self._responses(entry, body)
+        gemini = fake_gemini.matches(route)
+        if gemini and method == "POST":
+            return fake_gemini.handle(entry, gemini, body, ANSWER_PREFIX)
         entry.status = 404
         return 404, {"error": {"type": "not_found_error", "message": f"no route {method} {route}"}}, False
 
@@ -376,7 +379,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         body = self._body() if method == "POST" else None
         status, payload, stream = self.fake.handle(method, self.path, body)
-        if stream and status == 200:
+        if isinstance(payload, fake_gemini.Wire):
+            data, ctype = payload.data, payload.ctype
+        elif stream and status == 200:
             is_anthropic = "object" not in payload
             data = anthropic_sse(payload) if is_anthropic else responses_sse(payload)
             ctype = "text/event-stream"
@@ -385,7 +390,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        if status == 200 and "object" not in payload:
+        if status == 200 and isinstance(payload, dict) and "object" not in payload:
             self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
         self.end_headers()
         self.wfile.write(data)
