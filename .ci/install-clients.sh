@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the e2e suite (tests/e2e) needs: tmux, and both client sets of tests/e2e/versions.py
-# (NEWEST and OLDEST Codex / Claude Code) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
+# (NEWEST and OLDEST Codex / Claude Code, and Gemini CLI) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
 # one sub-folder per pair of versions; plus the versions HISTMIG_E2E_CODEX / HISTMIG_E2E_CLAUDE_CODE name, if set.
 # Idempotent: a second run with the clients already there takes about a second.
 # Exit non-zero on any failure: in CI a missing client is a failure, never a skip.
@@ -28,6 +28,7 @@ install_set() {  # $1 = a set name of tests/e2e/versions.py; the per-client over
 }
 install_set newest
 install_set oldest
+"$PY" -m tests.e2e.gemini_client install     # Gemini CLI: one pin for both sets (tests/e2e/versions.py)
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2
