@@ -61,25 +61,22 @@ def _registry_op(gdir: Path, registry: dict[str, str], moved: dict[str, str],
             continue
         new_projects[moved.get(key, key)] = slug
     expected = dict(data, projects=new_projects)
-    if json.dumps(data, indent=2, ensure_ascii=False).encode() == raw.rstrip(b"\n"):   # as Gemini writes it
-        new_raw = json.dumps(expected, indent=2, ensure_ascii=False).encode() + raw[len(raw.rstrip(b"\n")):]
-    else:
-        new_raw = _rekey_bytes(raw, moved, fresh, path)      # hand-formatted: keep its bytes where possible
+    new_raw = json.dumps(expected, indent=2, ensure_ascii=False).encode() + raw[len(raw.rstrip(b"\n")):]
+    if json.dumps(data, indent=2, ensure_ascii=False).encode() != raw.rstrip(b"\n") and not fresh:
+        new_raw = _rekey_bytes(raw, moved) or new_raw     # hand-formatted: keep its bytes where possible
     if orjson.loads(new_raw) != expected:
         raise RefusedError(f"internal error: the {path.name} edit did not verify; nothing changed", path=str(path))
     return WriteFile(path=str(path), expect=Fingerprint.of(path), new_bytes=new_raw,
                      reason=f"{len(moved)} project key(s) re-keyed")
 
 
-def _rekey_bytes(raw: bytes, moved: dict[str, str], fresh: dict[str, str], path: Path) -> bytes:
-    if fresh:
-        raise RefusedError(f"{path} is not in the layout Gemini writes and has entries for both the old and the "
-                           "new path; nothing changed", path=str(path))
+def _rekey_bytes(raw: bytes, moved: dict[str, str]) -> bytes | None:
+    """Each moved key's JSON string replaced where it occurs exactly once; None when one does not."""
     out = raw
     for old, new in moved.items():
         enc_old, enc_new = json.dumps(old, ensure_ascii=False).encode(), json.dumps(new, ensure_ascii=False).encode()
         if out.count(enc_old) != 1:
-            raise RefusedError(f"{path}: cannot find the key {old} exactly once; nothing changed", path=str(path))
+            return None
         out = out.replace(enc_old, enc_new)
     return out
 
