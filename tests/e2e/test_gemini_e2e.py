@@ -57,3 +57,49 @@ def test_move_then_the_client_continues_from_the_new_folder_and_undo_restores(ge
     asks = run.model_requests("gemini")
     assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
     assert any(carried(e, "GEM-ONE remember this") and carried(e, "GEM-TWO") for e in asks)
+
+
+def plant(scratch, project, sid: str, updated: str, minute: str, prompt: str | None):
+    """A session file written as Gemini writes one (docs/specs/gemini.md §8), registry and markers included."""
+    from test_gemini_doctor import plant as plant_unit
+    from datetime import datetime
+    return plant_unit(gem.gemini_dir(scratch), project, sid, updated=datetime.fromisoformat(updated),
+                      minute=minute, prompt=prompt)
+
+
+def doctor(scratch) -> list[dict]:
+    p = histmig(scratch, "doctor", "--tool", "gemini", "--json")
+    assert p.returncode in (0, 1, 3), p.stderr
+    return json.loads(p.stdout)["tools"]["gemini"]
+
+
+def test_doctor_names_what_the_next_start_deletes_and_its_fix_saves_it(gemini, scratch, fake_api):
+    """The real client deletes the unprotected copies doctor named; the protected ones survive."""
+    gem.setup(scratch)
+    old = "2026-01-01T00:00:00+00:00"
+    expired = {n: plant(scratch, scratch.project(n), f"{i}1111111-0000-4000-8000-000000000000", old,
+                        "2026-01-01T00-00", f"OLD-{n}") for i, n in enumerate(("ret-a", "ret-b"), 1)}
+    from datetime import datetime, timezone
+    now = datetime.now(timezone.utc).isoformat()
+    real = {n: plant(scratch, scratch.project(n), f"{i}2222222-0000-4000-8000-000000000000", now,
+                     "2026-12-01T05-49", f"REAL-{n}") for i, n in enumerate(("stub-a", "stub-b"), 1)}
+    stubs = {n: plant(scratch, scratch.project(n), f"{i}2222222-0000-4000-8000-000000000000", now,
+                      "2026-12-01T05-50", None) for i, n in enumerate(("stub-a", "stub-b"), 1)}
+    found = doctor(scratch)
+    named = {p for f in found if f["code"] == "gemini.retention" for p in f["data"]["paths"]}
+    assert named == {str(p) for p in expired.values()}
+    stubbed = {p for f in found if f["code"] == "gemini.stub-short-id" for p in f["data"]["stubs"]}
+    assert stubbed == {str(p) for p in stubs.values()}
+    # unprotected: the client's next start in each project deletes what doctor named
+    for n in ("ret-a", "stub-a"):
+        gem.run_gemini(gemini, scratch, fake_api, None, scratch.project(n), args=("--list-sessions",)).check()
+    assert not expired["ret-a"].exists()
+    assert not real["stub-a"].exists()         # G1: the stub's short id took the real transcript with it
+    # protected by doctor's fixes: the repair deletes the stub, the setting turns retention off
+    ok(histmig(scratch, "doctor", "--tool", "gemini", "--repair", "--apply"), 0, 1, 3)   # 1: retention is left
+    assert not stubs["stub-b"].exists() and real["stub-b"].exists()
+    gem.setup(scratch, {"general": {"sessionRetention": {"enabled": False}}})
+    for n in ("ret-b", "stub-b"):
+        listed = gem.run_gemini(gemini, scratch, fake_api, None, scratch.project(n), args=("--list-sessions",)).check()
+        assert "(1)" in listed.stdout, listed.stdout
+    assert expired["ret-b"].exists() and real["stub-b"].exists()

@@ -177,8 +177,10 @@ def ref_for(path: Path, cwd: str | None = None) -> SessionRef:
     ref.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
     prompt = next((p for p in (_prompt(r) for r in head if r.role == "user") if p), None)
     ref.title = meta.get("summary") if isinstance(meta.get("summary"), str) else prompt
-    ref.extra = {"lastUpdated": meta.get("lastUpdated"), "resumable": prompt is not None}
-    if prompt is None:
+    # what the client's listing and cleanup call resumable: a prompt, or a model message with content
+    resumable = prompt is not None or any(r.role == "assistant" and r.parts for r in head)
+    ref.extra = {"lastUpdated": meta.get("lastUpdated"), "resumable": resumable}
+    if not resumable:
         ref.state.append("no prompt (Gemini deletes it at its next start)")
     ref.state += broken_lines_state(opaque)
     return ref

@@ -19,7 +19,7 @@ from histmig.jsonio.jsonl import Line
 from histmig.tools.claude_family.blocks import unparsed_record
 
 RESOLVED = "resolved"
-CONTEXT_TAG = "<session_context>"
+CONTEXT_TAGS = ("<session_context>", "<hook_context>")     # injected: Gemini ignores them for listing (§3)
 META_KEYS = ("sessionId", "startTime")
 
 
@@ -39,7 +39,7 @@ def part_of(p: Any) -> Any:
     if isinstance(p.get("text"), str):
         if p.get("thought"):
             return Reasoning(text=p["text"], signature=p.get("thoughtSignature"))
-        return Text(p["text"], injected=p["text"].lstrip().startswith(CONTEXT_TAG))
+        return Text(p["text"], injected=p["text"].lstrip().startswith(CONTEXT_TAGS))
     return Opaque(p, "gemini part")
 
 
