@@ -1,19 +1,24 @@
-"""Benchmark ``histmig scan`` on a large history against reading the same files' first lines.
+"""Benchmark ``histmig scan`` against its floors (docs/bench.md, issue 15's targets).
 
-Installs the bundled samples into a scratch home and copies their real-client sessions until the
-home holds N sessions (half Codex rollouts, half Claude Code transcripts, ~60 KB each), then times,
-each in a fresh process:
+Builds a home (``--tree samples``: the bundled samples' real-client sessions copied until the home holds
+N sessions, half Codex rollouts, half Claude Code transcripts; ``--tree codex``: ``bench/gen_codex.py``
+rollouts with a 20 KB line 1), then runs, each in a fresh process and interleaved in pairs:
 
-  1. ``find … -name '*.jsonl' -exec head -qn1 {} +``   (the floor: open every file, read its head)
-  2. ``histmig scan --json``                           (heads and tails only, every field parsed)
+  cold   ``histmig scan --json`` with no scan index   vs  ``cat`` of every session file
+  warm   ``histmig scan --json`` with the index        vs  a Python program that only walks and stats them
 
-    python bench/scan_bench.py [--sessions 10000] [--keep DIR]
+and prints each pair's ratio (min and median over ``--pairs``, target: ≤ 2x for both) and peak RSS, and
+the start-up alone (a scan of an empty home), the fixed part of both.
+The machine may be shared: ratios within a pair are what to compare, not seconds across runs.
+
+    python bench/scan_bench.py [--tree samples|codex] [--sessions 2000] [--mb 400] [--pairs 5] [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,8 +29,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from histmig.cli import samples
 
+SESSION_SUFFIXES = (".jsonl", ".jsonl.zst")
+# the warm floor: the walk and one stat per session file, nothing read
+WALK_STAT = """
+import os, sys
+n = 0
+for top in sys.argv[1:]:
+    for d, dirs, files in os.walk(top):
+        for f in files:
+            if f.endswith((".jsonl", ".jsonl.zst")):
+                os.stat(os.path.join(d, f)); n += 1
+print(n)
+"""
 
-def build(home: Path, n: int) -> int:
+
+def build_samples(home: Path, n: int) -> int:
     homes = samples.install(home, tools=("codex", "claude-code"))
     claude = [p for p in (homes.claude / "projects").glob("*/*.jsonl")]
     codex = list((homes.codex / "sessions").rglob("rollout-*.jsonl"))
@@ -42,6 +60,12 @@ def build(home: Path, n: int) -> int:
     return made
 
 
+def build_codex(home: Path, n: int, mb: float) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gen_codex
+    return gen_codex.generate(home, n, mb)["sessions"]
+
+
 def timed(cmd: list[str] | str, env: dict, shell: bool = False) -> tuple[float, int]:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, shell=shell, stdout=subprocess.DEVNULL)
@@ -52,24 +76,57 @@ def timed(cmd: list[str] | str, env: dict, shell: bool = False) -> tuple[float, 
     return wall, usage.ru_maxrss // 1024
 
 
+def session_files(home: Path) -> list[str]:
+    return sorted(str(p) for p in home.rglob("*") if p.name.endswith(SESSION_SUFFIXES) and p.is_file())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sessions", type=int, default=10000)
-    ap.add_argument("--keep", type=Path)
+    ap.add_argument("--tree", choices=("samples", "codex"), default="samples")
+    ap.add_argument("--sessions", type=int, default=2000)
+    ap.add_argument("--mb", type=float, default=400, help="--tree codex: total size")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--keep", type=Path, help="build (or reuse) the tree here and leave it")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="histmig-scan-bench-"))
-    home = root / "home"
-    n = build(home, args.sessions)
-    size = sum(f.stat().st_size for f in home.rglob("*.jsonl*"))
-    env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(root / "state"))
+    home, state = root / "home", root / "state"
+    if not home.exists():
+        n = build_samples(home, args.sessions) if args.tree == "samples" else build_codex(home, args.sessions, args.mb)
+    files = session_files(home)
+    n, size = len(files), sum(os.path.getsize(f) for f in files)
+    listing = root / "files.txt"
+    listing.write_text("\0".join(files))
+    env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(state))
     for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "MINI_CC_HOME", "CODEX_SQLITE_HOME"):
         env.pop(var, None)
-    head = timed(f"find {home} -name '*.jsonl' -exec head -qn1 {{}} + > /dev/null", env, shell=True)
-    scan = timed([sys.executable, "-m", "histmig", "--home", str(home), "scan", "--json"], env)
-    print(f"{n:,} sessions, {size / 1e6:.0f} MB")
-    print(f"{'step':<44}{'wall s':>8}{'peak MB':>9}")
-    print(f"{'baseline: find -exec head -qn1':<44}{head[0]:>8.2f}{head[1]:>9}")
-    print(f"{'histmig scan --json':<44}{scan[0]:>8.2f}{scan[1]:>9}   ({scan[0] / head[0]:.1f}x the baseline)")
+    scan = [sys.executable, "-m", "histmig", "--home", str(home), "scan", "--json"]
+    cat = f"xargs -0 cat < {listing} > /dev/null"
+    walk = [sys.executable, "-c", WALK_STAT, str(home)]
+    # bytecode compiled once, as an install does (with PYTHONDONTWRITEBYTECODE every run would recompile)
+    subprocess.run([sys.executable, "-c", "import compileall, os, histmig; "
+                    "compileall.compile_dir(os.path.dirname(histmig.__file__), quiet=1)"], env=env, check=True)
+    timed(cat, env, shell=True)                    # page cache warm for both sides
+    rows: dict[str, list] = {"cold": [], "warm": []}
+    startup: list[float] = []                      # informative: scan of an empty home (start-up, imports)
+    empty = root / "empty"
+    empty.mkdir(exist_ok=True)
+    empty_scan = [sys.executable, "-m", "histmig", "--home", str(empty), "scan", "--json"]
+    for _ in range(args.pairs):
+        shutil.rmtree(state, ignore_errors=True)
+        floor, run = timed(cat, env, shell=True), timed(scan, env)
+        rows["cold"].append((run[0] / floor[0], run[0], floor[0], run[1]))
+        floor, run = timed(walk, env), timed(scan, env)
+        rows["warm"].append((run[0] / floor[0], run[0], floor[0], run[1]))
+        startup.append(timed(empty_scan, dict(env, HOME=str(empty)))[0])
+    print(f"{n:,} session files, {size / 1e6:.0f} MB ({args.tree} tree), {args.pairs} interleaved pairs")
+    print(f"{'scan --json':<12}{'floor':<34}{'ratio min':>10}{'median':>8}{'scan s':>8}{'floor s':>8}{'peak MB':>8}")
+    for name, floor_name in (("cold", "cat of every session file"), ("warm", "Python walk + stat of each file")):
+        r = rows[name]
+        ratios = [x[0] for x in r]
+        print(f"{name:<12}{floor_name:<34}{min(ratios):>9.2f}x{statistics.median(ratios):>7.2f}x"
+              f"{statistics.median(x[1] for x in r):>8.2f}{statistics.median(x[2] for x in r):>8.2f}"
+              f"{max(x[3] for x in r):>8}")
+    print(f"(start-up: a scan of an empty home takes {statistics.median(startup):.2f} s, median)")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -40,10 +40,11 @@ def __getattr__(name: str) -> Any:
 
 # -- reading ------------------------------------------------------------------------------------
 def scan(homes, *, tools: Iterable[str] | None = None, provider: str | None = None, cwd: str | None = None,
-         since: float | None = None) -> Iterator[SessionRef]:
-    """Every session of the chosen tools (all by default), lazily, filtered; ``since`` is a Unix time."""
+         since: float | None = None, use_index: bool = True) -> Iterator[SessionRef]:
+    """Every session of the chosen tools (all by default), lazily, filtered; ``since`` is a Unix time.
+    ``use_index=False`` neither reads nor writes the scan index (docs/scan-show.md, "The scan index")."""
     from histmig.tools.catalog import discover_all, filter_refs
-    return filter_refs(discover_all(homes, tools), provider=provider, cwd=cwd, since=since)
+    return filter_refs(discover_all(homes, tools, use_index=use_index), provider=provider, cwd=cwd, since=since)
 
 
 def parse_since(text: str) -> float:

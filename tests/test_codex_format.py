@@ -143,7 +143,7 @@ def test_discover_takes_cwd_from_the_latest_turn_context_in_the_tail(tmp_path):
     last = {"timestamp": TS, "type": "turn_context", "payload": {"cwd": "/w/moved", "model": "m"}}
     write_rollout(home, t, rollout(t, turns=1, extra_lines=filler + [last]))
     ref = next(codex.ADAPTER.discover(resolve_homes(codex_home=home)))
-    assert ref.cwd == "/w/moved" and ref.messages is None   # head did not reach the end: count unknown
+    assert ref.cwd == "/w/moved" and ref.messages == 2   # past the head: counted by a byte search (issue 15)
 
 
 def test_discover_of_an_unreadable_file_gives_an_error_ref(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, Progress, emit_json, info, style
+from histmig.cli.common import TOOL, Progress, emit_json_stream, info, style
 from histmig.cli.fmt import fmt_size, fmt_time
 from histmig.cli.jsonout import envelope, session_ref
 from histmig.core.ids import unique_prefixes
@@ -17,6 +17,7 @@ Examples:
   histmig scan
   histmig scan --tool codex --provider openai
   histmig scan --cwd ~/code/app --since 7d --json
+  histmig scan --no-index      # read every file, leave the scan index alone
 """
 
 
@@ -26,18 +27,22 @@ Examples:
 @click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
 @click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array, one object per session.")
+@click.option("--no-index", "no_index", is_flag=True,
+              help="Read every file; neither use nor update the scan index in the state dir.")
 @click.pass_obj
-def command(ctx, tools, provider, cwd, since, as_json):
+def command(ctx, tools, provider, cwd, since, as_json, no_index):
     since_ts = api.parse_since(since) if since else None
     progress = Progress("scanning", enabled=not as_json and not ctx.quiet)
     refs = []
-    for ref in api.scan(ctx.homes, tools=tools or None, provider=provider, cwd=cwd, since=since_ts):
+    for ref in api.scan(ctx.homes, tools=tools or None, provider=provider, cwd=cwd, since=since_ts,
+                        use_index=not no_index):
         refs.append(ref)
         progress.step(ref.size)
     progress.done()
     refs.sort(key=lambda r: (r.updated or 0), reverse=True)
     if as_json:
-        emit_json(envelope("scan", {"sessions": [session_ref(r) for r in refs]}))
+        from histmig.jsonio.jsonstream import Lazy, Plain   # one session's text at a time, not the whole document
+        emit_json_stream(envelope("scan", {"sessions": Lazy(Plain(session_ref(r)) for r in refs)}))
         return 0
     render_table(ctx, refs, tools=tools, filtered=bool(provider or cwd or since))
     return 0

@@ -24,6 +24,16 @@ class Fields(dict):
     a time, not of the whole record's text)."""
 
 
+class Plain:
+    """A value known to hold no ``Lazy``, ``Later`` or ``Fields``: written with one ``orjson`` call,
+    without looking inside it first (``scan --json`` writes thousands of small ones)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
 class Later:
     def __init__(self, compute: Callable[[], Any]):
         self.compute = compute
@@ -44,7 +54,8 @@ def write_json(value: Any, write: Callable[[str], Any], *, default: Callable[[An
     """``write`` the pieces of ``orjson.dumps(value, option=OPT_INDENT_2 | OPT_NON_STR_KEYS)``."""
     if isinstance(value, Later):
         value = value.compute()
-    if not _streamed(value):
+    if isinstance(value, Plain) or not _streamed(value):
+        value = value.value if isinstance(value, Plain) else value
         text = orjson.dumps(value, option=OPTIONS, default=default).decode()
         write(text.replace("\n", "\n" + " " * indent) if indent else text)
         return

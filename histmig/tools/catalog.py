@@ -15,11 +15,29 @@ from histmig.core.paths import is_under
 from histmig.tools import adapter, adapters
 
 
-def discover_all(homes, tools: Iterable[str] | None = None) -> Iterator[SessionRef]:
-    """Every session of the chosen tools (all by default), lazily, tool by tool."""
+def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = True) -> Iterator[SessionRef]:
+    """Every session of the chosen tools (all by default), lazily, tool by tool. Adapters marked
+    ``indexed`` list through the scan index in the state dir (histmig.core.scanindex; ``use_index=False``
+    is ``scan --no-index``); it is saved when the listing ends, pruned of vanished files only after a
+    complete listing of every tool."""
     chosen = [adapter(t) for t in tools] if tools else list(adapters())
-    for a in chosen:
-        yield from a.discover(homes)
+    index = _open_index(homes) if use_index else None
+    complete = False
+    try:
+        for a in chosen:
+            if index is not None and getattr(a, "indexed", False):
+                yield from a.discover(homes, index=index)
+            else:
+                yield from a.discover(homes)
+        complete = not tools
+    finally:
+        if index is not None:
+            index.save(keep=index.touched if complete else None)
+
+
+def _open_index(homes):
+    from histmig.core.scanindex import ScanIndex
+    return ScanIndex.load(getattr(homes, "state", None))
 
 
 def parse_since(text: str, *, now: float | None = None) -> float:

@@ -136,3 +136,5 @@ ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result", "
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record, project_dirs=project_dirs,
                           type_name=type_name)
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True

@@ -17,8 +17,8 @@ import orjson
 from histmig.core.diagnostics import HistmigError
 from histmig.tools.claude_family.blocks import first_timestamp, first_value
 from histmig.tools.claude_code.records import count_messages, records_from_lines, title_of
-from histmig.tools.claude_family.listing import (broken_lines_state, head_value, mark_unreadable, scan_ends,
-                                     session_files, subdirs)
+from histmig.tools.claude_family.listing import (broken_lines_state, head_value, list_ends, mark_unreadable,
+                                                 session_files, subdirs)
 from histmig.core.model import Record, SessionRef
 from histmig.core.paths import SLUG_MAX, claude_slug
 
@@ -68,21 +68,23 @@ def legacy_agents(folder: Path) -> dict[Path, Any]:
 
 # ---- one ref per session ----------------------------------------------------------------------
 
-def discover(homes: Any) -> Iterator[SessionRef]:
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every listed session; ``index``: a ``ScanIndex`` that answers for unchanged files."""
     for folder in subdirs(projects_root(homes)):
         legacy = legacy_agents(folder)
         for path in session_files(folder):
-            yield ref_for(path, legacy)
+            yield ref_for(path, legacy, index=index)
 
 
-def ref_for(path: Path, legacy: dict[Path, Any] | None = None) -> SessionRef:
-    """List one session from its first and last 64 KB; a broken file gives a ref with ``error``."""
+def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = None) -> SessionRef:
+    """List one session from its first and last 64 KB (and, past 128 KB, a byte search of the rest for
+    the message count); a broken file gives a ref with ``error``. The sub-agent count is the walk's,
+    never cached."""
     ref = SessionRef(format=NAME, id=path.stem, path=path)
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
-        summarize(ref, head, tail, whole)
+        list_ends(ref, path, st, records_from_lines, summarize, index=index, fields=FIELDS)
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
     agents = len(subagent_files(path, legacy)) if ref.error is None else 0
@@ -105,6 +107,9 @@ def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bo
     if hidden:
         ref.extra["picker_hidden"] = hidden
         ref.state.append(f"not in picker ({hidden})")
+
+
+FIELDS = ("cwd", "created", "title", "messages", "state", "error", "extra")
 
 
 def raw_cwd(records: list[Record]) -> str | None:

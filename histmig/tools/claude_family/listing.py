@@ -56,6 +56,74 @@ def head_value(path: Path, key: str, parse: Parse, *, max_lines: int = 10**6) ->
         return None
 
 
+# ---- message counts past the ends (issue 15) --------------------------------------------------
+
+# Every line that is a user or assistant record holds its ``"type":"user|assistant"``, compact or spaced
+# (a nested one, in a progress record, is a false match the parse drops): only those lines are parsed.
+MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
+
+
+def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Callable[..., None], *,
+              index: Any = None, fields: tuple[str, ...], grouped: bool = True) -> None:
+    """Fill ``ref`` from the scan index (``index``, histmig.core.scanindex) when the file is unchanged,
+    else from its two ends (``summarize(ref, head, tail, whole)``) and, past 128 KB, a byte search for
+    the message count, resumed where it stopped when the file only grew. Raises what reading raises."""
+    from histmig.core.scanindex import fields_of, fill, head_hash
+    key = str(path)
+    hit = index.hit(key, st, None, fields) if index is not None else None
+    if hit is not None:
+        fill(ref, hit)
+        return
+    head, tail, whole = scan_ends(path, st.st_size, parse)
+    summarize(ref, head, tail, whole)
+    resume = first = None
+    if not whole:
+        first = first_bytes(path)
+        grown = index.grown(key, st) if index is not None else None
+        start = grown[0] if grown is not None and grown[1] == head_hash(first) else {}
+        try:
+            ref.messages, resume = count_messages_from(path, **start, grouped=grouped)
+        except (HistmigError, OSError):
+            ref.messages = None        # (read a moment ago: the file went away meanwhile)
+    if index is not None:
+        index.store(key, st, fields_of(ref, fields), resume=resume, first=first)
+
+
+def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None = None, *,
+                        grouped: bool = True) -> tuple[int, dict]:
+    """The user and assistant records of the whole file, by a byte search: ``msgs`` counted before
+    offset ``end`` (a line boundary), ``mid`` the ``message.id`` of the assistant line just before it.
+    ``grouped`` (Claude Code): adjacent assistant lines sharing ``message.id`` are one message, as its
+    ``records_from_lines`` groups them; mini-cc has one record per line. Returns the count and where a
+    later count resumes."""
+    from histmig.jsonio.jsonl import open_regular
+    from histmig.jsonio.marks import MarkedLines, parse_line
+    total, at = msgs, end if mid is not None else -1      # ``mid`` continues a group only at ``at``
+    resume = None
+    with open_regular(path) as fh:
+        fh.seek(end)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
+        for offset, raw in lines:
+            if not raw.endswith(b"\n"):
+                resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
+            obj = parse_line(offset, raw)[0]
+            t = obj.get("type") if isinstance(obj, dict) else None
+            msg = obj.get("message") if t == "assistant" else None
+            new_mid = msg["id"] if grouped and isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
+            if t in ("user", "assistant") and not (new_mid is not None and new_mid == mid and at == offset):
+                total += 1
+            mid, at = new_mid, offset + len(raw)
+    if resume is None:
+        resume = {"end": lines.end, "msgs": total, "mid": mid if at == lines.end else None}
+    return total, resume
+
+
+def first_bytes(path: Path) -> bytes:
+    from histmig.jsonio.jsonl import open_regular
+    with open_regular(path) as fh:
+        return fh.read(4096)              # (the scan index's grow check)
+
+
 # ---- ref states -------------------------------------------------------------------------------
 
 def mark_unreadable(ref: SessionRef, e: Exception) -> SessionRef:

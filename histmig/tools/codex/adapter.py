@@ -21,7 +21,7 @@ import orjson
 from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.codex import walk
-from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines, tail_lines
+from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines
 
 # histmig.core.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
 # here: a flip dry run walks and reads line 1 through this module and never builds one.
@@ -218,24 +218,29 @@ def head_meta(path: Path) -> tuple[dict | None, str | None]:
 
 
 def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
+    return _ref_from_objs(path, [(None if ln.opaque else ln.obj, ln.opaque) for ln in lines], archived, shadowed)
+
+
+def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, shadowed: Path | None) -> SessionRef:
+    """The ref of a file from its head lines, each as ``(parsed value or None, opaque)``."""
     from histmig.core.model import SessionRef
     names = parse_name(path.name)
     ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
                      archived=archived, compressed=is_zst(path))
     meta, meta_cwd, turn_cwd, broken, msgs = None, None, None, 0, 0
-    for ln in lines:
-        if ln.opaque:
+    for obj, opaque in objs:
+        if opaque:
             broken += 1
             continue
-        obj = ln.obj
         t = line_type(obj)
         if meta is None and t in ("session_meta", "legacy:session_meta"):
             meta = meta_of(obj)
         elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             turn_cwd = payload(obj)["cwd"]
-        if ref.title is None:
-            ref.title = _title(user_prompt(obj))
-        msgs += is_conversation_message(obj)
+        if t == "response_item" or t == "event_msg" or (t is not None and t.startswith("legacy:")):
+            if ref.title is None:      # (only these line types hold prompts and messages)
+                ref.title = _title(user_prompt(obj))
+            msgs += is_conversation_message(obj)
     if meta is not None:
         ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
         meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
@@ -246,7 +251,7 @@ def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Pat
         ref.error = "no session_meta at the start of the file"
     ref.cwd = turn_cwd or meta_cwd
     ref.messages = msgs
-    ref.state = _states(ref, lines, broken, shadowed, meta)
+    ref.state = _states(ref, objs[0][0], broken, shadowed, meta)
     return ref
 
 
@@ -273,13 +278,13 @@ def _ref_extra(meta: dict, names) -> dict:
     return extra
 
 
-def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | None, meta) -> list[str]:
+def _states(ref: SessionRef, first: Any, broken: int, shadowed: Path | None, meta) -> list[str]:
     state = []
     if ref.archived:
         state.append("archived")
     if ref.compressed:
         state.append("compressed")
-    if meta is not None and "payload" not in (lines[0].obj or {}):
+    if meta is not None and "payload" not in (first or {}):
         state.append("legacy pre-envelope (Codex cannot read it)")
     if shadowed is not None:
         state.append("shadows a .zst copy (Codex reads this plain file)")
@@ -290,40 +295,159 @@ def _states(ref: SessionRef, lines: list[Line], broken: int, shadowed: Path | No
 
 
 def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
-             head_bytes: int = 128 * 1024) -> SessionRef:
-    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception."""
+             head_bytes: int = 128 * 1024, index: Any = None) -> SessionRef:
+    """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception.
+
+    The head (200 lines or 128 KB) gives every field; beyond it, messages are counted by a byte
+    search (``count_from``) and the cwd comes from the 64 KB tail. ``index`` (a ``ScanIndex``)
+    answers for an unchanged file and resumes the count of one that only grew."""
     from histmig.core.model import SessionRef
     try:
         st = path.stat()
-        lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+        key = os.fspath(path)
+        ctx = [archived, None if shadowed is None else os.fspath(shadowed)]
+        fields = index.hit(key, st, ctx, _FIELDS) if index is not None else None
+        if fields is not None:
+            return _cached_ref(path, st, fields, archived)
+        head = None if is_zst(path) else _plain_head(path, head_bytes)
+        if head is None:
+            lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
+            head = ([(None if ln.opaque else ln.obj, ln.opaque) for ln in lines],
+                    lines[-1].offset + (lines[-1].length or 0) if lines else 0, _first_bytes(lines))
     except (HistmigError, OSError) as e:
         names = parse_name(path.name)
         return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
                           compressed=is_zst(path), error=str(e), state=["unreadable"])
-    if not lines:
+    objs, covered, first = head
+    if not objs:
         return SessionRef(format=NAME, id=(parse_name(path.name) or ("", path.stem))[1], path=path,
                           archived=archived, compressed=is_zst(path), error="empty file", size=st.st_size)
-    ref = _ref_from_lines(path, lines, archived, shadowed)
+    ref = _ref_from_objs(path, objs, archived, shadowed)
     ref.size, ref.updated = st.st_size, st.st_mtime
-    covered = lines[-1].offset + (lines[-1].length or 0)
-    if covered < st.st_size:
-        ref.messages = None            # unknown without reading the whole file
-        if not ref.compressed:         # a tail of a .zst would mean decompressing all of it
-            cwd = _latest_turn_cwd(path)
-            ref.cwd = cwd or ref.cwd
+    resume = None
+    if ref.compressed and (len(objs) >= 200 or covered >= head_bytes):
+        ref.messages = _count_rest(path, covered, ref.messages)[0]  # st_size is compressed: a full head says "more"
+    elif covered < st.st_size and not ref.compressed:
+        grown = index.grown(key, st, ctx) if index is not None else None
+        if grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
+            ref.messages, resume = _count_rest(path, grown[0]["end"], grown[0]["msgs"])   # only the new bytes
+        else:
+            ref.messages, resume = _count_rest(path, covered, ref.messages)
+        ref.cwd = _latest_turn_cwd(path) or ref.cwd   # (not for a .zst: its tail means decompressing it all)
+    if index is not None and ref.error is None:
+        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first if resume else None)
+    return ref
+
+
+def _plain_head(path: Path, head_bytes: int) -> tuple[list, int, bytes] | None:
+    """The head of a plain rollout from one read (``head_lines`` without a ``Line`` per line):
+    ``(values, offset where the head ends, first bytes)``; None for a head line over 8 MB (read by
+    ``head_lines``)."""
+    from histmig.jsonio.marks import head_values
+    fd = open_regular_fd(path)
+    try:
+        want = 2 * head_bytes
+        while want <= 8 << 20:
+            data = os.pread(fd, want, 0)
+            got = head_values(data, len(data) < want, max_lines=200, max_bytes=head_bytes)
+            if got is not None:
+                return got[0], got[1], data[:4096]
+            want *= 4
+        return None
+    finally:
+        os.close(fd)
+
+
+# Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
+# pre-envelope line): beyond the head, only lines with that marker are parsed.
+MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"message"')
+_FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
+
+
+def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict | None]:
+    try:
+        return count_from(path, start, counted)
+    except (HistmigError, OSError):
+        return None, None
+
+
+def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
+    """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
+    (a line boundary), and where a later count may resume (``end`` past the last newline)."""
+    from histmig.jsonio.marks import MarkedLines, parse_line
+    total = counted
+    with open_stream(path) as fh:
+        if start:
+            if is_zst(path):
+                _skip(fh, start)
+            else:
+                fh.seek(start)
+        lines = MarkedLines(fh, MESSAGE_MARK, start=start)
+        partial = 0
+        for offset, raw in lines:
+            hit = is_conversation_message(parse_line(offset, raw)[0])
+            total += hit
+            if not raw.endswith(b"\n"):
+                partial = hit          # the unterminated last line is counted, not resumed past
+    return total, {"end": lines.end, "msgs": total - partial}
+
+
+def _skip(fh, n: int) -> None:
+    while n > 0:
+        chunk = fh.read(min(n, 1 << 20))
+        if not chunk:
+            return
+        n -= len(chunk)
+
+
+def _first_bytes(lines: list[Line]) -> bytes:
+    """The first 4 KiB of the file, from its head lines."""
+    out = b""
+    for ln in lines:
+        if len(out) >= 4096 or ln.raw is None:
+            break
+        out += ln.raw[:4096 - len(out)]
+    return out
+
+
+def _same_head(first: bytes, stored: str | None) -> bool:
+    from histmig.core.scanindex import head_hash
+    return stored is not None and head_hash(first) == stored
+
+
+def _ref_fields(ref: SessionRef) -> dict:
+    from histmig.core.scanindex import fields_of
+    return fields_of(ref, _FIELDS)
+
+
+def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
+    from histmig.core.model import SessionRef
+    from histmig.core.scanindex import fill
+    ref = fill(SessionRef(format=NAME, id=fields["id"], path=path, archived=archived, compressed=is_zst(path)),
+               fields)
+    ref.size, ref.updated = st.st_size, st.st_mtime
     return ref
 
 
 def _latest_turn_cwd(path: Path) -> str | None:
+    """The cwd of the last ``turn_context`` among the complete lines of the last 64 KB (``tail_lines``)."""
+    from histmig.jsonio.marks import last_lines_with, parse_line
     try:
-        tail = tail_lines(path, max_bytes=64 * 1024)
+        fd = open_regular_fd(path)
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - 64 * 1024)
+            data = os.pread(fd, size - start, start)
+        finally:
+            os.close(fd)
     except (HistmigError, OSError):
         return None
-    for ln in reversed(tail):
-        if b'"turn_context"' in (ln.raw or b""):
-            obj = ln.obj
-            if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-                return payload(obj)["cwd"]
+    if start > 0:
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+    for raw in last_lines_with(data, b'"turn_context"'):
+        obj = parse_line(1, raw)[0]        # never line 1 of the file: no BOM to strip
+        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            return payload(obj)["cwd"]
     return None
 
 
@@ -640,10 +764,54 @@ def detect(path: str | os.PathLike) -> bool:
     return err is None and line_type(obj) == "session_meta"
 
 
-def discover(homes: Any, *, archived: bool = True) -> Iterator[SessionRef]:
-    """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see)."""
+def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterator[SessionRef]:
+    """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see);
+    ``index``: a ``ScanIndex`` that answers for unchanged files (histmig.core.scanindex). Files are
+    listed in batches on every CPU (``fork_map``: a batch under 32 MB runs here), in walk order."""
+    batch: list[tuple] = []
     for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
-        yield make_ref(Path(path), archived=is_archived, shadowed=Path(shadowed) if shadowed is not None else None)
+        batch.append((Path(path), is_archived, Path(shadowed) if shadowed is not None else None))
+        if len(batch) >= DISCOVER_BATCH:
+            yield from _list_batch(batch, index)
+            batch = []
+    yield from _list_batch(batch, index)
+
+
+DISCOVER_BATCH = 1024      # files per fork_map: bounds what is held, keeps the listing lazy
+
+
+def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
+    from histmig.core.forkmap import file_size, fork_map
+    recorder = None if index is None else _Recorder(index)
+
+    def one(entry: tuple) -> tuple[SessionRef, tuple | None]:
+        if recorder is not None:
+            recorder.stored = None
+        ref = make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=recorder)
+        return ref, None if recorder is None else recorder.stored
+    for ref, stored in fork_map(one, batch, [file_size(e[0]) for e in batch]):
+        if index is not None:
+            index.touched.add(os.fspath(ref.path))
+            if stored is not None:
+                index.store(*stored[0], **stored[1])
+        yield ref
+
+
+class _Recorder:
+    """The scan index as a (forked) worker sees it: look-ups answered, stores handed back to the
+    parent with the ref, which files them in the one index it saves."""
+
+    def __init__(self, index: Any):
+        self.index, self.stored = index, None
+
+    def hit(self, *a: Any) -> Any:
+        return self.index.hit(*a)
+
+    def grown(self, *a: Any) -> Any:
+        return self.index.grown(*a)
+
+    def store(self, *a: Any, **kw: Any) -> None:
+        self.stored = (a, kw)
 
 
 def usage_of(rec: Record) -> dict | None:
@@ -662,3 +830,5 @@ ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "to
                           usage_of=usage_of)
 # a Codex session's model names a model a converted session can record (convert's Target.model)
 ADAPTER.lends_model = True
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True

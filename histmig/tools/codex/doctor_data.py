@@ -1,5 +1,6 @@
 """What the Codex checks look at: every rollout ``walk.rollouts`` lists with the values Codex's databases
-derive from it (``adapter.scan_thread``), config.toml, and the state databases (``state``)."""
+derive from it and its offset rows checked while it was read (``doctor_scan``), config.toml, and the
+state databases (``state``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
-from histmig.tools.codex.adapter import LineSpans, ThreadFacts, scan_thread
+from histmig.core.forkmap import file_size, fork_map
+from histmig.tools.codex.adapter import ThreadFacts
+from histmig.tools.codex.doctor_history import Histories
+from histmig.tools.codex.doctor_scan import Resolved, scan_rollout
 from histmig.core.homes import Homes
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
@@ -19,19 +23,32 @@ class Rollout:
     path: Path
     archived: bool = False
     facts: ThreadFacts = field(default_factory=ThreadFacts)
-    spans: LineSpans = field(default_factory=LineSpans)
+    # history db -> (table, key) -> its offset row, resolved while the file was read; only rows that
+    # are off, or every row when a repair may edit the file (two providers recorded)
+    offsets: dict[str, dict[tuple[str, tuple], Resolved]] = field(default_factory=dict)
     error: str | None = None
 
 
-def read_rollout(path: Path, *, archived: bool = False) -> Rollout:
+def read_rollout(path: Path, *, archived: bool = False, needs_of=lambda thread_id: None) -> Rollout:
     r = Rollout(path, archived=archived)
     try:
-        r.facts, r.spans = scan_thread(path)
+        r.facts, rows = scan_rollout(path, needs_of)
     except (HistmigError, OSError) as e:
         r.error = str(e)
+        rows = []
     if r.error is None and r.facts.id is None:
         r.error = "no session_meta line"
+    if r.error is None:
+        keep_all = _may_be_edited(r.facts)
+        for res in rows:
+            if keep_all or res.off:
+                r.offsets.setdefault(res.hist, {})[(res.table, res.key)] = res
     return r
+
+
+def _may_be_edited(facts: ThreadFacts) -> bool:
+    """Whether ``doctor_split`` may plan an edit of this file (its condition, or more)."""
+    return isinstance(facts.provider, str) and bool(facts.provider) and bool(facts.providers - {facts.provider})
 
 
 # ---- config.toml ---------------------------------------------------------------------------------
@@ -80,11 +97,18 @@ class CodexHome:
 
 def load(homes: Homes) -> CodexHome:
     config = load_config(homes)
-    rollouts, shadowed = [], []
+    dbs = codex_state.state_dbs(homes, config.raw)
+    histories = Histories([h for db in dbs if (h := db.parent / codex_state.HISTORY_DB).is_file()])
+    files, shadowed = [], []
     for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
         if zst is not None:
             shadowed.append(Path(zst))     # Codex reads the plain file; the .zst is ignored
         path = Path(where)
         if path.is_file() and not path.is_symlink():   # the checks read regular files only
-            rollouts.append(read_rollout(path, archived=archived))
-    return CodexHome(homes, config, rollouts, shadowed, codex_state.state_dbs(homes, config.raw))
+            files.append((path, archived))
+    try:    # on both CPUs, as flip's and move's planners (the result is the sequential one)
+        rollouts = fork_map(lambda f: read_rollout(f[0], archived=f[1], needs_of=histories.needs_of), files,
+                            [file_size(p) for p, _ in files])
+    finally:
+        histories.close()
+    return CodexHome(homes, config, rollouts, shadowed, dbs)

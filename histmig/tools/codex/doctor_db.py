@@ -20,7 +20,8 @@ from histmig.tools.codex.doctor_split import Split
 from histmig.toolkit.doctor.locate import move_fix
 from histmig.core.paths import is_under
 from histmig.core.plan import SqlUpdate
-from histmig.tools.codex.state import HISTORY_DB, history_rows, shift, thread_rows
+from histmig.tools.codex import doctor_history
+from histmig.tools.codex.state import HISTORY_DB, shift, thread_rows
 
 REPAIR = "histmig doctor --repair --apply"
 SAMPLE = 5   # ids named in a grouped detail
@@ -156,67 +157,35 @@ def check_no_row(home: CodexHome, db: Path, rows) -> list[Finding]:
 
 # ---- thread_history_1.sqlite offsets ------------------------------------------------------------
 
-def _turn_expect(r: Rollout, turn: dict[str, Any]) -> dict[str, int | None]:
-    spans = r.spans.by_ordinal
-    start, end = spans.get(turn["rollout_ordinal"]), spans.get(turn["rollout_end_ordinal"])
-    return {"rollout_byte_offset": start[0] if start else None,
-            "rollout_end_byte_offset": end[1] if end else None}
-
-
-def _next_expect(r: Rollout, state: dict[str, Any]) -> dict[str, int | None]:
-    n, spans = state["next_rollout_ordinal"], r.spans.by_ordinal
-    if n in spans:
-        return {"next_rollout_byte_offset": spans[n][0]}
-    prev = spans.get(n - 1) if isinstance(n, int) else None
-    return {"next_rollout_byte_offset": prev[1] if prev else None}
-
-
-def _stale(r: Rollout, row: dict[str, Any], expect: dict[str, int | None],
-           edits: list[tuple[int, int]]) -> tuple[dict, dict, bool, bool]:
-    """(fixes, old values, any unfixable, any stale now) for one projection row. ``edits``: the
-    planned edits of the rollout; the fixes point into the file as it will be after them."""
-    fixes, old, unfixable, stale_now = {}, {}, False, False
-    for col, want in expect.items():
-        have = row.get(col)
-        if have is None:
-            continue
-        if want is None:
-            if have not in r.spans.starts:   # no ordinal to go by: at least a line start
-                unfixable = True
-                continue
-            want = have
-        stale_now = stale_now or have != want
-        moved = shift(want, edits)
-        if moved != have:
-            fixes[col], old[col] = moved, have
-    return fixes, old, unfixable, stale_now
-
-
 def check_offsets(hist: Path, by_id, split: Split | None = None) -> list[Finding]:
     """Rows stale now go into ``codex.offsets-stale``; rows that only a planned rollout edit moves
-    go into that edit's finding (``split``), so each repair stays whole."""
+    go into that edit's finding (``split``), so each repair stays whole. The rows were resolved
+    while each rollout was read (``doctor_scan``); here they are judged in the table's order."""
     try:
-        turns, states = history_rows(hist)
+        doctor_history.validate(hist)
     except HistmigError as e:
         return [Finding("codex.unreadable", f"thread history database: {e}", path=str(hist))]
+    key = str(hist)
+    if not any(r.offsets.get(key) for r in by_id.values()):
+        return []
     ops, bad_threads, unfixable = [], set(), set()
-    for table, items, expect_of, keys in (("thread_turns", turns, _turn_expect, ("thread_id", "turn_id")),
-                                          ("thread_history_projection_state", states, _next_expect, ("thread_id",))):
-        for row in items:
-            r = by_id.get(row["thread_id"])
-            if r is None:
-                continue
+    for table, _, keys in doctor_history.TABLES:
+        for thread_id, row_key in doctor_history.keys_in_order(hist, table):
+            r = by_id.get(thread_id)
+            res = r.offsets.get(key, {}).get((table, row_key)) if r is not None else None
+            if res is None:
+                continue           # no rollout, or a row that is right and no edit moves
             edits, owner = _planned(split, r)
-            fixes, old, bad, stale_now = _stale(r, row, expect_of(r, row), edits)
+            fixes, old, bad, stale_now = res.judge(lambda want: shift(want, edits))
             if bad:
-                unfixable.add(row["thread_id"])
+                unfixable.add(thread_id)
             if fixes:
-                op = SqlUpdate(db=str(hist), table=table, key={k: row[k] for k in keys}, set=fixes,
-                               expect=old, session=session_tag("codex", row["thread_id"]),
+                op = SqlUpdate(db=str(hist), table=table, key={k: res.row[k] for k in keys}, set=fixes,
+                               expect=old, session=session_tag("codex", thread_id),
                                reason="recompute byte offsets from the rollout's ordinals")
                 (ops if stale_now or owner is None else owner.repair).append(op)
             if stale_now or bad:
-                bad_threads.add(row["thread_id"])
+                bad_threads.add(thread_id)
     if not bad_threads:
         return []
     ids = sorted(bad_threads)

@@ -133,6 +133,14 @@ def history_rows(db: Path) -> tuple[list[dict], list[dict]]:
     return turns, _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, need=PROJECTION_COLUMNS)
 
 
+def check_history(db: Path) -> None:
+    """Raise what :func:`history_rows` raises for a database it cannot read, reading no row (doctor
+    fetches the rows per thread: tools/codex/doctor_history.py)."""
+    turn_columns = ("thread_id", "turn_id", "rollout_ordinal", TURN_OFFSETS[0], "rollout_end_ordinal", TURN_OFFSETS[1])
+    _query(db, "thread_turns", turn_columns, "LIMIT 0", need=turn_columns)
+    _query(db, "thread_history_projection_state", PROJECTION_COLUMNS, "LIMIT 0", need=PROJECTION_COLUMNS)
+
+
 def turn_rows(db: Path, thread_id: str) -> list[dict]:
     return _query(db, "thread_turns", ("thread_id", "turn_id", *TURN_OFFSETS), "WHERE thread_id = ?", [thread_id])
 

@@ -21,8 +21,8 @@ from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, build_message, content_parts, first_prompt,
                                        first_timestamp, first_value, kind_of, last_model,
                                        message_skeleton, record_bytes, records_per_line, str_or_none)
-from histmig.tools.claude_family.listing import (UUID_RE, broken_lines_state, head_value, mark_unreadable,
-                                     scan_ends, session_files, subdirs)
+from histmig.tools.claude_family.listing import (UUID_RE, broken_lines_state, head_value, list_ends,
+                                                 mark_unreadable, session_files, subdirs)
 from histmig.jsonio.jsonl import Line, head_lines, read_lines
 from histmig.core.model import Record, Session, SessionRef
 from histmig.core.paths import claude_slug
@@ -170,26 +170,34 @@ def projects_root(homes: Any) -> Path:
     return Path(homes.mini_cc) / "projects"
 
 
-def discover(homes: Any) -> Iterator[SessionRef]:
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: a ``ScanIndex`` that answers for unchanged files."""
     for folder in subdirs(projects_root(homes)):
         for path in session_files(folder):
-            yield ref_for(path)
+            yield ref_for(path, index=index)
 
 
-def ref_for(path: Path) -> SessionRef:
+FIELDS = ("cwd", "created", "title", "messages", "state", "error")
+
+
+def ref_for(path: Path, *, index: Any = None) -> SessionRef:
+    """One session from its two ends; past 128 KB the messages are counted by a byte search."""
     ref = SessionRef(format=NAME, id=path.stem, path=path)
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        head, tail, whole = scan_ends(path, st.st_size, records_from_lines)
+        list_ends(ref, path, st, records_from_lines, _summarize, index=index, fields=FIELDS, grouped=False)
     except (HistmigError, OSError) as e:
         return mark_unreadable(ref, e)
+    return ref
+
+
+def _summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
     ref.cwd = first_value(head, "cwd")
     ref.created = first_timestamp(head)
     ref.title = first_prompt(head)
     ref.messages = sum(1 for r in head if r.role in ("user", "assistant")) if whole else None
     ref.state += broken_lines_state(head + tail)
-    return ref
 
 
 def project_dirs(root: Path, cwd: str) -> list[Path]:
@@ -214,3 +222,5 @@ def folder_for(root: Path, cwd: str) -> tuple[Path, list[Path]]:
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record, project_dirs=project_dirs)
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True

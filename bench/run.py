@@ -1,0 +1,281 @@
+"""One bench runner: every command against its floor, interleaved A/B/A/B, on generated trees.
+
+    python bench/run.py                       # 500 sessions, 5 pairs; writes the table into docs/bench.md
+    python bench/run.py --sessions 2000       # (8000: needs ~4 GB in the work dir)
+    python bench/run.py --quick --doc OUT.md  # a tiny tree, 1 pair: a smoke run (tests/test_bench_runner.py)
+
+Each command and its floor run in fresh processes, one after the other, ``--pairs`` times (A, B, A,
+B, ...); every process starts after a ``sync`` (not timed), so no step pays for the dirty pages of
+the one before. Reported per command: the median wall time of histmig and of the floor, the ratio
+histmig/floor of each pair (min and median), and histmig's peak RSS (``wait4``'s ``ru_maxrss``,
+the largest over the pairs). A command that changes files runs on a fresh copy of its tree each
+time (the copy is not timed). Everything lives under one temporary folder: HOME, CODEX_HOME,
+CLAUDE_CONFIG_DIR, MINI_CC_HOME and HISTMIG_STATE_DIR point into it; nothing real is read or written.
+
+The trees: a Codex home from ``gen_codex.py`` (scan, doctor, flip, undo), a Claude Code + Codex
+project from ``move_bench.py`` (move) and small Codex sessions from ``convert_bench.py`` (convert).
+"""
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+BEGIN, END = "<!-- bench/run.py: begin -->", "<!-- bench/run.py: end -->"
+PROVIDER = '[model_providers.my-provider]\nname = "My provider"\n'
+
+# Floors: the least a program doing the same job does, run the same way (a fresh process).
+READ_ALL = '''import os, sys
+n = 0
+for top in sys.argv[1:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            with open(os.path.join(d, name), "rb") as f:
+                while chunk := f.read(1 << 20):
+                    n += chunk.count(b"\\n")
+print(n)
+'''
+CONVERT = '''import os, sys, orjson
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+i = 0
+for d, _, names in os.walk(src):
+    for name in sorted(names):
+        with open(os.path.join(d, name), "rb") as f, open(os.path.join(out, f"{i}.jsonl"), "wb") as w:
+            for line in f:
+                w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
+        i += 1
+'''
+LAUNCH = '''import json, os, subprocess, sys, time
+cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+os.sync()      # not timed: no step pays for the dirty pages of the one before
+t0 = time.perf_counter()
+p = subprocess.Popen(cmd, shell=shell)
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+with open(res, "w") as f:
+    json.dump([wall, ru.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)], f)
+'''
+COPY_LISTED = '''import ctypes, os, shutil, sys
+listing, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+for i, path in enumerate(open(listing).read().splitlines()):
+    shutil.copyfile(path, os.path.join(out, str(i)))
+fd = os.open(out, os.O_RDONLY)
+ctypes.CDLL(None).syncfs(fd)
+'''
+
+
+@dataclass
+class Row:
+    command: str
+    floor: str
+    pairs: list[tuple[float, float, float]] = field(default_factory=list)   # (histmig s, floor s, RSS MB)
+
+    def add(self, a: tuple[float, float], b: tuple[float, float]) -> None:
+        self.pairs.append((a[0], b[0], a[1]))
+
+    def cells(self) -> list[str]:
+        hm = statistics.median(p[0] for p in self.pairs)
+        fl = statistics.median(p[1] for p in self.pairs)
+        ratios = [p[0] / p[1] for p in self.pairs if p[1] > 0]
+        ratio = f"{min(ratios):.1f}x min, {statistics.median(ratios):.1f}x median" if ratios else "-"
+        return [self.command, f"{hm:.2f} s", f"{self.floor}: {fl:.2f} s", ratio, f"{max(p[2] for p in self.pairs):.0f} MB"]
+
+
+class Bench:
+    def __init__(self, work: Path, quick: bool):
+        self.work, self.quick = work, quick
+        self.hm = [sys.executable, "-m", "histmig", "-q"]
+
+    def env(self, home: Path) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(home),
+                "CODEX_HOME": str(home / ".codex"), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "MINI_CC_HOME": str(home / ".mini_cc"), "HISTMIG_STATE_DIR": str(home.parent / "state"),
+                **({"PYTHONDONTWRITEBYTECODE": "1"} if os.environ.get("PYTHONDONTWRITEBYTECODE") else {})}
+
+    def run(self, cmd, home: Path, *, shell: bool = False, ok=(0, 3)) -> tuple[float, float]:
+        """Wall seconds and peak RSS (MB) of one fresh process, started and reaped (wait4) by a
+        small launcher: a child's ru_maxrss counts the image it was forked from (Linux keeps the
+        high-water mark across exec), and this process holds the trees' and plans' data."""
+        with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as res:
+            p = subprocess.run([sys.executable, "-S", "-c", LAUNCH, json.dumps(cmd), str(int(shell)), res.name],
+                               env=self.env(home), stdout=out, stderr=out, cwd=ROOT)
+            wall, rss, code = json.loads(res.read() or "[0, 0, -1]")
+            if p.returncode != 0 or code not in ok:
+                out.seek(0)
+                raise SystemExit(f"{cmd!r} failed ({code}): {out.read().decode(errors='replace')[-2000:]}")
+        return wall, rss
+
+    def fresh(self, src: Path, name: str) -> Path:
+        """A copy of a tree (its home and state dir) to change; not timed."""
+        dst = self.work / name
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(src, dst, symlinks=True)
+        return dst / "home"
+
+
+def build(work: Path, sessions: int, mb: float) -> dict[str, Path]:
+    """The three trees, each as ``<tree>/home`` (+ ``<tree>/state``)."""
+    import convert_bench
+    import gen_codex
+    import move_bench
+    trees = {name: work / "trees" / name for name in ("codex", "move", "convert")}
+    codex = trees["codex"] / "home"
+    gen_codex.generate(codex, sessions, mb)
+    (codex / ".codex" / "config.toml").write_text(PROVIDER)
+    move = trees["move"] / "home"
+    old = str(work / "trees" / "move" / "work" / "app")
+    Path(old + "-moved").mkdir(parents=True)
+    move_bench.generate(move, sessions, mb, old)
+    convert = trees["convert"] / "home"
+    (convert / ".claude").mkdir(parents=True)
+    convert_bench.generate(convert / ".codex", max(2, sessions // 4))
+    convert_bench.precreate_projects(convert)
+    return trees
+
+
+def files_of(home: Path, *tops: str) -> list[str]:
+    return sorted(str(p) for top in tops for p in (home / top).rglob("*") if p.is_file())
+
+
+def bench_reads(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    home = trees["codex"] / "home"
+    cat = f"find '{home}/.codex' -type f -exec cat {{}} + > /dev/null"
+    rows = [Row("`scan --json`", "`cat` of every file"), Row("`doctor`", "`cat` of every file")]
+    for _ in range(pairs):
+        rows[0].add(b.run(b.hm + ["scan", "--json"], home), b.run(cat, home, shell=True))
+        rows[1].add(b.run(b.hm + ["doctor"], home, ok=(0, 1, 3)), b.run(cat, home, shell=True))
+    return rows
+
+
+def bench_flip(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    flip = Row("`flip openai my-provider --apply`", "`cp -r` + `sync -f` (durable copy)")
+    undo = Row("`undo` of that flip", "the flip's own apply")
+    for _ in range(pairs):
+        home = b.fresh(trees["codex"], "flip")
+        copy = b.work / "flip-copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        applied = b.run(b.hm + ["flip", "openai", "my-provider", "--apply"], home)
+        flip.add(applied, b.run(f"cp -r '{home / '.codex'}' '{copy}' && sync -f '{copy}'", home, shell=True))
+        undo.add(b.run(b.hm + ["undo"], home), applied)
+    return [flip, undo]
+
+
+def bench_move(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    src = trees["move"]
+    old, new = str(src / "work" / "app"), str(src / "work" / "app-moved")
+    dry = Row("`move` (dry run)", "read all bytes + count lines (Python)")
+    apply = Row("`move --apply`", "durable copy of the files it rewrites")
+    listing = b.work / "move-files.txt"
+    listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
+    home = src / "home"
+    floor_read = [sys.executable, "-c", READ_ALL, str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
+    for _ in range(pairs):
+        dry.add(b.run(b.hm + ["move", old, new], home), b.run(floor_read, home))
+        fresh = b.fresh(src, "move")
+        out = b.work / "move-copy"
+        shutil.rmtree(out, ignore_errors=True)
+        a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
+        apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
+    return [dry, apply]
+
+
+def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
+    """The files move's plan rewrites (its write_file operations), for the durable-copy floor."""
+    plan = b.work / "move-plan.json"
+    b.run(b.hm + ["move", old, new, "--plan-out", str(plan)], src / "home")
+    ops = json.loads(plan.read_text()).get("operations", [])
+    return sorted({op["path"] for op in ops if op.get("kind") == "write" and os.path.isfile(op.get("path", ""))})
+
+
+def bench_convert(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    row = Row("`convert --to claude-code --from codex --all --apply`", "orjson loads+dumps+write of the same lines")
+    for _ in range(pairs):
+        home = b.fresh(trees["convert"], "convert")
+        out = b.work / "convert-copy"
+        shutil.rmtree(out, ignore_errors=True)
+        a = b.run(b.hm + ["convert", "--to", "claude-code", "--from", "codex", "--all", "--apply"], home)
+        row.add(a, b.run([sys.executable, "-c", CONVERT, str(home / ".codex" / "sessions"), str(out)], home))
+    return [row]
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| command | histmig | floor in the same loop | ratio | peak RSS |", "|---|---|---|---|---|"]
+    return "\n".join(lines + ["| " + " | ".join(r.cells()) + " |" for r in rows])
+
+
+def write_doc(doc: Path, text: str) -> None:
+    """Replace the runner's part of ``doc`` (between its markers), or add it after the first paragraph."""
+    block = f"{BEGIN}\n{text}\n{END}"
+    old = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    if BEGIN in old and END in old:
+        new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END):]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(new)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=500, help="sessions per tree (500, 2000, 8000)")
+    ap.add_argument("--mb", type=float, help="MB of the Codex and move trees (default: 0.4 MB per session)")
+    ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per command (at least 5 for a result)")
+    ap.add_argument("--quick", action="store_true", help="a tiny tree and 1 pair: a smoke run, not a measurement")
+    ap.add_argument("--work", type=Path, help="work folder (default: a new temporary one, removed after)")
+    ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "bench.md", help="the page the table is written into")
+    ap.add_argument("--no-doc", action="store_true", help="print the table only")
+    ap.add_argument("--no-compile", action="store_true", help="do not compile histmig's bytecode first")
+    a = ap.parse_args(argv)
+    sessions, pairs = (8, 1) if a.quick else (a.sessions, a.pairs)
+    mb = a.mb or (1 if a.quick else sessions * 0.4)
+    if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
+        compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
+    work = a.work or Path(tempfile.mkdtemp(prefix="histmig-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        t0 = time.perf_counter()
+        trees = build(work, sessions, mb)
+        size = sum(os.path.getsize(f) for f in files_of(trees["codex"] / "home", ".codex"))
+        print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
+        b = Bench(work, a.quick)
+        rows = []
+        for step in (bench_reads, bench_flip, bench_move, bench_convert):
+            done = step(b, trees, pairs)
+            rows += done
+            print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)
+        text = report(rows, sessions, size, pairs, a.quick)
+        print("\n" + text)
+        if not a.no_doc:
+            write_doc(a.doc, text)
+        return 0
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report(rows: list[Row], sessions: int, size: int, pairs: int, quick: bool) -> str:
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    head = (f"`python bench/run.py --sessions {sessions} --pairs {pairs}`{' --quick' if quick else ''}, {when}: "
+            f"Codex home of {sessions:,} sessions ({size / 2**20:.0f} MiB), move tree of {sessions:,} sessions, "
+            f"{max(2, sessions // 4):,} sessions to convert. Wall times are medians of {pairs} pair(s); "
+            f"ratio = histmig / floor within each pair.")
+    return head + "\n\n" + table(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The scan index: a cache of listing entries in the state dir, so a repeat ``scan`` (or ``show``'s look-up)
+is one folder walk and one ``stat`` per session file (docs/scan-show.md, "The scan index").
+
+One record per session file, keyed by its path and checked against ``(device, inode, size,
+mtime_ns)`` and the walk's own facts about it (``ctx``: archived, a shadowed twin, ...). A record holds
+the listing fields the format computed from the file (never conversation text beyond the title) and,
+for a file the listing did not read to its end in one head, where its count stopped (``resume``) and a
+hash of its first 4 KiB: a file that only grew (same inode, larger, same first 4 KiB) is read again from
+there only.
+
+It is a cache: deleting the file loses nothing, a corrupt or foreign one is ignored and rewritten, and
+a failure to write it (read-only state dir, full disk) never fails the listing. It is written whole to a
+temporary file and renamed over the old one, so two scans at once leave one of their indexes intact.
+Generic: the formats decide what goes in ``fields`` and ``resume``; this module names no tool.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+FILE_NAME = "scan-index.json"
+VERSION = 1
+HEAD_HASH_BYTES = 4096
+
+
+def key_of(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def head_hash(first: bytes) -> str:
+    """The check that a grown file is the same file: a hash of its first 4 KiB."""
+    import hashlib
+    return hashlib.blake2b(first[:HEAD_HASH_BYTES], digest_size=16).hexdigest()
+
+
+def fields_of(ref: Any, names: tuple[str, ...]) -> dict:
+    """The listing fields of a ref to store (lists and dicts copied: the caller may extend the ref)."""
+    return {k: _copy(getattr(ref, k)) for k in names}
+
+
+def fill(ref: Any, fields: dict) -> Any:
+    """A ref given its stored fields (copied: the index keeps its own)."""
+    for k, v in fields.items():
+        setattr(ref, k, _copy(v))
+    return ref
+
+
+def _sound(name: str, value: Any) -> bool:
+    """A stored field of the type a ref holds (``state``: a list of strings, ``extra``: an object, the
+    rest scalars)."""
+    if name == "state":
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+    if name == "extra":
+        return isinstance(value, dict)
+    return value is None or isinstance(value, (str, int, float))
+
+
+def _copy(v: Any) -> Any:
+    return dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
+
+
+class ScanIndex:
+    """The records of one state dir, loaded once per listing and saved once at its end."""
+
+    def __init__(self, file: str | None, records: dict[str, list] | None = None):
+        self.file = file
+        self.records = records or {}
+        self.changed = False
+        self.touched: set[str] = set()       # paths looked up or stored by this listing
+
+    @classmethod
+    def load(cls, state_dir: str | os.PathLike | None) -> "ScanIndex":
+        """The index of ``state_dir`` (empty when missing, unreadable or corrupt)."""
+        if state_dir is None:
+            return cls(None)
+        file = os.path.join(os.fspath(state_dir), FILE_NAME)
+        try:
+            with open(file, "rb") as fh:
+                data = orjson.loads(fh.read())
+            records = data["records"] if data.get("version") == VERSION else {}
+            if not isinstance(records, dict):
+                records = {}
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            records = {}
+        return cls(file, records)
+
+    # ---- look-ups -----------------------------------------------------------------------------
+
+    def hit(self, path: str, st: os.stat_result, ctx: Any = None, names: tuple[str, ...] | None = None) -> dict | None:
+        """The stored fields of ``path`` when the file is unchanged since they were stored (and, with
+        ``names``, they are exactly those fields, of the types a ref holds: a damaged record is a miss)."""
+        self.touched.add(path)
+        rec = self._record(path)
+        if rec is None or rec[0] != key_of(st) or rec[1] != ctx:
+            return None
+        fields = rec[2]
+        if names is not None and (set(fields) != set(names) or not all(_sound(k, v) for k, v in fields.items())):
+            return None
+        return fields
+
+    def grown(self, path: str, st: os.stat_result, ctx: Any = None) -> tuple[dict, str] | None:
+        """``(resume, head hash)`` of ``path`` when it may only have grown since it was stored: same
+        device and inode, larger, and a resume point was stored. The caller compares the hash."""
+        rec = self._record(path)
+        if rec is None or rec[3] is None or rec[1] != ctx:
+            return None
+        dev, ino, size, _mtime = rec[0]
+        if (dev, ino) != (st.st_dev, st.st_ino) or st.st_size <= size:
+            return None
+        return rec[3], rec[4]
+
+    def _record(self, path: str) -> list | None:
+        rec = self.records.get(path)
+        if isinstance(rec, list) and len(rec) == 5 and isinstance(rec[0], list) and isinstance(rec[2], dict):
+            return rec
+        return None
+
+    # ---- updates ------------------------------------------------------------------------------
+
+    def store(self, path: str, st: os.stat_result, fields: dict, *, ctx: Any = None,
+              resume: dict | None = None, first: bytes | None = None) -> None:
+        """Remember the listing fields of ``path`` as of ``st`` (``resume`` needs ``first``, the file's
+        first bytes, for the grow check)."""
+        if self.file is None:
+            return
+        try:
+            path.encode()                    # a name that is not UTF-8 cannot be a JSON key: not cached
+        except UnicodeEncodeError:
+            return
+        self.touched.add(path)
+        rec = [key_of(st), ctx, fields, resume if first is not None else None,
+               head_hash(first) if resume is not None and first is not None else None]
+        if self.records.get(path) != rec:
+            self.records[path] = rec
+            self.changed = True
+
+    def forget(self, path: str) -> None:
+        if self.records.pop(path, None) is not None:
+            self.changed = True
+
+    def save(self, keep: set[str] | None = None) -> bool:
+        """Write the index (temporary file, then rename); with ``keep``, records of other paths (files
+        gone since) are dropped. Never raises: a cache that cannot be written is simply not written."""
+        if self.file is None:
+            return False
+        if keep is not None and set(self.records) - keep:
+            self.records = {p: r for p, r in self.records.items() if p in keep}
+            self.changed = True
+        if not self.changed:
+            return True
+        tmp = f"{self.file}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:                                 # folders 0700, files 0600, as the rest of the state dir (docs/safety.md)
+            os.makedirs(os.path.dirname(self.file), mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(orjson.dumps({"version": VERSION, "records": self.records}))
+            os.replace(tmp, self.file)
+        except (OSError, TypeError, ValueError):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return False
+        self.changed = False
+        return True

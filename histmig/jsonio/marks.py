@@ -1,0 +1,135 @@
+"""Finding lines by a fixed byte marker without splitting a file into lines (docs/scan-show.md, "Message
+counts"): a listing counts messages in files of any size at read speed, and parses only the lines the
+marker matches.
+
+The marker is a bytes regex that every line the caller wants *must* contain (a JSON key and value as
+the writer spells them, any JSON whitespace allowed): lines it matches are candidates the caller
+verifies by parsing them, so a false match costs a parse and never a wrong count.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, BinaryIO, Iterator
+
+import orjson
+
+from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, parse_json
+
+CHUNK = 1 << 20
+
+
+class MarkedLines:
+    """Iterate ``(offset, raw line)`` over the lines from ``start`` that ``pattern`` matches, in order.
+
+    A line is its bytes with the ``\\n``; a final line without one is yielded too (a record, as
+    ``jsonl.iter_lines`` reads it) but ``end`` stops before it: after the iteration, ``end`` is the
+    offset just past the last newline, where a later read of the grown file resumes. Lines over
+    ``max_line`` bytes are never held (``jsonl`` makes them opaque) and never yielded. Memory is one
+    chunk plus the longest line."""
+
+    def __init__(self, fh: BinaryIO, pattern: re.Pattern[bytes], *, start: int = 0, chunk: int | None = None,
+                 max_line: int = DEFAULT_MAX_LINE_BYTES):
+        self.fh, self.pattern, self.start, self.max_line = fh, pattern, start, max_line
+        self.chunk = chunk or CHUNK          # read when made: a test shrinks CHUNK to cross boundaries
+        self.end = start
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        parts: list[bytes] = []               # the unfinished line carried into the next chunk
+        held = 0                              # its length
+        base = self.start                     # file offset of the held line's first byte
+        skipping = False                      # inside an over-long line: drop bytes up to its newline
+        search, read, limit = self.pattern.finditer, self.fh.read, self.max_line
+        while True:
+            data = read(self.chunk)
+            if not data:
+                break
+            if skipping:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    base += len(data)
+                    continue
+                skipping, base, data = False, base + nl + 1, data[nl + 1:]
+                self.end = base
+            last = data.rfind(b"\n")
+            if last < 0:                      # no line ends here: hold the piece (joined once, not per chunk)
+                parts.append(data)
+                held += len(data)
+                if held > limit:
+                    skipping, base, parts, held = True, base + held, [], 0
+                continue
+            buf = b"".join(parts) + data if parts else data
+            last += held
+            done = 0                          # buf offset past the last line yielded
+            for m in search(buf, 0, last + 1):
+                if m.start() < done:
+                    continue                  # a second match on a line already yielded
+                ls = buf.rfind(b"\n", 0, m.start()) + 1
+                done = buf.find(b"\n", m.end()) + 1
+                if done - ls <= limit:
+                    yield base + ls, buf[ls:done]
+            base += last + 1
+            self.end = base
+            parts = [buf[last + 1:]] if last + 1 < len(buf) else []
+            held = len(buf) - last - 1
+            if held > limit:
+                skipping, base, parts, held = True, base + held, [], 0
+        rest = b"".join(parts)
+        if rest and self.pattern.search(rest):
+            yield base, rest
+
+
+def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
+    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (terminator and, at offset 0,
+    a BOM left out)."""
+    end = len(raw)
+    if raw.endswith(b"\n"):
+        end -= 2 if raw.endswith(b"\r\n") else 1
+    start = 3 if offset == 0 and raw.startswith(BOM) else 0
+    return _value(raw[start:end])
+
+
+def _value(body: bytes) -> tuple[Any, bool]:
+    """``(value, opaque)`` as ``jsonl.Line`` gives them: orjson's compact encoding of a value is taken as
+    is (``parse_json``'s own fast path), anything else gets the strict parse."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if type(value) is dict and orjson.dumps(value) == body:
+            return value, False
+    value, err = parse_json(body)
+    return (None, err != "blank line") if err else (value, False)
+
+
+def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tuple[list, int] | None:
+    """The lines ``jsonl.head_lines(max_lines, max_bytes)`` would give from a file starting with
+    ``data`` (``eof``: that is the whole file), as ``(value or None, opaque)`` pairs, and the offset
+    where they end; None when ``data`` ends inside them (read more)."""
+    out: list[tuple[Any, bool]] = []
+    pos, size = 0, len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0 and not eof:
+            return None
+        end = size if nl < 0 else nl + 1
+        stop = end - (0 if nl < 0 else 2 if nl > pos and data[nl - 1] == 13 else 1)
+        start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
+        out.append(_value(data[start:stop]))
+        pos = end
+        if len(out) >= max_lines or end >= max_bytes:
+            break
+    return out, pos
+
+
+def last_lines_with(data: bytes, marker: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` (starting at a line start) holding ``marker``, last first."""
+    pos = len(data)
+    while True:
+        i = data.rfind(marker, 0, pos)
+        if i < 0:
+            return
+        ls = data.rfind(b"\n", 0, i) + 1
+        le = data.find(b"\n", i)
+        yield data[ls:len(data) if le < 0 else le + 1]
+        pos = ls

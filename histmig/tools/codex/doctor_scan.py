@@ -1,0 +1,281 @@
+"""One read of a rollout for doctor, at byte speed: find the few lines the checks use with byte
+searches, parse only those, and check the thread's offset rows while the file is read.
+
+What the checks need from a rollout (docs/doctor.md, "How doctor reads a rollout"):
+
+- ``ThreadFacts``: the lines holding ``session_meta`` / ``thread_settings_applied`` (parsed in file
+  order, as ``adapter.scan_thread`` does) and the last ``turn_context`` that names a cwd (found
+  backwards from the end of each block, so one parse per block);
+- the spans of the ordinals the thread's ``thread_history_1.sqlite`` rows name, found by the
+  ``"ordinal":N`` bytes Codex writes (serde_json never escapes the key) and confirmed by a strict
+  parse of that line;
+- whether each offset those rows store is a line start (the byte before it is a newline).
+
+Nothing is kept per line: when the file is read, each offset row is resolved (``Resolved``) and kept
+only when it is off, or when a repair may edit the file (a rollout that records two providers), so
+memory follows the findings, not the line count. ``adapter.scan_thread`` is the strict reading of
+every line that this replaces (tests compare the two).
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, open_stream
+from histmig.tools.codex.adapter import ThreadFacts
+
+CHUNK = 1 << 20
+ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
+TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
+ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
+UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int
+
+
+@dataclass
+class Needs:
+    """What one thread's offset rows ask of its rollout: ``rows`` are ``(history db, table, key,
+    row, expect)`` with ``expect`` mapping each offset column to ``(kind, ordinal)`` (see
+    ``_Read._want``); ``ordinals`` and ``offsets`` are what the read looks up."""
+    rows: list[tuple[str, str, tuple, dict, dict]] = field(default_factory=list)
+    ordinals: set[int] = field(default_factory=set)
+    offsets: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Resolved:
+    """One offset row after the read: per column ``(have, want)``, ``want`` UNFIXABLE when the
+    row's value is neither at an ordinal's line nor a line start."""
+    hist: str
+    table: str
+    key: tuple
+    row: dict
+    cols: dict[str, tuple[Any, Any]]
+
+    def judge(self, shift: Callable[[Any], Any]) -> tuple[dict, dict, bool, bool]:
+        """(fixes, old values, any unfixable, any stale now); ``shift`` moves a wanted offset by the
+        planned edits of the file (identity when there are none)."""
+        fixes, old, unfixable, stale_now = {}, {}, False, False
+        for col, (have, want) in self.cols.items():
+            if want is UNFIXABLE:
+                unfixable = True
+                continue
+            stale_now = stale_now or have != want
+            moved = shift(want)
+            if moved != have:
+                fixes[col], old[col] = moved, have
+        return fixes, old, unfixable, stale_now
+
+    @property
+    def off(self) -> bool:
+        fixes, _, bad, stale = self.judge(lambda w: w)
+        return bool(fixes or bad or stale)
+
+
+class _Read:
+    """The state of one read: facts, the ordinal spans and line starts asked for."""
+
+    def __init__(self, needs_of: Callable[[str], Needs | None]):
+        self.facts = ThreadFacts()
+        self.needs_of = needs_of
+        self.needs: Needs | None = None
+        self.asked = False             # needs_of was called (the thread id is known)
+        self.spans: dict[int, tuple[int, int]] = {}
+        self.all_spans: dict[int, tuple[int, int]] = {}   # ordinals seen before the id was known
+        self.starts: set[int] = set()
+        self.early: set[int] = set()   # every line start read before the id was known
+        self.offsets: list[int] = []   # the needed offsets, ascending
+        self.cwd_at = -1               # where an in-order line last set resume_cwd
+        self.tc: tuple[int, str] | None = None   # the last turn_context-only line with a cwd
+
+    # ---- one block of complete lines: buf[:end] starts at stream offset base ----------------
+
+    def block(self, buf, end: int, base: int) -> None:
+        ordered = self._ordered(buf, end, base)
+        self._turn_context(buf, end, base, ordered)
+        if not self.asked and self.facts.id is not None:
+            self.asked = True
+            self.needs = self.needs_of(self.facts.id)
+            if self.needs is not None:
+                self.offsets = sorted(self.needs.offsets)
+        self._ordinals(buf, end, base)
+        if self.asked:
+            self._starts(buf, end, base)
+        else:
+            self._every_start(buf, end, base)
+
+    def _ordered(self, buf, end: int, base: int) -> set[int]:
+        spans: dict[int, int] = {}
+        for marker in ORDERED:
+            at = buf.find(marker, 0, end)
+            while at >= 0:
+                start, stop = _line_at(buf, at, end)
+                spans[start] = stop
+                at = buf.find(marker, stop, end)
+        for start in sorted(spans):
+            obj = _parse(buf, start, spans[start], base)
+            if isinstance(obj, dict):
+                self.facts.note(obj)
+                if _sets_cwd(obj) is not None:
+                    self.cwd_at = base + start
+        return set(spans)
+
+    def _turn_context(self, buf, end: int, base: int, ordered: set[int]) -> None:
+        """The last line of the block that sets the resume cwd and is not an ordered one (those
+        were noted in order): only the last such line can matter."""
+        limit = end
+        while (at := buf.rfind(TURN_CONTEXT, 0, limit)) >= 0:
+            start, stop = _line_at(buf, at, end)
+            limit = start
+            if start in ordered:
+                continue
+            cwd = _sets_cwd(_parse(buf, start, stop, base))
+            if cwd is not None:
+                self.tc = (base + start, cwd)
+                return
+
+    def _ordinals(self, buf, end: int, base: int) -> None:
+        if self.asked and self.needs is None:
+            return                     # no offset rows for this thread: no ordinal is asked
+        wanted = self.needs.ordinals if self.needs is not None else None
+        last = -1
+        for m in ORDINAL.finditer(buf, 0, end):
+            if wanted is not None and int(m.group(1)) not in wanted:
+                continue
+            start, stop = _line_at(buf, m.start(), end)
+            if start == last:
+                continue
+            last = start
+            obj = _parse(buf, start, stop, base)
+            if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
+                n = obj["ordinal"]
+                if wanted is None:
+                    self.all_spans[n] = (base + start, base + stop)
+                elif n in wanted:
+                    self.spans[n] = (base + start, base + stop)
+
+    def _starts(self, buf, end: int, base: int) -> None:
+        """Which of the needed offsets inside this block are line starts."""
+        offs = self.offsets
+        i = bisect.bisect_left(offs, base)
+        while i < len(offs) and offs[i] <= base + end:
+            off = offs[i]
+            if off == base or buf[off - base - 1] == 0x0A:
+                self.starts.add(off)
+            i += 1
+
+    def _every_start(self, buf, end: int, base: int) -> None:
+        """Before the thread id is known (no session_meta yet, unusual) every line start is kept:
+        which ones the rows ask about is not known yet."""
+        self.early.add(base)
+        at = buf.find(b"\n", 0, end)
+        while at >= 0:
+            self.early.add(base + at + 1)
+            at = buf.find(b"\n", at + 1, end)
+
+    # ---- the end of the file ----------------------------------------------------------------
+
+    def finish(self, eof: int) -> list[Resolved]:
+        if self.tc is not None and self.tc[0] > self.cwd_at:
+            self.facts.resume_cwd = self.tc[1]
+        if self.facts.id is None:
+            return []
+        if not self.asked:
+            self.asked = True
+            self.needs = self.needs_of(self.facts.id)
+        if self.needs is None:
+            return []
+        for n, span in self.all_spans.items():   # lines read before the id was known
+            if n in self.needs.ordinals and n not in self.spans:
+                self.spans[n] = span
+        self.starts |= self.early & self.needs.offsets
+        self.starts.add(0)
+        self.starts.add(eof)
+        return [self._resolve(*row) for row in self.needs.rows]
+
+    def _resolve(self, hist: str, table: str, key: tuple, row: dict, expect: dict) -> Resolved:
+        cols = {}
+        for col, how in expect.items():
+            have = row.get(col)
+            if have is None:
+                continue
+            want = self._want(how)
+            if want is None:
+                want = have if _int(have) and have in self.starts else UNFIXABLE
+            cols[col] = (have, want)
+        return Resolved(hist, table, key, row, cols)
+
+    def _want(self, how) -> int | None:
+        """``("start", n)``: the start of ordinal n's line; ``("end", n)``: its end; ``("next", n)``:
+        the start of n's line, else the end of n - 1's (the end of the file when n is not written yet)."""
+        kind, n = how
+        if not _int(n):
+            return None
+        if kind == "start":
+            return self.spans[n][0] if n in self.spans else None
+        if kind == "end":
+            return self.spans[n][1] if n in self.spans else None
+        if n in self.spans:
+            return self.spans[n][0]
+        return self.spans[n - 1][1] if n - 1 in self.spans else None
+
+
+def _sets_cwd(obj: Any) -> str | None:
+    """The resume cwd ``ThreadFacts.note`` takes from this line's turn_context, if it is one."""
+    if not isinstance(obj, dict) or obj.get("type") != "turn_context":
+        return None
+    probe = ThreadFacts()
+    probe.note(obj)
+    return probe.resume_cwd
+
+
+def _line_at(buf, at: int, end: int) -> tuple[int, int]:
+    """(start, end) of the line holding byte ``at``: end is after its newline (or ``end``)."""
+    start = buf.rfind(b"\n", 0, at) + 1
+    stop = buf.find(b"\n", at, end)
+    return start, (end if stop < 0 else stop + 1)
+
+
+def _parse(buf, start: int, stop: int, base: int) -> Any:
+    """The strict parse ``jsonl.Line`` gives this line (a BOM counts on the file's first line only);
+    None for an opaque or over-limit line."""
+    if stop - start > DEFAULT_MAX_LINE_BYTES:
+        return None
+    offset = base + start
+    return Line(1 if offset == 0 else 2, offset, bytes(buf[start:stop])).obj
+
+
+def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[ThreadFacts, list[Resolved]]:
+    """Read ``path`` once (``.zst`` through the bounded reader). ``needs_of(thread_id)`` gives the
+    thread's offset rows (None: none). Returns the facts and every resolved offset row; raises like
+    ``jsonl.read_lines`` (HistmigError, OSError)."""
+    read = _Read(needs_of)
+    pending = bytearray()
+    base = 0                # stream offset of pending[0]
+    skipping = False        # inside a line over the size limit: its bytes are dropped, not parsed
+    with open_stream(path) as fh:
+        while data := fh.read(CHUNK):
+            if skipping:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    base += len(data)
+                    continue
+                base, data, skipping = base + nl + 1, data[nl + 1:], False
+            pending += data
+            last = pending.rfind(b"\n")
+            if last >= 0:
+                read.block(pending, last + 1, base)
+                del pending[:last + 1]
+                base += last + 1
+            if len(pending) > DEFAULT_MAX_LINE_BYTES:
+                base, skipping = base + len(pending), True
+                pending.clear()
+    if pending:
+        read.block(pending, len(pending), base)
+    return read.facts, read.finish(base + len(pending))

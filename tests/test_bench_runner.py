@@ -1,0 +1,28 @@
+"""bench/run.py smoke run: builds its tiny trees in a temporary folder, runs every command and its
+floor once and writes the table into the page it is given. No timing is asserted."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_run_writes_the_table(tmp_path):
+    doc = tmp_path / "bench.md"
+    doc.write_text("# Benchmarks\n\nintro\n")
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile",
+                        "--work", str(tmp_path / "work"), "--doc", str(doc)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nintro\n")
+    for command in ("scan --json", "doctor", "flip openai my-provider --apply", "undo", "move` (dry run)",
+                    "move --apply", "convert --to claude-code"):
+        assert command in text
+    assert text.count("<!-- bench/run.py: begin -->") == 1
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile",
+                        "--work", str(tmp_path / "work2"), "--doc", str(doc)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert doc.read_text().count("<!-- bench/run.py: begin -->") == 1    # replaced, not added again

@@ -1,0 +1,321 @@
+"""Issue 15: the scan index (histmig/core/scanindex.py, docs/scan-show.md "The scan index") and exact
+message counts at any size (a byte search past the head, histmig/jsonio/marks.py).
+
+The index is a cache: a hit gives what a full read gives, a changed file is read again, a grown one only
+from where its count stopped, a corrupt index is rebuilt, an unwritable one never fails scan, and
+``--no-index`` neither reads nor writes it."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from io import BytesIO
+
+import orjson
+import pytest
+from clirun import histmig
+from codex_fixtures import TS, rollout, tid, write_rollout
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from histmig.cli import samples
+from histmig.core import scanindex
+from histmig.tools import resolve_homes
+from histmig.jsonio import marks
+from histmig.jsonio.jsonl import read_lines
+from histmig.tools.claude_code import adapter as cc
+from histmig.tools.claude_family import listing as cc_listing
+from histmig.tools.claude_code.records import count_messages, records_from_lines
+from histmig.tools.codex import adapter as codex
+
+FILLER = {"timestamp": TS, "type": "event_msg", "payload": {"type": "agent_message", "message": "y" * 4000}}
+
+
+def scan(*extra) -> list[dict]:
+    res = histmig("scan", "--json", *extra)
+    assert res.exit_code == 0, res.stderr
+    return json.loads(res.stdout)["sessions"]
+
+
+def index_file() -> str:
+    return os.path.join(os.fspath(resolve_homes().state), scanindex.FILE_NAME)
+
+
+def big_rollout(n: int = 12, turns: int = 3) -> bytes:
+    """A rollout past the 128 KB head, with messages beyond it."""
+    more = [FILLER] * 40
+    for i in range(turns):
+        more.append({"timestamp": TS, "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": f"later {i}"}]}})
+    return rollout(tid(n), turns=2, extra_lines=more)
+
+
+def full_count(path) -> int:
+    return sum(codex.is_conversation_message(ln.obj) for ln in read_lines(path) if not ln.opaque)
+
+
+@pytest.fixture
+def sample_home(isolated_homes):
+    samples.install(isolated_homes["HOME"])
+    write_rollout(isolated_homes["CODEX_HOME"], tid(12), big_rollout())
+    return isolated_homes
+
+
+# ---- hit, miss, no-index ------------------------------------------------------------------------
+
+def test_a_repeat_scan_reads_no_session_file_and_prints_the_same(sample_home, monkeypatch):
+    cold = histmig("scan", "--json").stdout
+    assert os.stat(index_file()).st_mode & 0o777 == 0o600          # as every file of the state dir
+    table = histmig("scan", "--no-index").stdout
+
+    def no_read(*a, **k):
+        raise AssertionError("an unchanged file was read again")
+    monkeypatch.setattr(codex, "head_lines", no_read)
+    monkeypatch.setattr(cc_listing, "scan_ends", no_read)
+    assert histmig("scan", "--json").stdout == cold
+    assert histmig("scan").stdout == table
+
+
+def test_a_changed_file_is_read_again(sample_home):
+    before = {s["path"]: s for s in scan()}
+    path = next(p for p in before if p.endswith(f"{tid(12)}.jsonl"))
+    data = open(path, "rb").read().replace(b"later 0", b"LATER 0")   # same size, new bytes, new mtime
+    with open(path, "wb") as fh:
+        fh.write(data)
+    os.utime(path, ns=(1_790_000_000_000_000_000,) * 2)
+    after = {s["path"]: s for s in scan()}
+    assert after[path]["updated"] != before[path]["updated"]
+    assert scan() == scan("--no-index")
+
+
+def test_no_index_neither_reads_nor_writes_it(sample_home):
+    assert scan("--no-index") and not os.path.exists(index_file())
+    scan()
+    doc = orjson.loads(open(index_file(), "rb").read())
+    for rec in doc["records"].values():
+        rec[2]["title"] = "FROM THE INDEX"
+    open(index_file(), "wb").write(orjson.dumps(doc))
+    mtime = os.stat(index_file()).st_mtime_ns
+    indexed = ("codex", "claude-code", "mini-cc")
+    assert {s["title"] for s in scan() if s["tool"] in indexed} == {"FROM THE INDEX"}   # the index answers...
+    assert "FROM THE INDEX" not in {s["title"] for s in scan("--no-index")}            # ...unless bypassed
+    assert os.stat(index_file()).st_mtime_ns == mtime
+
+
+@pytest.mark.parametrize("junk", [b"", b"{not json", b'{"version": 1, "records": []}', b'[1, 2]',
+                                  b'{"version": 1, "records": {"/x": [1, 2]}}', b'{"version": 99, "records": {}}'])
+def test_a_corrupt_index_is_rebuilt(sample_home, junk):
+    expected = scan("--no-index")
+    os.makedirs(os.path.dirname(index_file()), exist_ok=True)
+    open(index_file(), "wb").write(junk)
+    assert scan() == expected
+    assert orjson.loads(open(index_file(), "rb").read())["version"] == scanindex.VERSION
+    assert scan() == expected
+
+
+def test_a_damaged_record_is_read_again(sample_home):
+    expected = scan("--no-index")
+    scan()
+    doc = orjson.loads(open(index_file(), "rb").read())
+    for n, rec in enumerate(doc["records"].values()):
+        rec[2] = [{}, {"state": 5, "id": 1, "extra": {}}, {"title": ["x"]}, {"cwd": "/x"}][n % 4]
+    open(index_file(), "wb").write(orjson.dumps(doc))
+    assert scan() == expected
+
+
+def test_an_unwritable_state_dir_never_fails_scan(sample_home, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    expected = scan("--no-index")
+    res = histmig("--state-dir", str(blocker / "state"), "scan", "--json")   # cannot be created
+    assert res.exit_code == 0 and json.loads(res.stdout)["sessions"] == expected
+
+
+def test_the_index_holds_no_conversation_text_beyond_the_title(sample_home):
+    scan()
+    text = open(index_file(), "rb").read()
+    assert b"later 1" not in text and b"y" * 100 not in text
+
+
+def test_files_gone_are_dropped_after_a_complete_scan(sample_home):
+    refs = scan()
+    gone = next(s["path"] for s in refs if s["tool"] == "codex")
+    os.unlink(gone)
+    scan("--tool", "claude-code")                     # a partial listing keeps what it did not see
+    assert gone in orjson.loads(open(index_file(), "rb").read())["records"]
+    scan()
+    assert gone not in orjson.loads(open(index_file(), "rb").read())["records"]
+
+
+def test_two_scans_at_once_leave_a_valid_index(sample_home):
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, "-m", "histmig", "scan", "--json"], env=env,
+                              stdout=subprocess.PIPE) for _ in range(4)]
+    outs = [p.communicate()[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1
+    doc = orjson.loads(open(index_file(), "rb").read())
+    assert doc["version"] == scanindex.VERSION and doc["records"]
+    assert not [n for n in os.listdir(os.path.dirname(index_file())) if n.endswith(".tmp")]
+    assert json.loads(outs[0])["sessions"] == scan()
+
+
+# ---- grown files --------------------------------------------------------------------------------
+
+def test_a_grown_rollout_is_counted_from_where_the_count_stopped(isolated_homes, monkeypatch):
+    path = write_rollout(isolated_homes["CODEX_HOME"], tid(12), big_rollout())
+    first = scan()[0]
+    starts = []
+    real = codex.count_from
+    monkeypatch.setattr(codex, "count_from", lambda p, start, n: starts.append(start) or real(p, start, n))
+    with open(path, "ab") as fh:
+        fh.write(orjson.dumps({"timestamp": TS, "type": "response_item", "payload": {
+            "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "more"}]}}) + b"\n")
+    grown = scan()[0]
+    assert starts == [len(big_rollout())]                 # only the appended bytes were searched
+    assert grown["messages"] == first["messages"] + 1 == full_count(path)
+    assert scan("--no-index") == scan()
+
+
+def test_a_rewritten_file_that_grew_is_counted_whole(isolated_homes, monkeypatch):
+    path = write_rollout(isolated_homes["CODEX_HOME"], tid(12), big_rollout())
+    scan()
+    with open(path, "r+b") as fh:                        # same inode, new first 4 KiB, larger
+        data = fh.read().replace(b"/w/proj", b"/w/PROJ") + b"\n"
+        fh.seek(0)
+        fh.write(data)
+    starts = []
+    real = codex.count_from
+    monkeypatch.setattr(codex, "count_from", lambda p, start, n: starts.append(start) or real(p, start, n))
+    assert scan() == scan("--no-index") and starts[0] < len(big_rollout())    # from the head, not the old end
+
+
+def claude_big(n_fill: int = 300) -> list[dict]:
+    from test_claude_format import assistant, conversation, user
+    objs = conversation()
+    for i in range(n_fill):
+        objs.append(user(f"f{i}", None, "x" * 500))
+        objs.append(assistant(f"a{i}", None, f"m{i}", {"type": "text", "text": "ok"}))
+        objs.append(assistant(f"b{i}", None, f"m{i}", {"type": "text", "text": "more"}))
+    return objs
+
+
+def test_a_grown_claude_session_resumes_inside_an_assistant_turn(isolated_homes, monkeypatch):
+    from test_claude_format import assistant, session_path, write_jsonl
+    home = resolve_homes()
+    path = write_jsonl(session_path(home), claude_big())
+    assert scan()[0]["messages"] == count_messages(records_from_lines(read_lines(path)))
+    calls = []
+    real = cc_listing.count_messages_from
+    monkeypatch.setattr(cc_listing, "count_messages_from", lambda p, **kw: calls.append(kw) or real(p, **kw))
+    with open(path, "ab") as fh:     # the same message.id as the last line: still one message
+        fh.write(orjson.dumps(assistant("c", None, "m299", {"type": "text", "text": "tail"})) + b"\n")
+    assert scan()[0]["messages"] == count_messages(records_from_lines(read_lines(path)))
+    assert calls and calls[0]["mid"] == "m299" and calls[0]["end"] > 128 * 1024
+    assert scan() == scan("--no-index")
+
+
+# ---- exact counts at any size -------------------------------------------------------------------
+
+def test_codex_counts_are_exact_past_the_head_and_in_a_zst(isolated_homes):
+    home = isolated_homes["CODEX_HOME"]
+    plain = write_rollout(home, tid(12), big_rollout(12, turns=5))
+    write_rollout(home, tid(13), big_rollout(13, turns=7), compressed=True)
+    counts = {s["id"]: s["messages"] for s in scan()}
+    assert counts[tid(12)] == full_count(plain) == 4 + 5
+    assert counts[tid(13)] == 4 + 7
+
+
+ROLES = st.sampled_from(["user", "assistant", "progress", "system", "broken", "blank", "spaced"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.tuples(ROLES, st.integers(0, 3), st.integers(0, 3000)), min_size=1, max_size=60),
+       chunk=st.sampled_from([7, 64, 4096, 1 << 20]), unterminated=st.booleans())
+def test_claude_byte_count_equals_the_record_count(tmp_path_factory, kinds, chunk, unterminated):
+    from test_claude_format import assistant, user
+    lines = []
+    for kind, mid, pad in kinds:
+        if kind == "user":
+            lines.append(orjson.dumps(user("u", None, "p" * pad)))
+        elif kind == "assistant":
+            lines.append(orjson.dumps(assistant("a", None, f"m{mid}", {"type": "text", "text": "t" * pad})))
+        elif kind == "progress":     # a nested user record: a false match the parse drops
+            lines.append(orjson.dumps({"type": "progress", "data": {"message": {"type": "user", "x": "p" * pad}}}))
+        elif kind == "system":
+            lines.append(orjson.dumps({"type": "system", "content": "s" * pad}))
+        elif kind == "broken":
+            lines.append(b'{"type":"assistant","message":{"id":"m1"')
+        elif kind == "blank":
+            lines.append(b"")
+        else:                        # JSON whitespace around the colon still counts
+            lines.append(b'{"type" : "assistant", "message": {"id": "m%d", "content": []}}' % mid)
+    data = b"\n".join(lines) + (b"" if unterminated else b"\n")
+    path = tmp_path_factory.mktemp("c") / "s.jsonl"
+    path.write_bytes(data)
+    expected = count_messages(records_from_lines(read_lines(path)))
+    old = marks.CHUNK
+    marks.CHUNK = chunk
+    try:
+        total, resume = cc_listing.count_messages_from(path)
+        # resuming at any recorded point gives the same count
+        again, _ = cc_listing.count_messages_from(path, **resume)
+    finally:
+        marks.CHUNK = old
+    assert total == expected == again
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       tail=st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")), chunk=st.integers(1, 50),
+       start=st.integers(0, 3))
+def test_marked_lines_yields_exactly_the_lines_holding_the_marker(lines, tail, chunk, start):
+    lines = [b"pre"] * start + lines
+    data = b"".join(ln + b"\n" for ln in lines) + tail
+    skip = sum(len(ln) + 1 for ln in lines[:start])
+    pattern = re.compile(rb"a\s*b")
+    fh = BytesIO(data)
+    fh.seek(skip)
+    found = marks.MarkedLines(fh, pattern, start=skip, chunk=chunk)
+    got = list(found)
+    want, off = [], 0
+    for ln in lines:
+        if off >= skip and pattern.search(ln):
+            want.append((off, ln + b"\n"))
+        off += len(ln) + 1
+    if tail and pattern.search(tail):
+        want.append((off, tail))
+    assert got == want and found.end == len(data) - len(tail)
+
+
+def test_over_long_lines_are_never_held_or_yielded():
+    data = b"ab" + b"x" * 100 + b"\nab\n" + b"ab" + b"y" * 100
+    got = list(marks.MarkedLines(BytesIO(data), re.compile(b"ab"), chunk=8, max_line=50))
+    assert got == [(103, b"ab\n")]
+
+
+def test_claude_adapter_discover_counts_big_files_exactly(isolated_homes):
+    from test_claude_format import session_path, write_jsonl
+    path = write_jsonl(session_path(resolve_homes()), claude_big(400))
+    assert path.stat().st_size > 2 * cc.HEAD_TAIL
+    ref = next(cc.discover(resolve_homes()))
+    assert ref.messages == count_messages(records_from_lines(read_lines(path)))
+
+
+def test_mini_cc_counts_are_exact_past_128_kb(isolated_homes):
+    from histmig.tools.mini_cc import adapter as mini
+    folder = mini.projects_root(resolve_homes()) / "-w-app"
+    folder.mkdir(parents=True)
+    path = folder / "5b1f3c2a-8d4e-4f6a-9b7c-0d1e2f3a4b5c.jsonl"
+    lines = []
+    for i in range(400):     # the Python build writes spaced JSON
+        lines.append(json.dumps({"type": "user", "uuid": f"u{i}", "cwd": "/w/app",
+                                 "message": {"role": "user", "content": "q" * 300}}))
+        lines.append(json.dumps({"type": "assistant", "uuid": f"a{i}", "cwd": "/w/app",
+                                 "message": {"role": "assistant", "content": [{"type": "text", "text": "a"}]}}))
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 2 * 64 * 1024
+    (ref,) = [s for s in scan() if s["tool"] == "mini-cc"]
+    assert ref["messages"] == 800 == sum(1 for r in mini.records_from_lines(read_lines(path)) if r.role)
+    assert scan() == scan("--no-index")
