@@ -103,3 +103,66 @@ def test_doctor_names_what_the_next_start_deletes_and_its_fix_saves_it(gemini, s
         listed = gem.run_gemini(gemini, scratch, fake_api, None, scratch.project(n), args=("--list-sessions",)).check()
         assert "(1)" in listed.stdout, listed.stdout
     assert expired["ret-b"].exists() and real["stub-b"].exists()
+
+
+# -- convert --------------------------------------------------------------------------------------
+
+def gemini_body_calls(body: dict) -> tuple[int, int]:
+    """functionCall and functionResponse parts in a Gemini request."""
+    parts = [p for c in body.get("contents") or [] for p in c.get("parts") or []]
+    return sum("functionCall" in p for p in parts), sum("functionResponse" in p for p in parts)
+
+
+def continue_in_gemini(gemini, scratch, api, project, new_id: str, marker: str):
+    listed = gem.run_gemini(gemini, scratch, api, None, project, args=("--list-sessions",)).check()
+    assert new_id in listed.stdout, listed.stdout                # survives the next start and is listed
+    run = gem.run_gemini(gemini, scratch, api, "What did the command print?", project, resume=new_id).check()
+    asks = run.model_requests("gemini")
+    assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
+    first = asks[0]
+    assert carried(first, marker) and gemini_body_calls(first.body) == (1, 1), first.body
+    return first
+
+
+@pytest.mark.parametrize("source", ["codex", "claude-code"])
+def test_a_session_with_tool_calls_converted_to_gemini_is_listed_and_continued(source, clients, gemini, scratch,
+                                                                             fake_api):
+    from .clients import claude_setup, codex_setup, run_claude, run_codex
+    from .histmig_run import new_session_id
+    project = scratch.project("app")
+    marker = f"RUN: echo gem-cvt-{source}"
+    if source == "codex":
+        codex_setup(clients, scratch, fake_api)
+        run_codex(clients, scratch, fake_api, marker, project, args=("--disable", "responses_websockets")).check()
+    else:
+        claude_setup(scratch)
+        run_claude(clients, scratch, fake_api, marker, project).check()
+    done = ok(histmig(scratch, "convert", "--to", "gemini", "--from", source, "--apply"))
+    new_id = new_session_id(done)
+    gem.setup(scratch)
+    first = continue_in_gemini(gemini, scratch, fake_api, project, new_id, marker)
+    call = next(p["functionCall"] for c in first.body["contents"] for p in c["parts"] if "functionCall" in p)
+    assert call["name"] == "run_shell_command" and f"gem-cvt-{source}" in call["args"]["command"]
+
+
+@pytest.mark.parametrize("target", ["codex", "claude-code"])
+def test_a_gemini_session_converted_is_continued_by_codex_and_claude(target, clients, gemini, scratch, fake_api):
+    from .clients import claude_setup, codex_session_id, codex_setup, run_claude, run_codex
+    from .histmig_run import new_session_id
+    gem.setup(scratch)
+    project = scratch.project("app")
+    gem.run_gemini(gemini, scratch, fake_api, "RUN: echo from-gemini-tool", project).check()
+    done = ok(histmig(scratch, "convert", "--to", target, "--from", "gemini", "--apply"))
+    new_id = new_session_id(done)
+    if target == "codex":
+        codex_setup(clients, scratch, fake_api)
+        run = run_codex(clients, scratch, fake_api, "Follow-up", project, resume=new_id,
+                        args=("--disable", "responses_websockets")).check()
+        assert codex_session_id(run) == new_id
+        asks = run.model_requests("responses")
+    else:
+        claude_setup(scratch)
+        run = run_claude(clients, scratch, fake_api, "Follow-up", project, resume=new_id).check()
+        asks = run.model_requests("anthropic")
+    assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
+    assert carried(asks[0], "RUN: echo from-gemini-tool") and carried(asks[0], "from-gemini-tool")
