@@ -73,3 +73,13 @@ def test_nothing_to_do_for_a_folder_gemini_never_saw(tmp_path):
     out = histmig("--home", home, "move", "/elsewhere/x", str(tmp_path / "y"), "--tool", "gemini", "--json")
     assert out.exit_code == 0, out.stderr
     assert json.loads(out.stdout)["plan"]["operations"] == 0
+
+
+def test_a_registry_locked_by_gemini_is_not_written(tmp_path):
+    home = _home(tmp_path)
+    lock = home / ".gemini/projects.json.lock"
+    lock.mkdir()
+    before = snapshot(home / ".gemini")
+    out = histmig("--home", home, "move", OLD, str(tmp_path / "app2"), "--apply")
+    assert out.exit_code != 0 and "locked by Gemini CLI" in out.stderr
+    assert snapshot(home / ".gemini") == before
