@@ -37,9 +37,10 @@ def plan_gemini(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[
     op = _registry_op(gdir, registry, moved, fresh)
     if op is not None:
         tp.other.append(op)
-        tp.count("registry-keys", len(moved))
+        tp.count("files")
+        tp.count("config-keys", len(moved))        # projects.json keys
     tp.writes += marker_ops
-    tp.count("markers", len(marker_ops))
+    tp.count("files", len(marker_ops))          # .project_root markers
     for new, slug in fresh.items():
         _fold_fresh_slug(gdir, slug, registry[next(o for o, n in moved.items() if n == new)], tp)
 
@@ -115,7 +116,7 @@ def _fold_fresh_slug(gdir: Path, slug: str, kept: str, tp: ToolPlan) -> None:
         tp.renames.append(Rename(src=str(f), dst=str(dst), expect=Fingerprint.of(f),
                                  session={"tool": TOOL, "folder": str(fresh_tmp)},
                                  reason="session written in the new folder joins the kept slug"))
-        tp.count("sessions-joined")
+        tp.count("sessions")
     for marker in files.markers(gdir, slug):
         if marker.is_file():
             tp.renames.append(Delete(path=str(marker), expect=Fingerprint.of(marker),
@@ -126,7 +127,7 @@ def _fold_fresh_slug(gdir: Path, slug: str, kept: str, tp: ToolPlan) -> None:
         if folder.is_dir() and not folder.is_symlink() and _only_marker(folder):
             tp.cleanup.append(RmDir(path=str(folder), expect=dir_fingerprint(str(folder)),
                                     reason="left empty by the move"))
-    tp.count("fresh-slugs", 1)
+    tp.count("folders")
 
 
 def _only_marker(folder: Path) -> bool:

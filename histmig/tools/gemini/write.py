@@ -125,7 +125,7 @@ class _Writer:
         call: ToolCall = item.part
         name, args, mapped = to_gemini(call.name, call.arguments, self.conv.source.cwd)
         if mapped:
-            self.conv.loss.add("approximated", f"tool call {call.name} mapped to {name}")
+            self.conv.loss.add("mapped", f"{call.name} -> {name}")
         rec = self._model(item, after_results=self._has_results())
         entry = {"id": call.call_id, "name": name, "args": args, "status": "success", "timestamp": self.ts(item)}
         rec.setdefault("toolCalls", []).append(entry)
