@@ -128,3 +128,24 @@ def test_scan_and_show_read_the_installed_samples(tmp_path):
     sid = next((SAMPLES / "tool-call").rglob("session-*.jsonl")).name.rsplit("-", 1)[1][:8]
     shown = histmig("--home", tmp_path / "home", "show", sid)
     assert shown.exit_code == 0 and "run_shell_command" in shown.stdout and "hello from the tool" in shown.stdout
+
+
+def test_the_scan_index_answers_for_unchanged_files_and_a_move_changes_the_cwd(tmp_path):
+    from histmig.core.scanindex import ScanIndex
+    from histmig.tools import resolve_homes
+    homes = samples.install(tmp_path / "home", tools=("gemini",))
+    index = ScanIndex.load(tmp_path / "state")
+    first = sorted((r.id, r.cwd, r.title, r.messages) for r in gem.discover(homes, index=index))
+    index.save()
+    again = ScanIndex.load(tmp_path / "state")
+    calls = []
+    real_read = gem.read
+    gem.read = lambda p: calls.append(p) or real_read(p)
+    try:
+        second = sorted((r.id, r.cwd, r.title, r.messages) for r in gem.discover(homes, index=again))
+    finally:
+        gem.read = real_read
+    assert second == first and calls == []
+    (tmp_path / "home/.gemini/tmp/app/.project_root").write_text("/elsewhere/app")
+    moved = {r.cwd for r in gem.discover(resolve_homes(home=tmp_path / "home"), index=again)}
+    assert "/elsewhere/app" in moved

@@ -146,20 +146,41 @@ def detect(path: Any) -> bool:
     return bool(files.SESSION_RE.match(p.name)) and p.parent.name == "chats" and p.parent.parent.parent.name == "tmp"
 
 
-def discover(homes: Any) -> Iterator[SessionRef]:
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: a ``ScanIndex`` (histmig/core/scanindex.py) that answers for unchanged files."""
     gdir = files.gemini_dir(homes)
     registry = files.read_registry(gdir)
     for slug_dir in files.slug_dirs(gdir):
         cwd = files.project_root(slug_dir, registry)
         for path in files.chat_files(slug_dir):
-            yield ref_for(path, cwd)
+            yield ref_for(path, cwd, index=index)
 
 
-def ref_for(path: Path, cwd: str | None = None) -> SessionRef:
+FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
+
+
+def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> SessionRef:
+    """One session from its two ends (a small file: whole); the index keeps it per file and cwd (a move
+    changes the cwd through the markers, not the file)."""
     ref = SessionRef(format=NAME, id=path.stem, path=path, cwd=cwd)
     try:
         st = path.stat()
-        ref.size, ref.updated = st.st_size, st.st_mtime
+    except OSError as e:
+        return mark_unreadable(ref, e)
+    ref.size, ref.updated = st.st_size, st.st_mtime
+    hit = index.hit(str(path), st, cwd, FIELDS) if index is not None else None
+    if hit is not None:
+        from histmig.core.scanindex import fill
+        return fill(ref, hit)
+    _summarize(ref, path, st)
+    if index is not None:
+        from histmig.core.scanindex import fields_of
+        index.store(str(path), st, fields_of(ref, FIELDS), ctx=cwd)
+    return ref
+
+
+def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
+    try:
         if is_legacy(path) or st.st_size <= 2 * HEAD_TAIL:      # small: read whole, count the messages
             s = read(path)
             head = [r for r in s.records if r.source_type == RESOLVED]
@@ -171,7 +192,8 @@ def ref_for(path: Path, cwd: str | None = None) -> SessionRef:
             tail_l = tail_lines(path, max_bytes=HEAD_TAIL)
             meta, head, opaque = _head_facts(head_l + tail_l)
     except (HistmigError, OSError) as e:
-        return mark_unreadable(ref, e)
+        mark_unreadable(ref, e)
+        return
     if isinstance(meta.get("sessionId"), str):
         ref.id = meta["sessionId"]
     ref.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
@@ -183,7 +205,6 @@ def ref_for(path: Path, cwd: str | None = None) -> SessionRef:
     if not resumable:
         ref.state.append("no prompt (Gemini deletes it at its next start)")
     ref.state += broken_lines_state(opaque)
-    return ref
 
 
 def _meta_of(s: Session) -> dict[str, Any]:
@@ -226,3 +247,4 @@ def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record)
+ADAPTER.indexed = True
