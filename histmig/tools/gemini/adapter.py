@@ -181,12 +181,17 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
 
 def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
     try:
-        if is_legacy(path) or st.st_size <= 2 * HEAD_TAIL:      # small: read whole, count the messages
+        if is_legacy(path):
             s = read(path)
             head = [r for r in s.records if r.source_type == RESOLVED]
             meta: dict[str, Any] = _meta_of(s)
             opaque = [r for r in s.records if r.opaque]
             ref.messages = sum(1 for r in head if r.role in ("user", "assistant") and _visible(r))
+        elif st.st_size <= 2 * HEAD_TAIL:      # small: every line once, the messages counted as resolved
+            lines = list(read_lines(path))
+            meta, head, opaque = _head_facts(lines)
+            res = resolve(lines)
+            ref.messages = sum(1 for mid in res.order if res.counted.get(mid))
         else:
             head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
             tail_l = tail_lines(path, max_bytes=HEAD_TAIL)
@@ -224,11 +229,10 @@ def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
     opaque: list[Record] = []
     answered: set[str] = set()
     for ln in lines:
-        rec = line_record(ln)
-        if rec.opaque:
-            opaque.append(rec)
+        if ln.opaque or ln.oversize:
+            opaque.append(line_record(ln))
             continue
-        obj = ln.obj if not ln.blank else None
+        obj = ln.obj
         if not isinstance(obj, dict):
             continue
         kind = line_kind(obj)

@@ -137,6 +137,21 @@ class Resolved:
     meta: dict[str, Any] = field(default_factory=dict)
     metas: int = 0          # metadata lines (a resumed session gets one more per resume)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # line number -> (offset, length)
+    counted: dict[str, bool] = field(default_factory=dict)   # id -> a message scan counts (listing.count)
+
+
+def counts(msg: dict) -> bool:
+    """Whether scan counts a message: a model message, or a user message with something not injected
+    (tool results alone are part of the call they answer)."""
+    if msg.get("type") == "gemini":
+        return True
+    if msg.get("type") != "user":
+        return False
+    content = msg.get("content")
+    if isinstance(content, str):
+        return bool(content.strip()) and not content.lstrip().startswith(CONTEXT_TAGS)
+    return any(isinstance(p, dict) and ("inlineData" in p or (isinstance(p.get("text"), str) and p["text"].strip()
+               and not p["text"].lstrip().startswith(CONTEXT_TAGS))) for p in content or [])
 
 
 def line_kind(obj: dict) -> str:
@@ -164,6 +179,7 @@ def resolve(lines: Iterable[Line]) -> Resolved:
                 r.order.append(mid)
             r.where[mid] = (line.number, None)
             r.spans[line.number] = (line.offset, line.length or 0)
+            r.counted[mid] = counts(obj)
         elif kind == "$set" and isinstance(obj["$set"], dict):
             sets = obj["$set"]
             r.meta.update({k: v for k, v in sets.items() if k != "messages"})
@@ -176,6 +192,7 @@ def resolve(lines: Iterable[Line]) -> Resolved:
                         if mid not in r.where:
                             r.order.append(mid)
                         r.where[mid] = (line.number, i)
+                        r.counted[mid] = counts(m)
         elif kind == "$rewindTo":
             target = str(obj["$rewindTo"])
             if target in r.where:
