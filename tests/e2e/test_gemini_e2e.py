@@ -29,6 +29,16 @@ def gemini():
         pytest.skip(f"gemini unavailable: {e}")
 
 
+def settled(scratch, timeout: float = 15.0) -> None:
+    """Wait until no Gemini process holds ``projects.json.lock`` (a client may finish its registry write
+    after its main output; histmig refuses to write the registry while the lock is fresh)."""
+    import time
+    lock = gem.gemini_dir(scratch) / "projects.json.lock"
+    end = time.monotonic() + timeout
+    while lock.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+
+
 def home_state(scratch) -> dict:
     """Every file under ~/.gemini that histmig may touch: bytes and mtime (logs are the client's own)."""
     g = gem.gemini_dir(scratch)
@@ -44,6 +54,7 @@ def test_move_then_the_client_continues_from_the_new_folder_and_undo_restores(ge
     shutil.move(str(app), str(app2))
     lost = gem.run_gemini(gemini, scratch, fake_api, None, app2, args=("--list-sessions",)).check()
     assert "GEM-ONE" not in lost.stdout           # the break: a new slug, nothing listed
+    settled(scratch)
     before = home_state(scratch)
     ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
     ok(histmig(scratch, "undo"))
@@ -93,6 +104,7 @@ def test_doctor_names_what_the_next_start_deletes_and_its_fix_saves_it(gemini, s
     # unprotected: the client's next start in each project deletes what doctor named
     for n in ("ret-a", "stub-a"):
         gem.run_gemini(gemini, scratch, fake_api, None, scratch.project(n), args=("--list-sessions",)).check()
+    settled(scratch)
     assert not expired["ret-a"].exists()
     assert not real["stub-a"].exists()         # G1: the stub's short id took the real transcript with it
     # protected by doctor's fixes: the repair deletes the stub, the setting turns retention off
