@@ -35,6 +35,7 @@ def _under_limit(args: list, env: dict, expect_rc: int = 0) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing: up to 460 s on a quiet CI machine, more when shared
 def test_case9_three_million_line_zst_show_doctor_move_stay_under_200mb(env, isolated_homes):
     home = Path(isolated_homes["HOME"])
     app = home / "w" / "app"
@@ -50,6 +51,7 @@ def test_case9_three_million_line_zst_show_doctor_move_stay_under_200mb(env, iso
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing: up to 460 s on a quiet CI machine, more when shared
 def test_case9_one_gb_session_show_doctor_move_stay_under_200mb(env, isolated_homes):
     home = Path(isolated_homes["HOME"])
     big = home / "w" / "big"
@@ -78,6 +80,7 @@ def _remove_big_files(isolated_homes, source: Path, target_home: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing: up to 460 s on a quiet CI machine, more when shared
 def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
     """Source and target stream: a dry run only counts and hashes the new lines, --apply spools
     them under the state dir and copies them in chunks (docs/convert.md "Memory and the spool folder")."""
@@ -97,6 +100,7 @@ def test_case9_one_gb_session_convert_stays_under_200mb(env, isolated_homes):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing: up to 460 s on a quiet CI machine, more when shared
 def test_case9_three_million_line_zst_convert_stays_under_200mb(env, isolated_homes):
     home = Path(isolated_homes["HOME"])
     app = home / "w" / "app"
@@ -116,6 +120,7 @@ def test_case9_three_million_line_zst_convert_stays_under_200mb(env, isolated_ho
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing: up to 460 s on a quiet CI machine, more when shared
 def test_case9_three_million_line_zst_move_apply_stays_under_200mb(env, isolated_homes):
     """apply/zstdfill.py streams the rewrite: decompress, patch, recompress into the temp, verify."""
     home = Path(isolated_homes["HOME"])

@@ -309,6 +309,151 @@ def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
                            "['claude', 'claude-code', 'codex', 'manifest']")
 
 
+# ---- tool calls: a tool's ``calls`` hook maps its calls to and from every other tool -----------------
+
+TOY_CALLS = """
+\"\"\"The toy's tools: ``sh {line}``, ``put {file, text}``, ``fix {file, from, to}``.\"\"\"
+from histmig.toolkit.convert.calls import Change, Edit, Mapped, Other, Shell, Vocabulary, Write, as_dict
+
+
+def to_neutral(call, result=None):
+    a = as_dict(call.arguments) or {}
+    if call.name == "sh":
+        return Shell(name="sh", arguments=a, command=a["line"])
+    if call.name == "put":
+        return Write(name="put", arguments=a, path=a["file"], content=a["text"])
+    if call.name == "fix":
+        return Edit(name="fix", arguments=a, path=a["file"], changes=[Change(a["from"], a["to"])])
+    return Other(name=call.name, arguments=call.arguments)
+
+
+def from_neutral(call, cwd):
+    if isinstance(call, Shell):
+        return [Mapped("sh", {"line": call.command}, [("mapped", f"{call.name} -> sh")])]
+    if isinstance(call, Edit) and len(call.changes) == 1:
+        c = call.changes[0]
+        return [Mapped("fix", {"file": call.path, "from": c.old, "to": c.new}, [("mapped", f"{call.name} -> fix")])]
+    return [Mapped(call.name, call.arguments, [("mapped", f"{call.name} kept")])]
+
+
+CALLS = Vocabulary(to_neutral, from_neutral)
+"""
+
+TOY_READ_CALLS = """
+\"\"\"Toy lines may also be ``{"cwd", "call", "id", "args"}`` and ``{"cwd", "result", "output"}``.\"\"\"
+import json
+from pathlib import Path
+
+from histmig.core.model import Record, Session, Text, ToolCall, ToolResult
+
+
+def read_calls(ref):
+    path = Path(getattr(ref, "path", ref))
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    records = []
+    for o in lines:
+        if "call" in o:
+            records.append(Record(kind="message", role="assistant", parts=[ToolCall(o["id"], o["call"], o["args"])]))
+        elif "result" in o:
+            records.append(Record(kind="message", role="user", parts=[ToolResult(o["result"], o["output"])]))
+        else:
+            records.append(Record(kind="message", role=o["role"], parts=[Text(o["text"])]))
+    return Session(id=path.stem, format="toy", path=path, cwd=lines[0]["cwd"], records=records)
+"""
+
+TOY_WRITE = """
+\"\"\"The toy's convert writer: every call in the toy's own tools (through its ``calls`` hook).\"\"\"
+import json
+
+from histmig import tools as registry
+from histmig.toolkit.convert.calls import translate
+from histmig.toolkit.convert.common import Written
+from toytool.calls import CALLS
+
+
+def write(conv, t):
+    source = registry.hook(conv.source.format, "calls")
+    out = []
+    for item in conv.items:
+        if item.kind in ("user", "assistant"):
+            out.append({"cwd": t.cwd, "role": item.kind, "text": item.text})
+        elif item.kind == "call":
+            for m in translate(item.part, source, CALLS, t.cwd, conv.patches.get(item.part.call_id)):
+                conv.loss.add(*m.notes[0])
+                out.append({"cwd": t.cwd, "call": m.name, "id": item.part.call_id, "args": m.arguments})
+    data = "".join(json.dumps(o) + "\\n" for o in out).encode()
+    return Written([(t.root / f"{t.sid}.jsonl", data)], t.sid, None, conv.first_prompt)
+"""
+
+
+@pytest.fixture
+def toy_calls(toy, tmp_path):
+    """The toy with tool calls: a ``calls`` hook, a reader that knows call lines, a convert writer."""
+    pkg = tmp_path / "pkgs" / "toytool"
+    (pkg / "calls.py").write_text(textwrap.dedent(TOY_CALLS))
+    (pkg / "write.py").write_text(textwrap.dedent(TOY_WRITE))
+    (pkg / "read_calls.py").write_text(textwrap.dedent(TOY_READ_CALLS))
+    (pkg / "adapter.py").write_text(textwrap.dedent(ADAPTER).replace(
+        "read=read,", "read=__import__('toytool.read_calls').read_calls.read_calls,"))
+    return toy
+
+
+def _converted(homes, target, tools):
+    import orjson
+    from histmig.verbs.convert import ConvertOptions
+    from histmig.verbs.convert.batches import plan_convert
+    from histmig.verbs.convert.select import discover
+    plan, outcomes = plan_convert(homes, list(discover(homes, tools)), ConvertOptions(target, seed=3, now=1.8e9))
+    files = [[orjson.loads(x) for x in op.data.splitlines()] for op in plan.operations if op.kind == "create"]
+    return files, outcomes
+
+
+def test_a_tools_calls_hook_maps_codex_and_claude_calls_into_its_own_tools(toy_calls, tmp_path):
+    from convert_fixtures import write_claude, write_codex
+    homes, cwd = toy_calls, str(tmp_path / "proj")
+    write_codex(homes.codex, cwd)
+    write_claude(homes.claude, cwd)
+    files, outcomes = _converted(homes, "toy", ["codex", "claude-code"])
+    calls = sorted((o["call"], json.dumps(o["args"], sort_keys=True)) for f in files for o in f if "call" in o)
+    assert [c for c, _ in calls] == ["apply_patch", "fix", "sh", "sh"]     # no patch form: kept as it was
+    assert ("fix", json.dumps({"file": f"{cwd}/src/app.py", "from": "y = 2", "to": "y = 3"}, sort_keys=True)) in calls
+    assert ("sh", '{"line": "ls -la"}') in calls and ("sh", '{"line": "ls"}') in calls
+    notes = {k for o in outcomes for k in o.loss.to_dict().get("mapped", {})}
+    assert {"exec_command -> sh", "Bash -> sh", "Edit -> fix", "apply_patch kept"} <= notes
+
+
+def test_a_tools_calls_hook_maps_its_calls_into_codex_and_claude_tools(toy_calls):
+    from histmig.toolkit.convert.patch import parse_patch
+    homes = toy_calls
+    cwd = str(homes.home / "proj")
+    lines = [{"cwd": cwd, "role": "user", "text": "tidy up"},
+             {"cwd": cwd, "call": "sh", "id": "c1", "args": {"line": "make"}}, {"cwd": cwd, "result": "c1", "output": "ok"},
+             {"cwd": cwd, "call": "put", "id": "c2", "args": {"file": f"{cwd}/n.txt", "text": "hi\n"}},
+             {"cwd": cwd, "result": "c2", "output": "ok"},
+             {"cwd": cwd, "call": "fix", "id": "c3", "args": {"file": f"{cwd}/a.py", "from": "1", "to": "2"}},
+             {"cwd": cwd, "result": "c3", "output": "ok"},
+             {"cwd": cwd, "role": "assistant", "text": "done"}]
+    path = homes.home / ".toy" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(o) + "\n" for o in lines))
+
+    [codex], [out] = _converted(homes, "codex", ["toy"])
+    items = [r["payload"] for r in codex if r["type"] == "response_item" and "call" in r["payload"]["type"]]
+    items = [p for p in items if not p["type"].endswith("_output")]
+    assert [(p["type"], p["name"]) for p in items] == [("function_call", "exec_command"),
+                                                       ("custom_tool_call", "apply_patch"), ("custom_tool_call", "apply_patch")]
+    assert json.loads(items[0]["arguments"]) == {"cmd": "make"}
+    assert [(o.kind, o.path) for o in parse_patch(items[1]["input"])] == [("add", "n.txt")]
+    assert parse_patch(items[2]["input"])[0].hunks[0].new() == "2"
+    assert out.loss.to_dict()["mapped"] == {"sh -> exec_command": 1, "put -> apply_patch": 1, "fix -> apply_patch": 1}
+
+    [claude], _ = _converted(homes, "claude-code", ["toy"])
+    uses = [b for r in claude if r.get("type") == "assistant" for b in r["message"]["content"] if b["type"] == "tool_use"]
+    assert [(u["name"], u["input"]) for u in uses] == [
+        ("Bash", {"command": "make"}), ("Write", {"file_path": f"{cwd}/n.txt", "content": "hi\n"}),
+        ("Edit", {"file_path": f"{cwd}/a.py", "old_string": "1", "new_string": "2"})]
+
+
 # ---- counting: no module outside tools/<tool>/ names a specific tool ---------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent / "histmig"
@@ -318,7 +463,6 @@ ROOT = Path(__file__).resolve().parent.parent / "histmig"
 ALLOWLIST = {
     "tools/__init__.py": "THE tool table: the one place that lists the tools",
     "cli/demo.py": "help text: the demo's script is example command lines (a Codex -> Claude Code convert)",
-    "toolkit/convert/calls.py": "Codex <-> Claude tool-call mapping; moving to per-tool call hooks (next commit)",
 }
 
 

@@ -23,6 +23,9 @@ Hooks are found by convention inside the package and imported only when a comman
   its client takes (held around writes) and its live-session probe (:func:`guards_for`)
 - ``samples``: ``<pkg>.samples.installed``, ``installed(homes)``: fix-ups after the bundled samples of
   the tool (``histmig/samples/<tool>/``) were copied into its home (histmig/cli/samples.py)
+- ``calls``: ``<pkg>.calls.CALLS``, a ``toolkit.convert.calls.Vocabulary``: its tool calls to and from the
+  neutral call vocabulary (``to_neutral``, ``from_neutral``); convert's writers map every source call
+  through it (tools sharing one ``CALLS`` object copy calls between them unchanged)
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
@@ -56,7 +59,8 @@ from histmig.core.homes import Derived, HomeDir, Same, Spec
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
          "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
-         "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed")}
+         "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
+         "calls": ("calls", "CALLS")}
 
 
 @dataclass(frozen=True)

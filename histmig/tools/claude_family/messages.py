@@ -15,7 +15,8 @@ from typing import Any, Iterator
 
 import orjson
 
-from histmig.toolkit.convert import calls as tools
+from histmig import tools as registry
+from histmig.toolkit.convert.calls import Mapped, safe_tool_id, safe_tool_name, translate
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.tools.claude_family import ANTHROPIC
 from histmig.toolkit.convert.loss import LossReport
@@ -74,6 +75,8 @@ class _Builder:
         self.taken: set[str] = set()
         self.call_ids: dict[str, list[str]] = {}     # source call id -> tool_use ids
         self.call_names: dict[str, str] = {}         # tool_use id -> target tool name
+        self.calls = registry.hook(target, "calls")                   # the target's tool-call vocabulary
+        self.source_calls = registry.hook(self.source, "calls")
 
     def current(self, role: str, *, prompt: bool = False, rec: int = -1) -> Msg:
         last = self.msgs[-1] if self.msgs else None
@@ -146,17 +149,16 @@ class _Builder:
         for k, mapped in enumerate(self._map(call)):
             for cat, kind in mapped.notes:
                 self.loss.add(cat, kind)
-            tid = tools.safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"toolu_{len(self.taken)}")
+            tid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"toolu_{len(self.taken)}")
             self.call_ids.setdefault(call.call_id, []).append(tid)
             self.call_names[tid] = mapped.name
             msg.add({"type": "tool_use", "id": tid, "name": mapped.name, "input": mapped.arguments}, item.ts)
 
-    def _map(self, call: ToolCall) -> list[tools.Mapped]:
-        if self.source == "codex":
-            name = f"{call.namespace}__{call.name}" if call.namespace and not call.name.startswith(call.namespace) else call.name
-            return tools.codex_to_claude(name, call.arguments, self.opts.cwd)
+    def _map(self, call: ToolCall) -> list[Mapped]:
+        if self.source_calls is not self.calls:     # another schema: through the neutral vocabulary
+            return translate(call, self.source_calls, self.calls, self.opts.cwd, self.conv.patches.get(call.call_id))
         args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
-        return [tools.Mapped(tools.safe_tool_name(call.name), args)]
+        return [Mapped(safe_tool_name(call.name), args)]
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part

@@ -15,8 +15,10 @@ from typing import Any
 
 import orjson
 
+from histmig import tools as registry
 from histmig.tools.codex import provenance
-from histmig.toolkit.convert import calls as tools
+from histmig.tools.codex.calls import CALLS
+from histmig.toolkit.convert.calls import Mapped, translate
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.tools.claude_family import ANTHROPIC
@@ -53,6 +55,7 @@ class _Writer:
         self.turns = 0
         self.model = t.model or "gpt-5.5"
         self.structured = conv.patches
+        self.calls = registry.hook(conv.source.format, "calls")     # the source's tool-call vocabulary
         self.answered = conv.answered
 
     def emit(self, type_: str, payload: dict, ts: str | None) -> None:
@@ -99,10 +102,10 @@ class _Writer:
             return
         if not self.turns:
             self.turn(item.ts)
-        if self.conv.source.format == "codex":
-            mapped = tools.Mapped(call.name, call.arguments)
-        else:
-            mapped = tools.claude_to_codex(call.name, call.arguments, self.cwd, self.structured.get(call.call_id))
+        if self.calls is CALLS:
+            mapped = Mapped(call.name, call.arguments)
+        else:     # through the neutral vocabulary: Codex's from_neutral gives exactly one call
+            [mapped] = translate(call, self.calls, CALLS, self.cwd, self.structured.get(call.call_id))
         for cat, kind in mapped.notes:
             self.conv.loss.add(cat, kind)
         if isinstance(mapped.arguments, str):
