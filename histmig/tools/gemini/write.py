@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from histmig import tools as registry
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Attachment, Reasoning, ToolCall, ToolResult
 from histmig.core.plan import CreateFile
@@ -34,7 +35,8 @@ from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.tools.gemini import files
-from histmig.tools.gemini.calls import to_gemini
+from histmig.toolkit.convert.calls import Mapped, translate
+from histmig.tools.gemini.calls import CALLS
 
 
 def project_slug(gdir: Path, cwd: str) -> tuple[str, bool]:
@@ -60,7 +62,8 @@ class _Writer:
         self.clock = Clock(conv.source.created, t.ids.time())
         self.user: dict | None = None
         self.model: dict | None = None        # the gemini record being built
-        self.calls: dict[str, dict] = {}      # call id -> its toolCalls entry (in self.model)
+        self.calls: dict[str, list[dict]] = {}    # source call id -> its toolCalls entries (in self.model)
+        self.source_calls = registry.hook(conv.source.format, "calls")   # the source's call vocabulary
         self.any = False
 
     # records are written once complete: a model record waits for its tool results
@@ -123,24 +126,32 @@ class _Writer:
 
     def on_call(self, item: Item) -> None:
         call: ToolCall = item.part
-        name, args, mapped = to_gemini(call.name, call.arguments, self.conv.source.cwd)
-        if mapped:
-            self.conv.loss.add("mapped", f"{call.name} -> {name}")
+        if self.source_calls is CALLS:        # Gemini to Gemini: copied
+            args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
+            mapped = [Mapped(call.name, args)]
+        else:                                 # through the neutral vocabulary (toolkit/convert/calls.py)
+            mapped = translate(call, self.source_calls, CALLS, self.conv.source.cwd,
+                               self.conv.patches.get(call.call_id))
         rec = self._model(item, after_results=self._has_results())
-        entry = {"id": call.call_id, "name": name, "args": args, "status": "success", "timestamp": self.ts(item)}
-        rec.setdefault("toolCalls", []).append(entry)
-        self.calls[call.call_id] = entry
+        for k, m in enumerate(mapped):
+            for cat, kind in m.notes:
+                self.conv.loss.add(cat, kind)
+            entry = {"id": call.call_id + (f"_{k + 1}" if k else ""), "name": m.name, "args": m.arguments,
+                     "status": "success", "timestamp": self.ts(item)}
+            rec.setdefault("toolCalls", []).append(entry)
+            self.calls.setdefault(call.call_id, []).append(entry)
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        entry = self.calls.get(res.call_id)
-        if entry is None:
+        entries = self.calls.get(res.call_id)
+        if not entries:
             self.conv.loss.add("dropped", "tool result without its call")
             return
         key = "error" if res.is_error else "output"
-        entry["result"] = [{"functionResponse": {"id": res.call_id, "name": entry["name"],
-                                                 "response": {key: _text(res.output)}}}]
-        entry["status"] = "error" if res.is_error else "success"
+        for entry in entries:        # a call split in several answers each with the same result
+            entry["result"] = [{"functionResponse": {"id": entry["id"], "name": entry["name"],
+                                                     "response": {key: _text(res.output)}}}]
+            entry["status"] = "error" if res.is_error else "success"
 
     def on_usage(self, item: Item) -> None:
         if self.model is None or not item.usage:
