@@ -28,6 +28,8 @@ install_set() {  # $1 = a set name of tests/e2e/versions.py; the per-client over
 }
 install_set newest
 install_set oldest
+# Qwen Code (both sets pin the same version): its own sub-folder, tests/e2e/qwen_client.py
+"$PY" -m tests.e2e.qwen_client install
 "$PY" -m tests.e2e.gemini_client install     # Gemini CLI: one pin for both sets (tests/e2e/versions.py)
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install

@@ -10,10 +10,11 @@ the one before. Reported per command: the median wall time of histmig and of the
 histmig/floor of each pair (min and median), and histmig's peak RSS (``wait4``'s ``ru_maxrss``,
 the largest over the pairs). A command that changes files runs on a fresh copy of its tree each
 time (the copy is not timed). Everything lives under one temporary folder: HOME, CODEX_HOME,
-CLAUDE_CONFIG_DIR, MINI_CC_HOME and HISTMIG_STATE_DIR point into it; nothing real is read or written.
+CLAUDE_CONFIG_DIR, MINI_CC_HOME, QWEN_HOME and HISTMIG_STATE_DIR point into it; nothing real is read or written.
 
 The trees: a Codex home from ``gen_codex.py`` (scan, doctor, flip, undo), a Claude Code + Codex
-project from ``move_bench.py`` (move) and small Codex sessions from ``convert_bench.py`` (convert).
+project from ``move_bench.py`` (move), small Codex sessions from ``convert_bench.py`` (convert) and a
+Qwen Code project from ``qwen_bench.py`` (its scan and move).
 """
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ class Bench:
     def env(self, home: Path) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(home),
                 "CODEX_HOME": str(home / ".codex"), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-                "MINI_CC_HOME": str(home / ".mini_cc"), "HISTMIG_STATE_DIR": str(home.parent / "state"),
+                "MINI_CC_HOME": str(home / ".mini_cc"), "QWEN_HOME": str(home / ".qwen"),
+                "HISTMIG_STATE_DIR": str(home.parent / "state"),
                 **({"PYTHONDONTWRITEBYTECODE": "1"} if os.environ.get("PYTHONDONTWRITEBYTECODE") else {})}
 
     def run(self, cmd, home: Path, *, shell: bool = False, ok=(0, 3)) -> tuple[float, float]:
@@ -134,7 +136,8 @@ def build(work: Path, sessions: int, mb: float) -> dict[str, Path]:
     import convert_bench
     import gen_codex
     import move_bench
-    trees = {name: work / "trees" / name for name in ("codex", "move", "convert")}
+    import qwen_bench
+    trees = {name: work / "trees" / name for name in ("codex", "move", "convert", "qwen")}
     codex = trees["codex"] / "home"
     gen_codex.generate(codex, sessions, mb)
     (codex / ".codex" / "config.toml").write_text(PROVIDER)
@@ -146,6 +149,9 @@ def build(work: Path, sessions: int, mb: float) -> dict[str, Path]:
     (convert / ".claude").mkdir(parents=True)
     convert_bench.generate(convert / ".codex", max(2, sessions // 4))
     convert_bench.precreate_projects(convert)
+    qwen = str(trees["qwen"] / "work" / "app")
+    Path(qwen + "-moved").mkdir(parents=True)
+    qwen_bench.build(trees["qwen"] / "home", qwen, sessions, mb / 2)
     return trees
 
 
@@ -193,6 +199,26 @@ def bench_move(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
         a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
     return [dry, apply]
+
+
+def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    """Qwen Code (issue 16): its listing and its move on a tree of ``qwen_bench.py``."""
+    src = trees["qwen"]
+    old, new = str(src / "work" / "app"), str(src / "work" / "app-moved")
+    home = src / "home"
+    cat = f"find '{home}/.qwen' -type f -exec cat {{}} + > /dev/null"
+    scan = Row("`scan --tool qwen --json`", "`cat` of every file")
+    apply = Row("`move --tool qwen --apply`", "durable copy of the files it rewrites")
+    listing = b.work / "qwen-files.txt"
+    listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
+    for _ in range(pairs):
+        scan.add(b.run(b.hm + ["scan", "--tool", "qwen", "--json"], home), b.run(cat, home, shell=True))
+        fresh = b.fresh(src, "qwen")
+        out = b.work / "qwen-copy"
+        shutil.rmtree(out, ignore_errors=True)
+        a = b.run(b.hm + ["move", old, new, "--tool", "qwen", "--apply"], fresh)
+        apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
+    return [scan, apply]
 
 
 def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
@@ -254,7 +280,7 @@ def main(argv=None) -> int:
         print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
         b = Bench(work, a.quick)
         rows = []
-        for step in (bench_reads, bench_flip, bench_move, bench_convert):
+        for step in (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen):
             done = step(b, trees, pairs)
             rows += done
             print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)

@@ -79,14 +79,16 @@ def build_codex(home: Path, n: int, mb: float) -> int:
     return gen_codex.generate(home, n, mb)["sessions"]
 
 
-def timed(cmd: list[str] | str, env: dict, shell: bool = False) -> tuple[float, int]:
+def timed(cmd: list[str] | str, env: dict, shell: bool = False) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS MB and CPU seconds (user + sys of the process and the children it reaped:
+    scan's workers, the shell's xargs and cat), the last being what a loaded machine disturbs least."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, shell=shell, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {cmd}")
-    return wall, usage.ru_maxrss // 1024
+    return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
 def session_files(home: Path) -> list[str]:
@@ -128,9 +130,9 @@ def main() -> None:
     for _ in range(args.pairs):
         shutil.rmtree(state, ignore_errors=True)
         floor, run = timed(cat, env, shell=True), timed(scan, env)
-        rows["cold"].append((run[0] / floor[0], run[0], floor[0], run[1]))
+        rows["cold"].append((run[0] / floor[0], run[0], floor[0], run[1], run[2] / max(floor[2], 1e-3), run[2], floor[2]))
         floor, run = timed(walk, env), timed(scan, env)
-        rows["warm"].append((run[0] / floor[0], run[0], floor[0], run[1]))
+        rows["warm"].append((run[0] / floor[0], run[0], floor[0], run[1], run[2] / max(floor[2], 1e-3), run[2], floor[2]))
         startup.append(timed(empty_scan, dict(env, HOME=str(empty)))[0])
     print(f"{n:,} session files, {size / 1e6:.0f} MB ({args.tree} tree), {args.pairs} interleaved pairs")
     print(f"{'scan --json':<12}{'floor':<34}{'ratio min':>10}{'median':>8}{'scan s':>8}{'floor s':>8}{'peak MB':>8}")
@@ -140,6 +142,12 @@ def main() -> None:
         print(f"{name:<12}{floor_name:<34}{min(ratios):>9.2f}x{statistics.median(ratios):>7.2f}x"
               f"{statistics.median(x[1] for x in r):>8.2f}{statistics.median(x[2] for x in r):>8.2f}"
               f"{max(x[3] for x in r):>8}")
+    print(f"{'CPU':<12}{'(user + sys)':<34}{'ratio min':>10}{'median':>8}{'scan s':>8}{'floor s':>8}")
+    for name in ("cold", "warm"):
+        r = rows[name]
+        ratios = [x[4] for x in r]
+        print(f"{name:<12}{'':<34}{min(ratios):>9.2f}x{statistics.median(ratios):>7.2f}x"
+              f"{statistics.median(x[5] for x in r):>8.2f}{statistics.median(x[6] for x in r):>8.2f}")
     print(f"(start-up: a scan of an empty home takes {statistics.median(startup):.2f} s, median)")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)

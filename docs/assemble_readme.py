@@ -22,6 +22,7 @@ PARTS = [
     ("move.md", 1),
     ("convert.md", 1),
     ("doctor.md", 1),
+    ("qwen.md", 1),
     ("gemini.md", 1),
     ("safety.md", 1),
     ("warnings.md", 1),

@@ -13,7 +13,7 @@ import pytest
 
 REAL_HOME = Path(os.path.expanduser("~"))
 # what histmig (or a real client started by a test) could write under the real home
-WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".local/state/histmig", ".histmig"]
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".gemini", ".local/state/histmig", ".histmig"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -40,6 +40,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "CODEX_HOME": base / ".codex",
         "CLAUDE_CONFIG_DIR": base / ".claude",
         "MINI_CC_HOME": base / ".mini_cc",
+        "QWEN_HOME": base / ".qwen",
         "GEMINI_CLI_HOME": base,          # a $HOME stand-in: the Gemini home is its .gemini
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
@@ -49,6 +50,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
     for var, path in homes.items():
         monkeypatch.setenv(var, str(path))
     monkeypatch.delenv("CODEX_SQLITE_HOME", raising=False)
+    monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("HISTMIG_CRASH_AT", raising=False)
     before = _snapshot(REAL_HOME)
     yield homes

@@ -48,12 +48,17 @@ def test_damaged_line_is_read_counted_and_kept(tool, kind, path):
     assert session.title == "fix the failing test in parser.py"
 
 
+# a listing parses leniently (orjson alone, docs/scan-show.md "What broken means in a listing"): a line that
+# only fails the strict checks is listed with its value; reading the session (above) still sets it aside
+LISTED = {**EXPECTED, "duplicate-keys": 0}
+
+
 @pytest.mark.parametrize("tool, kind, path", cases())
 def test_discover_reports_the_broken_line_count(tool, kind, path):
     fmt = TOOLS[tool]
     ref = fmt.ref_for(path)
     assert ref.error is None
-    n = EXPECTED[kind]
+    n = LISTED[kind]
     assert ref.state == ([f"{n} broken line" + ("s" if n != 1 else "")] if n else [])
     assert ref.cwd == "/home/user/work/app"
 
@@ -86,7 +91,7 @@ def test_a_whole_tree_of_broken_files_is_listed_without_an_exception(isolated_ho
     shutil.copytree(BROKEN / "mini-cc", homes.mini_cc)
     refs = list(cc.discover(homes)) + list(mc.discover(homes))
     assert len(refs) == 2 * len(EXPECTED)
-    assert sum(1 for r in refs if r.state) == 2 * sum(1 for n in EXPECTED.values() if n)
+    assert sum(1 for r in refs if r.state) == 2 * sum(1 for n in LISTED.values() if n)
 
 
 def test_manifest_torn_tail_is_kept_and_reported(isolated_homes):

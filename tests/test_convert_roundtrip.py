@@ -18,7 +18,8 @@ from histmig.core.model import Record, Session, Text, ToolCall, ToolResult, core
 from histmig.verbs.convert import WRITERS
 
 PAIRS = [("codex", "claude-code"), ("claude-code", "codex"), ("claude-code", "mini-cc"), ("mini-cc", "claude-code"),
-         ("claude-code", "manifest"), ("manifest", "claude-code"), ("codex", "mini-cc"), ("mini-cc", "codex")]
+         ("claude-code", "manifest"), ("manifest", "claude-code"), ("codex", "mini-cc"), ("mini-cc", "codex"),
+         ("qwen", "claude-code"), ("qwen", "codex"), ("qwen", "mini-cc")]
 
 words = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 .,!?é]{0,30}", fullmatch=True).map(str.strip).filter(bool)
 command = st.from_regex(r"[a-z]{1,8}( -[a-z]{1,3})?( [a-z./]{1,10})?", fullmatch=True)

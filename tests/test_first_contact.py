@@ -240,9 +240,8 @@ def test_long_planning_shows_progress_with_totals_on_a_terminal(monkeypatch, tmp
     assert code == 0, err
     assert "files read" in err and "\rplanning" in err
     if argv[0] == "move":
-        from histmig import tools as registry
-        steps = len(registry.move_order(set(registry.names())))
-        assert "planning (codex, " in err and f"/{steps}): " in err     # which tool of how many
+        from histmig.tools import names
+        assert "planning (codex, " in err and f"/{len(names())}): " in err     # which tool of how many
     else:                                                                # which tool, and files read of how many
         assert "planning (codex, 1/1): 100/120 files read" in err and "ETA" in err
     quiet = _stderr_on_a_tty(monkeypatch, "--home", tmp_path, *argv, "--json")[1]

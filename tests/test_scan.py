@@ -38,6 +38,10 @@ EXPECTED = {
     ("manifest", "healthy"): [("/home/user/work/app", None, "Run the tests and tell me what fails.", 6, "ok")],
     ("manifest", "unhealthy-checkpoint-past-end"): [("/home/user/work/lib/src", None,
                                                      "Explain what lib/src/cache.ts does.", 4, "checkpoint")],
+    ("qwen", "plain"): [(f"{REC}/app", None, "Say hello in one short sentence.", 2, "ok")],
+    ("qwen", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
+    ("qwen", "resumed"): [(f"{REC}/app", None, "first question", 5, "ok")],
+    ("qwen", "unicode-cwd"): [(f"{REC}/my app/データ", None, "hello from a unicode folder", 2, "ok")],
 }
 
 
@@ -108,4 +112,4 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, gemini 4)" in out
+    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4)" in out

@@ -319,3 +319,77 @@ def test_mini_cc_counts_are_exact_past_128_kb(isolated_homes):
     (ref,) = [s for s in scan() if s["tool"] == "mini-cc"]
     assert ref["messages"] == 800 == sum(1 for r in mini.records_from_lines(read_lines(path)) if r.role)
     assert scan() == scan("--no-index")
+
+
+LINE_PIECES = st.sampled_from([b'{"a":1}', b'{"a": 1}', b'{"a":1,"a":2}', b"[1]", b"{", b"", b" ", b"\r",
+                               b"\xef\xbb\xbf", b"\x00", b"\xff", b'"x"', b"7"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.lists(LINE_PIECES, max_size=3).map(b"".join), min_size=1, max_size=12),
+       crlf=st.booleans(), terminated=st.booleans())
+def test_head_values_are_the_lenient_values_of_the_head_lines(tmp_path_factory, lines, crlf, terminated):
+    """The Codex head's one-read parse (marks.head_values) gives what jsonl's lines parsed leniently give."""
+    from histmig.jsonio.jsonl import head_lines, lenient
+    nl = b"\r\n" if crlf else b"\n"
+    data = nl.join(lines) + (nl if terminated else b"")
+    path = tmp_path_factory.mktemp("h") / "f.jsonl"
+    path.write_bytes(data)
+    got = marks.head_values(data, True, max_lines=200, max_bytes=1 << 20)
+    want = [(None if ln.opaque else ln.obj, ln.opaque)
+            for ln in lenient(head_lines(path, max_lines=200, max_bytes=1 << 20))]
+    assert got is not None and got[0] == want and got[1] == len(data)
+
+
+def _item(role: str, text: str) -> dict:
+    return {"timestamp": TS, "type": "response_item", "payload": {
+        "type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}}
+
+
+CODEX_KINDS = st.sampled_from(["user", "assistant", "developer", "injected", "spaced", "event_user", "event_agent",
+                               "reasoning", "legacy", "broken", "blank", "quoted"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.tuples(CODEX_KINDS, st.integers(0, 2000)), min_size=1, max_size=50),
+       chunk=st.sampled_from([7, 64, 4096, 1 << 20]), unterminated=st.booleans())
+def test_codex_byte_count_equals_the_full_count(tmp_path_factory, kinds, chunk, unterminated):
+    """Lines found by the ``"message"`` token, then decided by the compact marker or the spaced pattern,
+    count what a full read counts (events quoting a "message" key, spaced writers, broken lines)."""
+    lines = []
+    for kind, pad in kinds:
+        if kind in ("user", "assistant", "developer"):
+            lines.append(orjson.dumps(_item(kind, "q" * pad)))
+        elif kind == "injected":
+            lines.append(orjson.dumps(_item("user", "<environment_context>" + "e" * pad)))
+        elif kind == "spaced":       # any JSON whitespace around the colon still counts
+            lines.append(json.dumps(_item("assistant", "s" * pad)).encode())
+        elif kind == "event_user":   # a "message" key, no message item: found, decided, not parsed
+            lines.append(orjson.dumps({"timestamp": TS, "type": "event_msg",
+                                       "payload": {"type": "user_message", "message": "u" * pad}}))
+        elif kind == "event_agent":
+            lines.append(orjson.dumps({"timestamp": TS, "type": "event_msg",
+                                       "payload": {"type": "agent_message", "message": "a" * pad}}))
+        elif kind == "reasoning":
+            lines.append(orjson.dumps({"timestamp": TS, "type": "response_item",
+                                       "payload": {"type": "reasoning", "summary": [], "x": "r" * pad}}))
+        elif kind == "legacy":       # a pre-envelope message line
+            lines.append(orjson.dumps({"type": "message", "role": "user", "content": [{"type": "input_text",
+                                                                                      "text": "l" * pad}]}))
+        elif kind == "broken":
+            lines.append(b'{"timestamp":"x","type":"response_item","payload":{"type":"message","role":"user"')
+        elif kind == "blank":
+            lines.append(b"")
+        else:                        # the marker quoted inside a string: found, parsed, not a message
+            lines.append(orjson.dumps({"type": "event_msg", "payload": {"type": "x", "t": '"type":"message"'}}))
+    data = b"\n".join(lines) + (b"" if unterminated else b"\n")
+    path = tmp_path_factory.mktemp("r") / "rollout.jsonl"
+    path.write_bytes(data)
+    old = marks.CHUNK
+    marks.CHUNK = chunk
+    try:
+        total, resume = codex.count_from(path, 0, 0)
+        again, _ = codex.count_from(path, resume["end"], resume["msgs"])
+    finally:
+        marks.CHUNK = old
+    assert total == full_count(path) == again

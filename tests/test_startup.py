@@ -10,19 +10,28 @@ import pytest
 
 from histmig.cli import samples
 
+# the histmig modules, and the standard library's that only some commands need
+STDLIB = ("pickle", "sqlite3", "base64")
 PROBE = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
          "code = run_guarded(cli, sys.argv[1:])\n"
-         "print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig'))), code)\n")
+         f"print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig') or m in {STDLIB!r})), code)\n")
 
 WRITE_PATH = ("histmig.apply",)   # the engine, the journal, fsio: only an apply loads them
 OTHER_TOOLS = {"codex": ("histmig.tools.claude_code", "histmig.tools.mini_cc", "histmig.tools.manifest"),
                "claude-code": ("histmig.tools.codex", "histmig.tools.mini_cc", "histmig.tools.manifest")}
 
+SCAN_NEVER = ("histmig.core.plan", "histmig.jsonio.lineedit", "histmig.jsonio.jsonedit", "histmig.toolkit.move",
+              "histmig.toolkit.convert", "histmig.toolkit.doctor", "histmig.core.dbread", *STDLIB)
+
 # (argv after the homes, module prefixes that must not be imported)
 CASES = {
+    # issue 15: a listing needs neither the plan model nor the line editor (manifest's meta.json writer),
+    # nor pickle (forkmap's workers: the samples are under its 32 MB) nor the Codex databases
     "scan": (["scan"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", "histmig.toolkit.convert",
-                        "histmig.toolkit.move", "histmig.toolkit.doctor"]),
-    "scan --tool codex": (["scan", "--tool", "codex"], ["histmig.verbs", *WRITE_PATH, *OTHER_TOOLS["codex"]]),
+                        "histmig.toolkit.move", "histmig.toolkit.doctor", *SCAN_NEVER]),
+    "scan --json": (["scan", "--json"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", *SCAN_NEVER]),
+    "scan --tool codex": (["scan", "--tool", "codex"], ["histmig.verbs", *WRITE_PATH, *OTHER_TOOLS["codex"],
+                                                        *SCAN_NEVER]),
     "show": (["show", "--tool", "codex", "019"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx",
                                                   "histmig.toolkit.convert", "histmig.toolkit.move"]),
     "move": (["move", "/nowhere/a", "/nowhere/b"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.convert",

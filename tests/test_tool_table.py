@@ -229,10 +229,11 @@ def test_the_flip_verb_runs_every_tool_with_a_flip_hook(toy, tmp_path):
 
 
 def test_move_planning_runs_a_needed_tool_first_and_lays_plans_out_in_table_order():
-    assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc", "gemini"]
+    assert registry.move_order(set(registry.names())) == ["claude-code", "manifest", "codex", "mini-cc", "qwen",
+                                                          "gemini"]
     assert registry.move_order({"manifest"}) == ["claude-code", "manifest"]
     assert registry.move_order({"mini-cc", "codex"}) == ["codex", "mini-cc"]
-    assert registry.names()[:4] == ("codex", "claude-code", "mini-cc", "manifest")
+    assert registry.names() == ("codex", "claude-code", "mini-cc", "manifest", "qwen", "gemini")
 
 
 def test_every_row_names_a_package_that_holds_its_adapter():
@@ -306,7 +307,7 @@ def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
              "print([str(x.root) for x in g.folder_locks], [str(x.path) for x in g.file_locks], sorted(g.live))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ("['/h/.codex'] ['/h/.claude.json', '/h/.gemini/projects.json'] "
-                           "['claude', 'claude-code', 'codex', 'manifest']")
+                           "['claude', 'claude-code', 'codex', 'manifest', 'qwen']")
 
 
 # ---- tool calls: a tool's ``calls`` hook maps its calls to and from every other tool -----------------

@@ -12,7 +12,6 @@ A worker never waits on that pipe: when it is full the event is dropped (the cou
 from __future__ import annotations
 
 import os
-import pickle
 import struct
 import sys
 from typing import Any, Callable, Sequence
@@ -132,6 +131,7 @@ class _Events:
 
 
 def _spawn(fn, items, group: list[int], encode, events: _Events | None = None) -> tuple[int, int]:
+    import pickle                                    # (only when work is shared: a small listing never forks)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                     # the worker: compute, send, exit without cleanup
@@ -154,6 +154,7 @@ def _spawn(fn, items, group: list[int], encode, events: _Events | None = None) -
 
 def _collect(fd: int, n: int) -> list[Any]:
     """A worker's results, or ``_MISSING`` for each when it did not deliver all of them."""
+    import pickle
     try:
         with os.fdopen(os.dup(fd), "rb") as fh:
             out = pickle.load(fh)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import orjson
 
@@ -80,7 +80,9 @@ class Line:
 
     @property
     def blank(self) -> bool:
-        return self.raw is not None and not self.body.strip()
+        if self.raw is None or self.raw[:1] == b"{":     # a record: said without copying its body
+            return False
+        return not self.body.strip()
 
     def _parse(self) -> None:
         if self._obj is not _UNPARSED or self._error is not None:
@@ -320,3 +322,18 @@ def tail_lines(path: str | os.PathLike, *, max_bytes: int = 64 * 1024) -> list[L
 
 def count_opaque(lines) -> int:
     return sum(1 for ln in lines if ln.opaque)
+
+
+def lenient(lines: Iterable[Line]) -> Iterator[Line]:
+    """``lines`` with each value parsed by ``orjson.loads`` alone: a listing's parse (docs/scan-show.md,
+    "What broken means in a listing"). A line orjson cannot parse is opaque with ``parse_json``'s reason;
+    the strict checks after it (duplicate keys, nesting over 256, the canonical re-encode that stands in
+    for them) are left to doctor, ``show --format native`` and the writers, which parse lines themselves."""
+    for ln in lines:
+        raw = ln.raw
+        if raw is not None and ln._obj is _UNPARSED and ln._error is None:
+            try:             # the terminator is JSON whitespace: no copy without it (a BOM is not)
+                ln._obj = orjson.loads(raw if ln.number != 1 or not raw.startswith(BOM) else ln.body)
+            except orjson.JSONDecodeError:
+                ln._obj, ln._error = parse_json(ln.body)
+        yield ln

@@ -4,7 +4,13 @@ marker matches.
 
 The marker is a bytes regex that every line the caller wants *must* contain (a JSON key and value as
 the writer spells them, any JSON whitespace allowed): lines it matches are candidates the caller
-verifies by parsing them, so a false match costs a parse and never a wrong count.
+verifies by parsing them, so a false match costs a parse and never a wrong count. (A ``bytes.find`` on
+the compact spelling alone is faster but would miss spaced lines, and finding the spaced ones too costs
+as much as the regex: docs/bench.md, "scan".)
+
+Values are parsed leniently (``orjson.loads`` alone): a listing's "broken line" is one orjson cannot
+parse. The strict checks (duplicate keys, depth over 256: ``jsonl.parse_json``) are doctor's, ``show
+--format native``'s and the writers' (docs/scan-show.md, "What broken means in a listing").
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from typing import Any, BinaryIO, Iterator
 
 import orjson
 
-from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, parse_json
+from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES
 
 CHUNK = 1 << 20
 
@@ -79,27 +85,19 @@ class MarkedLines:
 
 
 def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
-    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (terminator and, at offset 0,
-    a BOM left out)."""
-    end = len(raw)
-    if raw.endswith(b"\n"):
-        end -= 2 if raw.endswith(b"\r\n") else 1
-    start = 3 if offset == 0 and raw.startswith(BOM) else 0
-    return _value(raw[start:end])
+    """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (at offset 0, a BOM left out;
+    the terminator is JSON whitespace, parsed with the line rather than copied off it)."""
+    return _value(memoryview(raw)[3:] if offset == 0 and raw.startswith(BOM) else raw)
 
 
-def _value(body: bytes) -> tuple[Any, bool]:
-    """``(value, opaque)`` as ``jsonl.Line`` gives them: orjson's compact encoding of a value is taken as
-    is (``parse_json``'s own fast path), anything else gets the strict parse."""
+def _value(body: bytes | memoryview) -> tuple[Any, bool]:
+    """``(value, opaque)``, leniently: what ``orjson.loads`` gives, a line it cannot parse is opaque
+    (a blank one is not). ``jsonl.parse_json`` also refuses duplicate keys and nesting over 256: such a
+    line is listed with orjson's value (the last of duplicate keys) and left to doctor."""
     try:
-        value = orjson.loads(body)
+        return orjson.loads(body), False
     except orjson.JSONDecodeError:
-        pass
-    else:
-        if type(value) is dict and orjson.dumps(value) == body:
-            return value, False
-    value, err = parse_json(body)
-    return (None, err != "blank line") if err else (value, False)
+        return None, bool(bytes(body).strip())
 
 
 def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tuple[list, int] | None:
@@ -107,15 +105,14 @@ def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tu
     ``data`` (``eof``: that is the whole file), as ``(value or None, opaque)`` pairs, and the offset
     where they end; None when ``data`` ends inside them (read more)."""
     out: list[tuple[Any, bool]] = []
-    pos, size = 0, len(data)
+    pos, size, view = 0, len(data), memoryview(data)      # lines parsed in place, not copied out
     while pos < size:
         nl = data.find(b"\n", pos)
         if nl < 0 and not eof:
             return None
         end = size if nl < 0 else nl + 1
-        stop = end - (0 if nl < 0 else 2 if nl > pos and data[nl - 1] == 13 else 1)
         start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
-        out.append(_value(data[start:stop]))
+        out.append(_value(view[start:end]))               # (with its terminator: JSON whitespace)
         pos = end
         if len(out) >= max_lines or end >= max_bytes:
             break

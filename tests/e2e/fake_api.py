@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import fake_gemini, fake_rules
+from . import fake_gemini, fake_openai_chat, fake_rules
 
 ANSWER_PREFIX = "FAKE-ANSWER:"
 RUN_RE = re.compile(r"RUN:\s*(.+)")
@@ -94,7 +94,7 @@ class Entry:
 
     method: str
     path: str
-    api: str                  # "anthropic" | "responses" | "gemini" | "other"
+    api: str                  # "anthropic" | "responses" | "chat" | "gemini" | "other"
     provider: str | None      # Responses provider prefix, None for Anthropic
     body: Any                 # parsed JSON, or None
     status: int = 0
@@ -181,6 +181,8 @@ class FakeAPI:
                 entry.status = self.websocket_status
                 return entry.status, {"error": {"message": "websockets not supported here"}}, False
             return self._responses(entry, body)
+        if fake_openai_chat.matches(method, route):   # Chat Completions (Qwen Code): its own module
+            return fake_openai_chat.handle(entry, body)
         gemini = fake_gemini.matches(route)
         if gemini and method == "POST":
             return fake_gemini.handle(entry, gemini, body, ANSWER_PREFIX)
@@ -381,6 +383,8 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload, stream = self.fake.handle(method, self.path, body)
         if isinstance(payload, fake_gemini.Wire):
             data, ctype = payload.data, payload.ctype
+        elif stream and status == 200 and fake_openai_chat.is_payload(payload):
+            data, ctype = fake_openai_chat.sse(payload), "text/event-stream"
         elif stream and status == 200:
             is_anthropic = "object" not in payload
             data = anthropic_sse(payload) if is_anthropic else responses_sse(payload)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "gemini": "0.61.0"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "gemini": "0.61.0"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "gemini": "0.61.0"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "gemini": "0.61.0"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -36,6 +36,8 @@ def _pick(var: str, default: str) -> str:
 
 CODEX = _pick("HISTMIG_E2E_CODEX", _selected_set()["codex"])
 CLAUDE_CODE = _pick("HISTMIG_E2E_CLAUDE_CODE", _selected_set()["claude-code"])
+# Qwen Code installs into its own cache sub-folder (tests/e2e/qwen_client.py), not with the pair above
+QWEN_CODE = _pick("HISTMIG_E2E_QWEN_CODE", _selected_set()["qwen-code"])
 GEMINI = _pick("HISTMIG_E2E_GEMINI", _selected_set()["gemini"])   # @google/gemini-cli (tests/e2e/gemini_client.py)
 
 PACKAGES = {

@@ -133,10 +133,15 @@ def _bookkeeping(loss: LossReport, rec: Record, n: int, usage_of: Callable | Non
 
 def usage_from(u: dict) -> dict[str, int]:
     """Canonical usage: ``input`` (uncached), ``cached`` (cache reads), ``cache_write``, ``output``,
-    ``reasoning`` (part of output). Accepts Codex token_count usage and Anthropic usage."""
+    ``reasoning`` (part of output). Accepts Codex token_count usage, Anthropic usage and Gemini
+    ``usageMetadata`` (whose candidates count leaves the thoughts out)."""
     def i(key: str) -> int:
         v = u.get(key)
         return v if isinstance(v, int) and v >= 0 else 0
+    if "promptTokenCount" in u or "candidatesTokenCount" in u:    # generateContent usageMetadata
+        cached, thoughts = i("cachedContentTokenCount"), i("thoughtsTokenCount")
+        return {"input": max(i("promptTokenCount") - cached, 0), "cached": cached, "cache_write": 0,
+                "output": i("candidatesTokenCount") + thoughts, "reasoning": thoughts}
     if "cached_input_tokens" in u or "total_tokens" in u or "reasoning_output_tokens" in u:
         cached = i("cached_input_tokens")
         return {"input": max(i("input_tokens") - cached, 0), "cached": cached, "cache_write": 0,

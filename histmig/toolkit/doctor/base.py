@@ -168,6 +168,22 @@ _TABLE = [
     Check("manifest.locked",
           "A `.lock` file marks the session busy; `-c` refuses it (a crashed writer leaves it for ever).",
           "If no writer is running, delete `<session>/.lock`."),
+    # --- Qwen Code (docs/qwen.md) -----------------------------------------------------------------
+    Check("qwen.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; Qwen lists and resumes (`-c`, `-r <id>`) only "
+          "sessions whose folder name and first-record cwd both match the folder it runs in.",
+          "`histmig move <old> <new> --apply` when the project moved (a likely new location is suggested).",
+          environment=True),
+    Check("qwen.folder-mismatch",
+          "A session sits in a project folder whose name is not the slug of the cwd its first record names "
+          "(moved by hand, or cwd edited): Qwen lists it from no folder.",
+          "The printed `histmig move` when the recorded cwd is gone; else move the file into the printed folder."),
+    Check("qwen.id-mismatch",
+          "A session file's name is not the sessionId of its first record; `qwen -r <id>` cannot find it.",
+          "Rename the file to `<sessionId>.jsonl`."),
+    Check("qwen.broken-lines",
+          "Lines of a session do not parse; Qwen skips them.",
+          "Nothing to do for resume; histmig keeps the bytes."),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}

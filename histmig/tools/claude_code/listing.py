@@ -41,7 +41,7 @@ def is_agent_file(path: Path) -> bool:
     return "subagents" in (path.parent.name, path.parent.parent.name) or path.parent.parent.name == "projects"
 
 
-def _walk_files(top: Path) -> Iterator[Path]:
+def _walk_files(top: str | Path) -> Iterator[Path]:
     """Files below ``top`` without following symlinked folders."""
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         dirnames.sort()
@@ -54,7 +54,7 @@ def subagent_files(main: Path, legacy: dict[Path, Any] | None = None) -> list[Pa
     2.0-era ``agent-*.jsonl`` beside it whose records name this session. ``legacy`` (from
     ``legacy_agents``) saves listing the folder again for every session of a big folder."""
     sid = main.stem
-    out = [p for p in _walk_files(main.parent / sid / "subagents")
+    out = [p for p in _walk_files(os.path.join(os.path.dirname(main), sid, "subagents"))
            if p.name.startswith("agent-") and p.name.endswith(".jsonl")]
     legacy = legacy_agents(main.parent) if legacy is None else legacy
     return out + [p for p, owner in legacy.items() if owner == sid]

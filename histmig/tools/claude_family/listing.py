@@ -6,12 +6,13 @@ scanning thousands of sessions never reads them whole.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from histmig.core.diagnostics import HistmigError
-from histmig.jsonio.jsonl import Line, head_lines, read_lines, tail_lines
+from histmig.jsonio.jsonl import Line, head_lines, lenient, read_lines, tail_lines
 from histmig.core.model import Record, SessionRef
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -28,23 +29,35 @@ def subdirs(root: Path) -> list[Path]:
 
 
 def session_files(folder: Path) -> list[Path]:
-    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1)."""
+    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1). (``scandir``: the folder
+    entry says whether a name is a folder, without a ``stat`` per file; a repeat scan is a walk and
+    one ``stat`` per session.)"""
     try:
-        return sorted(p for p in folder.iterdir()
-                      if p.name.endswith(".jsonl") and UUID_RE.match(p.name[:-6]) and not p.is_dir())
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it
+                           if e.name.endswith(".jsonl") and UUID_RE.match(e.name[:-6]) and not _is_dir(e))
     except OSError:
         return []
+    return [folder / name for name in names]
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def scan_ends(path: Path, size: int, parse: Parse) -> tuple[list[Record], list[Record], bool]:
     """Records of the head and the tail (each ~64 KB) and whether that was the whole file; a
-    small file is read once, whole."""
+    small file is read once, whole. Lines are parsed leniently (``jsonl.lenient``: a listing's
+    broken line is one orjson cannot parse, docs/scan-show.md)."""
     if size <= 2 * HEAD_TAIL:
-        return list(parse(read_lines(path))), [], True
+        return list(parse(lenient(read_lines(path)))), [], True
     head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
     end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
     tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
-    return list(parse(head_l)), list(parse(tail_l)), False
+    return list(parse(lenient(head_l))), list(parse(lenient(tail_l))), False
 
 
 def head_value(path: Path, key: str, parse: Parse, *, max_lines: int = 10**6) -> Any:

@@ -237,10 +237,16 @@ def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, sha
             meta = meta_of(obj)
         elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             turn_cwd = payload(obj)["cwd"]
-        if t == "response_item" or t == "event_msg" or (t is not None and t.startswith("legacy:")):
-            if ref.title is None:      # (only these line types hold prompts and messages)
-                ref.title = _title(user_prompt(obj))
-            msgs += is_conversation_message(obj)
+        if t == "response_item" or t == "event_msg":
+            # only a response_item "message" or an event_msg "user_message" can be a prompt or a message
+            # (``user_prompt``, ``is_conversation_message``): the other envelopes cost one lookup
+            if payload(obj).get("type") != ("message" if t == "response_item" else "user_message"):
+                continue
+        elif t is None or not t.startswith("legacy:"):
+            continue
+        if ref.title is None:      # (only these line types hold prompts and messages)
+            ref.title = _title(user_prompt(obj))
+        msgs += is_conversation_message(obj)
     if meta is not None:
         ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
         meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
@@ -781,20 +787,44 @@ DISCOVER_BATCH = 1024      # files per fork_map: bounds what is held, keeps the 
 
 
 def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
-    from histmig.core.forkmap import file_size, fork_map
+    if not batch:
+        return
     recorder = None if index is None else _Recorder(index)
+    # the index's hits answered here first: only the files to read are shared out (a repeat scan forks
+    # nothing and sends no refs through a pipe)
+    hits = [None if index is None else _hit(entry, index) for entry in batch]
+    todo = [entry for entry, ref in zip(batch, hits) if ref is None]
 
     def one(entry: tuple) -> tuple[SessionRef, tuple | None]:
         if recorder is not None:
             recorder.stored = None
         ref = make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=recorder)
         return ref, None if recorder is None else recorder.stored
-    for ref, stored in fork_map(one, batch, [file_size(e[0]) for e in batch]):
+    read: Iterator = iter(())
+    if todo:
+        from histmig.core.forkmap import file_size, fork_map
+        read = iter(fork_map(one, todo, [file_size(e[0]) for e in todo]))
+    for hit in hits:
+        if hit is not None:
+            yield hit
+            continue
+        ref, stored = next(read)
         if index is not None:
             index.touched.add(os.fspath(ref.path))
             if stored is not None:
                 index.store(*stored[0], **stored[1])
         yield ref
+
+
+def _hit(entry: tuple, index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``make_ref``'s first step), or None."""
+    path, archived, shadowed = entry
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
+    return None if fields is None else _cached_ref(path, st, fields, archived)
 
 
 class _Recorder:

@@ -23,7 +23,6 @@ from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, content_parts, first_prompt, kind_of,
                                        parts_to_content, record_bytes, records_per_line, str_or_none)
 from histmig.tools.claude_family.listing import broken_lines_state, mark_unreadable, subdirs
-from histmig.jsonio.lineedit import EditError, replace_values
 from histmig.jsonio.jsonl import Line, open_regular, parse_json, read_lines
 from histmig.core.model import Opaque, Part, Record, Session, SessionRef, Text, ToolResult
 
@@ -124,6 +123,8 @@ def serialize_meta(session: Session) -> bytes:
             return raw
         if isinstance(old, dict) and isinstance(data, dict) and list(old) == list(data):
             edits = [((k,), data[k]) for k in data if data[k] != old[k]]
+            # (the line editor, and the plan model under it, only when meta.json is written: not for scan)
+            from histmig.jsonio.lineedit import EditError, replace_values
             try:
                 return replace_values(raw, edits)
             except EditError:

@@ -1,0 +1,72 @@
+"""Record ``histmig/samples/qwen/<case>/`` with the real Qwen Code (tests/e2e/qwen_client.py).
+
+    python -m tests.e2e.record_qwen_samples [--target histmig/samples] [CASE ...]
+
+Same rules as tests/e2e/record_samples.py: each case runs from scratch in ``/tmp/histmig-rec`` (HOME
+``/tmp/histmig-rec/home``, projects under ``/tmp/histmig-rec/work/``), a path that names nobody, so the
+files are kept byte for byte. Copied: the Qwen home's ``projects/`` (sessions, ``meta.json``,
+``extract-cursor.json``, ``memory/``). Left out: ``usage/``, ``usage_record.jsonl``, ``installation_id``,
+settings, extension state.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from .clients import Scratch
+from .fake_api import FakeAPI
+from .qwen_client import install, qwen_home, run_qwen
+from .record_samples import REC_ROOT, SAMPLES_SECRET, UNICODE_DIR
+
+
+def plain(exe, scratch, api):
+    run_qwen(exe, scratch, api, "Say hello in one short sentence.", scratch.project("app")).check()
+
+
+def tool_call(exe, scratch, api):
+    run_qwen(exe, scratch, api, "RUN: echo hello from the tool", scratch.project("app")).check()
+
+
+def resumed(exe, scratch, api):
+    proj = scratch.project("app")
+    run_qwen(exe, scratch, api, "first question", proj).check()
+    run_qwen(exe, scratch, api, "second question RUN: echo again", proj, continue_=True).check()
+
+
+def unicode_cwd(exe, scratch, api):
+    run_qwen(exe, scratch, api, "hello from a unicode folder", scratch.project(*UNICODE_DIR)).check()
+
+
+CASES = {"plain": plain, "tool-call": tool_call, "resumed": resumed, "unicode-cwd": unicode_cwd}
+
+
+def record(case: str, exe: Path, target: Path) -> Path:
+    shutil.rmtree(REC_ROOT, ignore_errors=True)
+    scratch = Scratch(REC_ROOT).create()
+    with FakeAPI(secret=SAMPLES_SECRET) as api:
+        CASES[case](exe, scratch, api)
+    out = target / "qwen" / case
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(qwen_home(scratch) / "projects", out / "projects")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
+    ap.add_argument("cases", nargs="*", help=f"some of: {', '.join(CASES)}")
+    ns = ap.parse_args(argv)
+    unknown = [c for c in ns.cases if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case {unknown[0]!r}")
+    exe = install()
+    for case in ns.cases or list(CASES):
+        out = record(case, exe, ns.target)
+        print(f"qwen/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
+    shutil.rmtree(REC_ROOT, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
