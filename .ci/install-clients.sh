@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the e2e suite (tests/e2e) needs: tmux, and both client sets of tests/e2e/versions.py
-# (NEWEST and OLDEST Codex / Claude Code) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
+# (NEWEST and OLDEST Codex / Claude Code, and Gemini CLI) into the cache folder ${HISTMIG_E2E_CACHE:-/tmp/histmig-e2e-clients},
 # one sub-folder per pair of versions; plus the versions HISTMIG_E2E_CODEX / HISTMIG_E2E_CLAUDE_CODE name, if set.
 # Idempotent: a second run with the clients already there takes about a second.
 # Exit non-zero on any failure: in CI a missing client is a failure, never a skip.
@@ -32,6 +32,7 @@ install_set oldest
 "$PY" -m tests.e2e.qwen_client install
 # Pi (tests/e2e/pi_client.py): its own sub-folder; both sets name the same version
 env -u HISTMIG_E2E_PI "$PY" -m tests.e2e.pi_client install >&2
+"$PY" -m tests.e2e.gemini_client install     # Gemini CLI: one pin for both sets (tests/e2e/versions.py)
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2

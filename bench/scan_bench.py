@@ -1,7 +1,8 @@
 """Benchmark ``histmig scan`` against its floors (docs/bench.md, issue 15's targets).
 
 Builds a home (``--tree samples``: the bundled samples' real-client sessions copied until the home holds
-N sessions, half Codex rollouts, half Claude Code transcripts; ``--tree codex``: ``bench/gen_codex.py``
+N sessions, half Codex rollouts, half Claude Code transcripts; ``--tree gemini``: the Gemini CLI samples
+copied the same way; ``--tree codex``: ``bench/gen_codex.py``
 rollouts with a 20 KB line 1), then runs, each in a fresh process and interleaved in pairs:
 
   cold   ``histmig scan --json`` with no scan index   vs  ``cat`` of every session file
@@ -11,7 +12,7 @@ and prints each pair's ratio (min and median over ``--pairs``, target: ≤ 2x fo
 the start-up alone (a scan of an empty home), the fixed part of both.
 The machine may be shared: ratios within a pair are what to compare, not seconds across runs.
 
-    python bench/scan_bench.py [--tree samples|codex] [--sessions 2000] [--mb 400] [--pairs 5] [--keep DIR]
+    python bench/scan_bench.py [--tree samples|codex|gemini] [--sessions 2000] [--mb 400] [--pairs 5] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -60,6 +61,18 @@ def build_samples(home: Path, n: int) -> int:
     return made
 
 
+def build_gemini(home: Path, n: int) -> int:
+    """--tree gemini: the bundled Gemini CLI sessions copied until the home holds ``n`` (new short ids)."""
+    homes = samples.install(home, tools=("gemini",))
+    src = sorted(homes.gemini.glob("tmp/*/chats/session-*.jsonl"))
+    made = len(src)
+    for i in range(max(0, n - made)):
+        s = src[i % len(src)]
+        shutil.copyfile(s, s.with_name(s.name[:len("session-2026-12-01T14-02-")] + f"{i + 1:08x}.jsonl"))
+        made += 1
+    return made
+
+
 def build_codex(home: Path, n: int, mb: float) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import gen_codex
@@ -84,7 +97,7 @@ def session_files(home: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tree", choices=("samples", "codex"), default="samples")
+    ap.add_argument("--tree", choices=("samples", "codex", "gemini"), default="samples")
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--mb", type=float, default=400, help="--tree codex: total size")
     ap.add_argument("--pairs", type=int, default=5)
@@ -93,13 +106,14 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="histmig-scan-bench-"))
     home, state = root / "home", root / "state"
     if not home.exists():
-        n = build_samples(home, args.sessions) if args.tree == "samples" else build_codex(home, args.sessions, args.mb)
+        n = (build_samples(home, args.sessions) if args.tree == "samples" else build_gemini(home, args.sessions)
+             if args.tree == "gemini" else build_codex(home, args.sessions, args.mb))
     files = session_files(home)
     n, size = len(files), sum(os.path.getsize(f) for f in files)
     listing = root / "files.txt"
     listing.write_text("\0".join(files))
     env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(state))
-    for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "MINI_CC_HOME", "CODEX_SQLITE_HOME"):
+    for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "MINI_CC_HOME", "CODEX_SQLITE_HOME", "GEMINI_CLI_HOME"):
         env.pop(var, None)
     scan = [sys.executable, "-m", "histmig", "--home", str(home), "scan", "--json"]
     cat = f"xargs -0 cat < {listing} > /dev/null"

@@ -36,6 +36,10 @@ EXPECTED = {
     ("pi", "resumed"): [("/tmp/histmig-rec-pi/work/app", "fake", "RUN: ls -a", 5, "ok")],
     ("pi", "unicode-cwd"): [("/tmp/histmig-rec-pi/work/my app/データ", "fake",
                           "Hello from a folder with a space and データ.", 2, "ok")],
+    ("gemini", "plain"): [(f"{REC}/app", None, "Say hello in one short sentence.", 2, "ok")],
+    ("gemini", "resumed"): [(f"{REC}/app", None, "Say hello in one short sentence.", 4, "ok")],
+    ("gemini", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
+    ("gemini", "unicode-cwd"): [(f"{REC}/my app/データ", None, "Hello from a folder with a space and データ.", 2, "ok")],
     ("manifest", "healthy"): [("/home/user/work/app", None, "Run the tests and tell me what fails.", 6, "ok")],
     ("manifest", "unhealthy-checkpoint-past-end"): [("/home/user/work/lib/src", None,
                                                      "Explain what lib/src/cache.ts does.", 4, "checkpoint")],
@@ -113,4 +117,4 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, pi 4)" in out
+    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4, pi 4)" in out

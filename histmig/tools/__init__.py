@@ -115,13 +115,16 @@ register(Tool("mini-cc", "histmig.tools.mini_cc", attrgetter("mini_cc"), aliases
 # the manifest layout lives in the Claude home's project folders, which Claude Code's move renames
 register(Tool("manifest", "histmig.tools.manifest", attrgetter("manifest"), needs=("claude-code",),
               homes=(Same("manifest", "claude"),)))
-
 # Qwen Code keeps sessions in its runtime folder: $QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen (docs/qwen.md)
 register(Tool("qwen", "histmig.tools.qwen", attrgetter("qwen"), aliases=("qwen-code", "qwen_code", "qwencode"), homes=(
     HomeDir("qwen", "QWEN_RUNTIME_DIR", lambda base, env, explicit: (
         Path(os.path.abspath(env["QWEN_HOME"])) if not explicit and env.get("QWEN_HOME") else base / ".qwen"),
         "qwen-home", "Qwen Code home (default $QWEN_RUNTIME_DIR, $QWEN_HOME or ~/.qwen)."),
 )))
+# GEMINI_CLI_HOME names a $HOME stand-in: the home is its .gemini (docs/specs/gemini.md §1)
+register(Tool("gemini", "histmig.tools.gemini", attrgetter("gemini"), aliases=("gemini-cli", "gemini_cli", "geminicli"),
+              homes=(HomeDir("gemini", "GEMINI_CLI_HOME", ".gemini", "gemini-home",
+                             "Gemini CLI home (default $GEMINI_CLI_HOME/.gemini or ~/.gemini).", env_subdir=".gemini"),)))
 
 
 # Pi keeps sessions in <agent dir>/sessions/--<slug>--/, or in a flat session dir named by

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import fake_openai_chat, fake_rules
+from . import fake_gemini, fake_openai_chat, fake_rules
 
 ANSWER_PREFIX = "FAKE-ANSWER:"
 RUN_RE = re.compile(r"RUN:\s*(.+)")
@@ -95,7 +95,7 @@ class Entry:
 
     method: str
     path: str
-    api: str                  # "anthropic" | "responses" | "chat" | "other"
+    api: str                  # "anthropic" | "responses" | "chat" | "gemini" | "other"
     provider: str | None      # Responses provider prefix, None for Anthropic
     body: Any                 # parsed JSON, or None
     status: int = 0
@@ -184,6 +184,9 @@ class FakeAPI:
             return self._responses(entry, body)
         if fake_openai_chat.matches(method, route):   # Chat Completions (Qwen Code): its own module
             return fake_openai_chat.handle(entry, body)
+        gemini = fake_gemini.matches(route)
+        if gemini and method == "POST":
+            return fake_gemini.handle(entry, gemini, body, ANSWER_PREFIX)
         entry.status = 404
         return 404, {"error": {"type": "not_found_error", "message": f"no route {method} {route}"}}, False
 
@@ -382,7 +385,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         body = self._body() if method == "POST" else None
         status, payload, stream = self.fake.handle(method, self.path, body)
-        if stream and status == 200 and fake_openai_chat.is_payload(payload):
+        if isinstance(payload, fake_gemini.Wire):
+            data, ctype = payload.data, payload.ctype
+        elif stream and status == 200 and fake_openai_chat.is_payload(payload):
             data, ctype = fake_openai_chat.sse(payload), "text/event-stream"
         elif stream and status == 200:
             is_anthropic = "object" not in payload
@@ -393,7 +398,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        if status == 200 and "object" not in payload:
+        if status == 200 and isinstance(payload, dict) and "object" not in payload:
             self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
         self.end_headers()
         self.wfile.write(data)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -40,6 +40,7 @@ CLAUDE_CODE = _pick("HISTMIG_E2E_CLAUDE_CODE", _selected_set()["claude-code"])
 QWEN_CODE = _pick("HISTMIG_E2E_QWEN_CODE", _selected_set()["qwen-code"])
 # Pi installs into a folder of its own (tests/e2e/pi_client.py), not with the two above
 PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
+GEMINI = _pick("HISTMIG_E2E_GEMINI", _selected_set()["gemini"])   # @google/gemini-cli (tests/e2e/gemini_client.py)
 
 PACKAGES = {
     "@openai/codex": CODEX,

@@ -130,6 +130,28 @@ _TABLE = [
     Check("mini-cc.read-only",
           "A project folder is not writable; resuming cannot append.",
           "Fix the folder's permissions (or the mount)."),
+    # --- gemini (docs/specs/gemini.md) --------------------------------------------------------------
+    Check("gemini.project-missing",
+          "A registered project folder no longer exists; `gemini --list-sessions` in its new place lists nothing.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("gemini.retention",
+          "Sessions are past (or within 7 days of) general.sessionRetention.maxAge (default 30d): Gemini deletes "
+          "them at its next start.",
+          "Set `general.sessionRetention.enabled: false` (or a longer `maxAge`) in ~/.gemini/settings.json first.",
+          environment=True),
+    Check("gemini.stub-short-id",
+          "A prompt-less file shares its 8-character short id with a session; Gemini's next start deletes both "
+          "(upstream gemini-cli#27368).",
+          "`histmig doctor --repair --apply` deletes the stub now (backed up), so the session survives."),
+    # environment: whether the doubled results are refused depends on the backend (docs/specs/gemini.md §10)
+    Check("gemini.repeated-tool-result",
+          "Tool results are stored twice (toolCalls[].result and a functionResponse record); a resume sends both.",
+          "Continue in a converted copy (`histmig convert --to gemini` stores each result once).",
+          environment=True),
+    Check("gemini.broken-lines",
+          "Lines of a session do not parse; Gemini skips them.",
+          "Nothing to do for resume; histmig keeps the bytes."),
     # --- manifest ------------------------------------------------------------------------------
     Check("manifest.meta-unreadable",
           "meta.json is missing or not valid JSON; `-c` skips the session.",

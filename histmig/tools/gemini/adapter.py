@@ -1,0 +1,254 @@
+"""Gemini CLI sessions (docs/specs/gemini.md): ``<gemini>/tmp/<slug>/chats/session-<minute>-<id8>.jsonl``, and
+the older whole-file ``.json`` (``{sessionId, startTime, lastUpdated, messages: [...]}``).
+
+``read`` keeps every line byte for byte (serialize(read(f)) == f) and adds the conversation the client
+rebuilds from the log (records.py); ``stream`` gives the same records with bounded memory: a first pass
+keeps where each message of the final list is, the second reads each from its line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from histmig.core.diagnostics import HistmigError
+from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
+from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
+from histmig.tools.base import FunctionAdapter
+from histmig.tools.claude_family.blocks import broken_warnings
+from histmig.tools.claude_family.listing import HEAD_TAIL, broken_lines_state, mark_unreadable
+from histmig.tools.gemini import files
+from histmig.tools.gemini.records import (RESOLVED, Resolved, line_kind, line_record, message_records, messages,
+                                          resolve)
+
+NAME = "gemini"
+
+
+def _path(src: Any) -> Path:
+    return Path(src.path) if isinstance(src, SessionRef) else Path(src)
+
+
+def is_legacy(path: Path) -> bool:
+    return path.name.endswith(".json")
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+def read(src: Any) -> Session:
+    path = _path(src)
+    if is_legacy(path):
+        return _read_legacy(path)
+    lines = list(read_lines(path))
+    res = resolve(lines)
+    records = [line_record(ln) for ln in lines]
+    records += list(messages(res, lambda n: lines[n - 1].obj))
+    return _session(path, records, res)
+
+
+def stream(src: Any) -> Session:
+    """:func:`read` with the records produced again on each iteration (bounded memory for show/convert)."""
+    path = _path(src)
+    if is_legacy(path):
+        return _read_legacy(path)
+    res = resolve(record_lines(path))
+
+    def produce() -> Iterator[Record]:
+        yield from (line_record(ln) for ln in record_lines(path))
+        yield from messages(res, _Fetch(path, res))
+    return _session(path, RecordStream(produce), res)
+
+
+class _Fetch:
+    """Read one line's object by its number, keeping only the last one parsed (a ``$set`` line holds many)."""
+
+    def __init__(self, path: Path, res: Resolved):
+        self.path, self.res, self.last = path, res, (0, None)
+
+    def __call__(self, number: int) -> Any:
+        if self.last[0] != number:
+            offset, length = self.res.spans[number]
+            with open(self.path, "rb") as fh:
+                fh.seek(offset)
+                self.last = (number, orjson.loads(fh.read(length)))
+        return self.last[1]
+
+
+def _read_legacy(path: Path) -> Session:
+    raw = path.read_bytes()
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        rec = Record(raw=raw, line=1, opaque_reason=f"not JSON: {e}")
+        return _session(path, [rec], Resolved())
+    if not isinstance(obj, dict):
+        return _session(path, [Record(raw=raw, line=1, opaque_reason="not a JSON object")], Resolved())
+    meta = {k: v for k, v in obj.items() if k != "messages"}
+    records = [Record(kind="event", raw=raw, line=1, extra=meta, source_type="legacy-json")]
+    answered: set[str] = set()
+    for m in obj.get("messages") or []:
+        if isinstance(m, dict):
+            records += message_records(m, None, answered)
+    return _session(path, records, Resolved(meta=meta, metas=1))
+
+
+def _session(path: Path, records: Any, res: Resolved) -> Session:
+    meta = res.meta
+    sid = meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else path.stem
+    session = Session(id=sid, format=NAME, path=path, records=records)
+    session.cwd = files.project_root(path.parent.parent)
+    session.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
+    session.updated = path.stat().st_mtime
+    model, title = None, None
+    for r in records:
+        if r.source_type != RESOLVED:
+            continue
+        if r.role == "assistant" and isinstance(r.extra.get("model"), str):
+            model = r.extra["model"]
+        if title is None and r.role == "user":
+            title = _prompt(r)
+    session.title = meta.get("summary") if isinstance(meta.get("summary"), str) else title
+    session.model = model
+    session.meta = {"lastUpdated": meta.get("lastUpdated"), "kind": meta.get("kind"),
+                    "summary": meta.get("summary"), "metadata_lines": res.metas}
+    session.warnings = broken_warnings(records, path)
+    return session
+
+
+def _prompt(rec: Record) -> str | None:
+    """What Gemini counts as a resumable prompt: user text not starting with ``/``, ``?`` or the context block."""
+    for p in rec.parts:
+        if isinstance(p, Text) and p.text.strip() and not p.injected and p.text.lstrip()[:1] not in ("/", "?"):
+            return p.text.strip()
+    return None
+
+
+# ---- serializing ------------------------------------------------------------------------------
+
+def encode_record(rec: Record) -> bytes:
+    """A changed line: metadata lines re-encoded from their fields (the only lines kept as fields)."""
+    return orjson.dumps(rec.extra) + b"\n"
+
+
+def serialize(session: Session) -> bytes:
+    out = []
+    for r in session.records:
+        if r.source_type in (RESOLVED, "repeated-function-response") or (r.raw == b""):
+            continue
+        out.append(r.raw if r.raw is not None else encode_record(r))
+    return b"".join(out)
+
+
+# ---- detect and discover ----------------------------------------------------------------------
+
+def detect(path: Any) -> bool:
+    p = Path(path)
+    return bool(files.SESSION_RE.match(p.name)) and p.parent.name == "chats" and p.parent.parent.parent.name == "tmp"
+
+
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: a ``ScanIndex`` (histmig/core/scanindex.py) that answers for unchanged files."""
+    gdir = files.gemini_dir(homes)
+    registry = files.read_registry(gdir)
+    for slug_dir in files.slug_dirs(gdir):
+        cwd = files.project_root(slug_dir, registry)
+        for path in files.chat_files(slug_dir):
+            yield ref_for(path, cwd, index=index)
+
+
+FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
+
+
+def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> SessionRef:
+    """One session from its two ends (a small file: whole); the index keeps it per file and cwd (a move
+    changes the cwd through the markers, not the file)."""
+    ref = SessionRef(format=NAME, id=path.stem, path=path, cwd=cwd)
+    try:
+        st = path.stat()
+    except OSError as e:
+        return mark_unreadable(ref, e)
+    ref.size, ref.updated = st.st_size, st.st_mtime
+    hit = index.hit(str(path), st, cwd, FIELDS) if index is not None else None
+    if hit is not None:
+        from histmig.core.scanindex import fill
+        return fill(ref, hit)
+    _summarize(ref, path, st)
+    if index is not None:
+        from histmig.core.scanindex import fields_of
+        index.store(str(path), st, fields_of(ref, FIELDS), ctx=cwd)
+    return ref
+
+
+def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
+    try:
+        if is_legacy(path):
+            s = read(path)
+            head = [r for r in s.records if r.source_type == RESOLVED]
+            meta: dict[str, Any] = _meta_of(s)
+            opaque = [r for r in s.records if r.opaque]
+            ref.messages = sum(1 for r in head if r.role in ("user", "assistant") and _visible(r))
+        elif st.st_size <= 2 * HEAD_TAIL:      # small: every line once, the messages counted as resolved
+            lines = list(read_lines(path))
+            meta, head, opaque = _head_facts(lines)
+            res = resolve(lines)
+            ref.messages = sum(1 for mid in res.order if res.counted.get(mid))
+        else:
+            head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+            tail_l = tail_lines(path, max_bytes=HEAD_TAIL)
+            meta, head, opaque = _head_facts(head_l + tail_l)
+    except (HistmigError, OSError) as e:
+        mark_unreadable(ref, e)
+        return
+    if isinstance(meta.get("sessionId"), str):
+        ref.id = meta["sessionId"]
+    ref.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
+    prompt = next((p for p in (_prompt(r) for r in head if r.role == "user") if p), None)
+    ref.title = meta.get("summary") if isinstance(meta.get("summary"), str) else prompt
+    # what the client's listing and cleanup call resumable: a prompt, or a model message with content
+    resumable = prompt is not None or any(r.role == "assistant" and r.parts for r in head)
+    ref.extra = {"lastUpdated": meta.get("lastUpdated"), "resumable": resumable}
+    if not resumable:
+        ref.state.append("no prompt (Gemini deletes it at its next start)")
+    ref.state += broken_lines_state(opaque)
+
+
+def _meta_of(s: Session) -> dict[str, Any]:
+    meta = {"sessionId": s.id, "startTime": s.created}
+    meta.update({k: v for k, v in s.meta.items() if k in ("lastUpdated", "summary") and v is not None})
+    return meta
+
+
+def _visible(r: Record) -> bool:
+    return any(not (isinstance(p, Text) and p.injected) for p in r.parts)
+
+
+def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
+    """Metadata merged from the first and last lines, the user records seen there, broken lines."""
+    meta: dict[str, Any] = {}
+    head: list[Record] = []
+    opaque: list[Record] = []
+    answered: set[str] = set()
+    for ln in lines:
+        if ln.opaque or ln.oversize:
+            opaque.append(line_record(ln))
+            continue
+        obj = ln.obj
+        if not isinstance(obj, dict):
+            continue
+        kind = line_kind(obj)
+        if kind == "meta":
+            meta.update(obj)
+        elif kind == "$set" and isinstance(obj["$set"], dict):
+            meta.update({k: v for k, v in obj["$set"].items() if k != "messages"})
+            for m in obj["$set"].get("messages") or []:
+                if isinstance(m, dict) and m.get("type") == "user":
+                    head += message_records(m, ln.number, answered)
+        elif kind == "message" and obj.get("type") == "user":
+            head += message_records(obj, ln.number, answered)
+    return meta, head, opaque
+
+
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
+                          encode_record=encode_record)
+ADAPTER.indexed = True

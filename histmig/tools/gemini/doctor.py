@@ -1,0 +1,177 @@
+"""Gemini CLI checks (docs/specs/gemini.md §3, §4, §6, §7, §10), read-only.
+
+- ``gemini.project-missing``: a registered project folder is gone; its sessions are listed nowhere (§7).
+- ``gemini.retention``: sessions whose ``lastUpdated`` is past ``general.sessionRetention.maxAge`` (default
+  on, 30 days), or within 7 days of it: the client deletes them at its next start (§4).
+- ``gemini.stub-short-id``: a file without a prompt that shares its 8-character short id with a real
+  session; the next start deletes the stub *and every file with that short id* (bug G1, §6). Repair:
+  the stub is deleted now (backed up, undoable), so the real transcript survives.
+- ``gemini.repeated-tool-result``: tool results stored twice (``toolCalls[].result`` and a ``user``
+  ``functionResponse`` record); a resume sends both (§10).
+- ``gemini.broken-lines``: lines that do not parse; the client skips them.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from histmig.core.plan import Delete, Fingerprint
+from histmig.core.times import parse_ts
+from histmig.toolkit.doctor.base import Finding, dir_missing
+from histmig.toolkit.doctor.locate import HomeIndex, move_fix
+from histmig.tools.gemini import files
+from histmig.tools.gemini.adapter import read, ref_for
+
+REPAIR = "histmig doctor --repair --apply"
+MARGIN_DAYS = 7
+DEFAULT_MAX_AGE = "30d"
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "m": timedelta(days=30)}
+
+
+def check(homes: Any, index: HomeIndex, now: datetime, ignored=lambda code: False) -> list[Finding]:
+    """The table's doctor hook (histmig/tools/__init__.py)."""
+    gdir = files.gemini_dir(homes)
+    registry = files.read_registry(gdir)
+    out: list[Finding] = []
+    for slug_dir in files.slug_dirs(gdir):
+        chats = files.chat_files(slug_dir)
+        if not chats:
+            continue
+        root = files.project_root(slug_dir, registry)
+        refs = [ref_for(p, root) for p in chats]
+        out += _project_missing(slug_dir, root, refs, registry, index)
+        out += _stubs(refs)
+        out += _retention(gdir, root, refs, now)
+        for ref in refs:
+            out += _lines(ref)
+            if not ignored("gemini.repeated-tool-result"):
+                out += _repeated(ref.path)
+    return out
+
+
+def _project_missing(slug_dir: Path, root: str | None, refs: list, registry: dict[str, str],
+                     index: HomeIndex) -> list[Finding]:
+    if not dir_missing(root):
+        return []
+    n = sum(1 for r in refs if r.extra.get("resumable"))
+    if not n:
+        return []
+    new = _registered_twin(root, registry) or index.suggest(root)
+    where = f"; likely moved to {new}" if new else ""
+    return [Finding("gemini.project-missing", f"{n} session(s) in tmp/{slug_dir.name} belong to {root}, which no "
+                    f"longer exists{where}: gemini lists none of them", path=str(slug_dir), count=n,
+                    fix=move_fix(root, new), data={"cwd": root, "suggested": new})]
+
+
+def _registered_twin(old: str, registry: dict[str, str]) -> str | None:
+    """Another registered project with the same folder name that exists (the client ran there after the mv)."""
+    name = os.path.basename(old.rstrip("/"))
+    hits = [p for p in registry if p != old and os.path.basename(p.rstrip("/")) == name and os.path.isdir(p)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _stubs(refs: list) -> list[Finding]:
+    by_short: dict[str, list] = defaultdict(list)
+    for r in refs:
+        m = files.SESSION_RE.match(r.path.name)
+        if m:
+            by_short[m.group("short")].append(r)
+    out = []
+    for short, group in sorted(by_short.items()):
+        real = [r for r in group if r.extra.get("resumable")]
+        stubs = [r for r in group if not r.extra.get("resumable") and not r.error]
+        if not real or not stubs:
+            continue
+        ops = [Delete(path=str(s.path), expect=Fingerprint.of(s.path), session={"tool": "gemini", "id": s.id},
+                      reason="prompt-less stub that would take its namesake with it") for s in stubs]
+        out.append(Finding("gemini.stub-short-id", f"{len(stubs)} prompt-less file(s) share the short id {short} with "
+                           f"{real[0].path.name}: Gemini's next start deletes them and, with them, that session",
+                           path=str(stubs[0].path), count=len(stubs), fix=REPAIR, repair=ops,
+                           data={"short_id": short, "stubs": [str(s.path) for s in stubs],
+                                 "sessions": [str(r.path) for r in real]}))
+    return out
+
+
+def retention(gdir: Path, project: str | None) -> tuple[bool, timedelta | None, str]:
+    """(enabled, maxAge, where it was set): the project's ``.gemini/settings.json`` over the user's."""
+    enabled, age, where = True, DEFAULT_MAX_AGE, "default"
+    for path in (gdir / "settings.json", Path(project) / ".gemini" / "settings.json" if project else None):
+        conf = _settings(path) if path else None
+        ret = (conf.get("general") or {}).get("sessionRetention") if isinstance(conf, dict) else None
+        if isinstance(ret, dict):
+            enabled = ret.get("enabled", True) is not False
+            age = ret.get("maxAge", age) if isinstance(ret.get("maxAge", age), str) else age
+            where = str(path)
+    m = re.fullmatch(r"(\d+)([hdwm])", age)
+    return enabled, (int(m.group(1)) * _UNITS[m.group(2)] if m and int(m.group(1)) else None), where
+
+
+def _settings(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:     # settings may carry // comments (the client strips them)
+        try:
+            return orjson.loads(re.sub(rb"^\s*//.*$", b"", raw, flags=re.M))
+        except orjson.JSONDecodeError:
+            return None
+
+
+def _retention(gdir: Path, project: str | None, refs: list, now: datetime) -> list[Finding]:
+    enabled, max_age, _where = retention(gdir, project)
+    if not enabled or max_age is None:
+        return []
+    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    due, soon = [], []
+    for r in refs:
+        updated = parse_ts(r.extra.get("lastUpdated")) if r.extra.get("resumable") else None
+        if updated is None:
+            continue
+        updated = updated if updated.tzinfo else updated.replace(tzinfo=timezone.utc)
+        if updated < now - max_age:
+            due.append(r)
+        elif updated < now - max_age + timedelta(days=MARGIN_DAYS):
+            soon.append(r)
+    fix = (f'set "general": {{"sessionRetention": {{"enabled": false}}}} in {gdir / "settings.json"} '
+           "(or a longer maxAge) before starting gemini again")
+    out = []
+    for group, what in ((due, "are past"), (soon, f"reach within {MARGIN_DAYS} days")):
+        if group:
+            out.append(Finding("gemini.retention", f"{len(group)} session(s) of {project or 'an unknown project'} "
+                               f"{what} the {max_age.days or max_age}-day session retention: Gemini deletes them at its "
+                               "next start", path=str(group[0].path), count=len(group), fix=fix,
+                               data={"paths": [str(r.path) for r in group], "due": group is due}))
+    return out
+
+
+def _lines(ref: Any) -> list[Finding]:
+    broken = next((s for s in ref.state if "broken line" in s), None)
+    if not broken:
+        return []
+    return [Finding("gemini.broken-lines", f"{broken} (kept as they are)", path=str(ref.path),
+                    fix="nothing to do: Gemini skips them")]
+
+
+def _repeated(path: Path) -> list[Finding]:
+    """Read only files where a ``user`` record carries a functionResponse (a byte test first)."""
+    try:
+        with open(path, "rb") as fh:
+            if not any(b'"functionResponse"' in ln and b'"type":"user"' in ln for ln in fh):
+                return []
+    except OSError:
+        return []
+    n = sum(1 for r in read(path).records if r.source_type == "repeated-function-response")
+    if not n:
+        return []
+    return [Finding("gemini.repeated-tool-result", f"{n} tool result(s) are stored twice; a resume sends each twice, "
+                    "which the Gemini API is reported to refuse (400)", path=str(path), count=n,
+                    fix="continue it in a converted copy: histmig convert --to gemini writes each result once")]

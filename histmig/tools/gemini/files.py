@@ -1,0 +1,79 @@
+"""Where Gemini CLI keeps history (docs/specs/gemini.md §1): the registry ``projects.json`` (absolute
+project path -> slug), ``tmp/<slug>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl`` (older: ``.json``), and the
+ownership markers ``tmp/<slug>/.project_root`` and ``history/<slug>/.project_root`` holding the path.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REGISTRY = "projects.json"
+MARKER = ".project_root"
+SESSION_RE = re.compile(r"^session-(?P<minute>\d{4}-\d\d-\d\dT\d\d-\d\d)-(?P<short>[^.]{1,8})\.(?P<ext>jsonl|json)$")
+
+
+def gemini_dir(homes: Any) -> Path:
+    return Path(homes.gemini)
+
+
+def registry_path(gdir: Path) -> Path:
+    return gdir / REGISTRY
+
+
+def read_registry(gdir: Path) -> dict[str, str]:
+    """``projects`` of ``projects.json`` (path -> slug); {} when absent or unreadable."""
+    try:
+        data = orjson.loads(registry_path(gdir).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    projects = data.get("projects") if isinstance(data, dict) else None
+    return {k: v for k, v in projects.items() if isinstance(v, str)} if isinstance(projects, dict) else {}
+
+
+def slug_of(path: str) -> str:
+    """The slug Gemini claims for a new project: the basename lowercased, ``[^a-z0-9]`` -> ``-``, runs
+    collapsed, edges trimmed (a collision gets ``-1``, ``-2``, ...; §1)."""
+    base = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", base)).strip("-") or "project"
+
+
+def markers(gdir: Path, slug: str) -> list[Path]:
+    return [gdir / "tmp" / slug / MARKER, gdir / "history" / slug / MARKER]
+
+
+def read_marker(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def slug_dirs(gdir: Path) -> list[Path]:
+    try:
+        return sorted(d for d in (gdir / "tmp").iterdir() if d.is_dir() and not d.is_symlink())
+    except OSError:
+        return []
+
+
+def chat_files(slug_dir: Path) -> list[Path]:
+    """``session-*.json[l]`` in ``<slug>/chats``, what Gemini's listing reads."""
+    try:
+        return sorted(p for p in (slug_dir / "chats").iterdir() if SESSION_RE.match(p.name) and p.is_file())
+    except OSError:
+        return []
+
+
+def project_root(slug_dir: Path, registry: dict[str, str] | None = None) -> str | None:
+    """The project a slug folder belongs to: its marker, else the registry's entry naming it."""
+    found = read_marker(slug_dir / MARKER)
+    if found:
+        return found
+    reg = registry if registry is not None else read_registry(slug_dir.parent.parent)
+    return next((p for p, s in reg.items() if s == slug_dir.name), None)
+
+
+def session_file_name(minute: str, session_id: str, ext: str = "jsonl") -> str:
+    return f"session-{minute}-{session_id[:8]}.{ext}"

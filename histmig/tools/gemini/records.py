@@ -1,0 +1,230 @@
+"""Gemini CLI session records into the common model (docs/specs/gemini.md §2).
+
+A ``.jsonl`` session is an append-only log with a small patch language: a metadata line
+(``sessionId``, ``startTime``, ``lastUpdated``, ``kind``), message records keyed by ``id`` (a later
+record with the same id replaces the earlier one in place: a Map, last wins), ``{"$set": {...}}`` (merges
+metadata; ``messages`` replaces the whole list) and ``{"$rewindTo": id}`` (truncates from that id).
+
+Every line becomes one Record that keeps its bytes (``raw``); the conversation the client would
+rebuild becomes Records of source type ``resolved`` after them, with empty ``raw`` (they add no
+bytes to the native round trip).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from histmig.core.model import Attachment, Opaque, Reasoning, Record, Text, ToolCall, ToolResult
+from histmig.jsonio.jsonl import Line
+from histmig.tools.claude_family.blocks import unparsed_record
+
+RESOLVED = "resolved"
+CONTEXT_TAGS = ("<session_context>", "<hook_context>")     # injected: Gemini ignores them for listing (§3)
+META_KEYS = ("sessionId", "startTime")
+
+
+# ---- one message -> records -------------------------------------------------------------------
+
+def part_of(p: Any) -> Any:
+    if not isinstance(p, dict):
+        return Text(p) if isinstance(p, str) else Opaque(p, "not a part")
+    if "functionCall" in p and isinstance(p["functionCall"], dict):
+        fc = p["functionCall"]
+        return ToolCall(str(fc.get("id") or ""), str(fc.get("name") or ""), fc.get("args") or {})
+    if "functionResponse" in p and isinstance(p["functionResponse"], dict):
+        fr = p["functionResponse"]
+        return ToolResult(str(fr.get("id") or ""), response_output(fr.get("response")), structured=fr)
+    if "inlineData" in p and isinstance(p["inlineData"], dict):
+        return Attachment(p["inlineData"].get("mimeType"), p["inlineData"])
+    if isinstance(p.get("text"), str):
+        if p.get("thought"):
+            return Reasoning(text=p["text"], signature=p.get("thoughtSignature"))
+        return Text(p["text"], injected=p["text"].lstrip().startswith(CONTEXT_TAGS))
+    return Opaque(p, "gemini part")
+
+
+def response_output(response: Any) -> Any:
+    """A functionResponse's ``response`` as result text: ``output`` (or ``error``) when that is all, else JSON."""
+    if isinstance(response, dict):
+        for key in ("output", "error"):
+            if isinstance(response.get(key), str) and set(response) <= {"output", "error"}:
+                return response[key]
+    import orjson
+    return orjson.dumps(response).decode() if response is not None else ""
+
+
+def content_parts(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [Text(content)] if content else []
+    if isinstance(content, list):
+        return [part_of(p) for p in content]
+    return []
+
+
+def message_records(msg: dict, line: int | None, answered: set[str]) -> list[Record]:
+    """One message as Records: a ``user`` or ``gemini`` message; a ``gemini`` message's ``toolCalls`` give
+    ToolCall parts and a second record with their results. ``answered`` collects call ids whose
+    result was given, so a later ``user`` record repeating it (the client writes both) is no message."""
+    kind = msg.get("type")
+    ts = msg.get("timestamp") if isinstance(msg.get("timestamp"), str) else None
+    mid = str(msg.get("id")) if msg.get("id") is not None else None
+    extra = {k: v for k, v in msg.items() if k not in ("content", "thoughts", "toolCalls", "tokens")}
+    if kind == "gemini":
+        parts: list[Any] = [Reasoning(summary=str(t.get("subject") or ""), text=str(t.get("description") or ""))
+                            for t in msg.get("thoughts") or [] if isinstance(t, dict)]
+        parts += content_parts(msg.get("content"))
+        results: list[Any] = []
+        for call in msg.get("toolCalls") or []:
+            if not isinstance(call, dict):
+                continue
+            cid = str(call.get("id") or "")
+            parts.append(ToolCall(cid, str(call.get("name") or ""), call.get("args") or {}))
+            for r in call.get("result") or []:
+                res = part_of(r)
+                if isinstance(res, ToolResult):
+                    results.append(ToolResult(res.call_id or cid, res.output, call.get("status") == "error",
+                                              res.structured))
+                    answered.add(res.call_id or cid)
+        tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else None
+        out = [Record(id=mid, kind=_kind(parts), role="assistant", timestamp=ts, parts=parts,
+                      usage=_usage(tokens), extra=extra, raw=b"", line=line, source_type=RESOLVED)]
+        if results:
+            out.append(Record(id=f"{mid}:results", kind="tool_result", role="tool", timestamp=ts, parts=results,
+                              raw=b"", line=line, source_type=RESOLVED))
+        return out
+    parts = content_parts(msg.get("content"))
+    if kind == "user":
+        res_ids = {p.call_id for p in parts if isinstance(p, ToolResult)}
+        if res_ids and res_ids <= answered and all(isinstance(p, ToolResult) for p in parts):
+            return [Record(id=mid, kind="event", role=None, timestamp=ts, parts=parts, extra=extra, raw=b"",
+                           line=line, source_type="repeated-function-response")]
+        kind_ = "tool_result" if parts and all(isinstance(p, ToolResult) for p in parts) else _kind(parts)
+        answered.update(res_ids)
+        return [Record(id=mid, kind=kind_, role="tool" if kind_ == "tool_result" else "user", timestamp=ts,
+                       parts=parts, extra=extra, raw=b"", line=line, source_type=RESOLVED)]
+    return [Record(id=mid, kind="event", timestamp=ts, parts=parts, extra=extra, raw=b"", line=line,
+                   source_type=str(kind) if kind else RESOLVED)]
+
+
+def _kind(parts: list[Any]) -> str:
+    if parts and all(isinstance(p, ToolCall) for p in parts):
+        return "tool_call"
+    if parts and all(isinstance(p, Reasoning) for p in parts):
+        return "reasoning"
+    return "message"
+
+
+def _usage(tokens: dict | None) -> dict | None:
+    """Gemini's ``tokens`` in the canonical shape flatten reads (``input_tokens`` uncached ...)."""
+    if not tokens:
+        return None
+    def i(k: str) -> int:
+        v = tokens.get(k)
+        return v if isinstance(v, int) and v >= 0 else 0
+    return {"input_tokens": max(i("input") - i("cached"), 0), "cache_read_input_tokens": i("cached"),
+            "output_tokens": i("output") + i("thoughts"), "gemini_tokens": tokens}
+
+
+# ---- the log -> the list the client rebuilds ----------------------------------------------------
+
+@dataclass
+class Resolved:
+    """Where each message of the final list is (line number, index inside a ``$set`` list or None),
+    in order, and the merged metadata. Holds ids and numbers only, never message bodies."""
+
+    order: list[str] = field(default_factory=list)
+    where: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    metas: int = 0          # metadata lines (a resumed session gets one more per resume)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # line number -> (offset, length)
+    counted: dict[str, bool] = field(default_factory=dict)   # id -> a message scan counts (listing.count)
+
+
+def counts(msg: dict) -> bool:
+    """Whether scan counts a message: a model message, or a user message with something not injected
+    (tool results alone are part of the call they answer)."""
+    if msg.get("type") == "gemini":
+        return True
+    if msg.get("type") != "user":
+        return False
+    content = msg.get("content")
+    if isinstance(content, str):
+        return bool(content.strip()) and not content.lstrip().startswith(CONTEXT_TAGS)
+    return any(isinstance(p, dict) and ("inlineData" in p or (isinstance(p.get("text"), str) and p["text"].strip()
+               and not p["text"].lstrip().startswith(CONTEXT_TAGS))) for p in content or [])
+
+
+def line_kind(obj: dict) -> str:
+    if "$set" in obj:
+        return "$set"
+    if "$rewindTo" in obj:
+        return "$rewindTo"
+    if "id" in obj:
+        return "message"
+    return "meta"
+
+
+def resolve(lines: Iterable[Line]) -> Resolved:
+    """Replay the log (§2): Map last-wins by id keeping first position, ``$set`` merge/replace,
+    ``$rewindTo`` truncation. Broken lines are skipped, as the client skips them."""
+    r = Resolved()
+    for line in lines:
+        obj = None if line.blank or line.oversize else line.obj
+        if not isinstance(obj, dict):
+            continue
+        kind = line_kind(obj)
+        if kind == "message":
+            mid = str(obj["id"])
+            if mid not in r.where:
+                r.order.append(mid)
+            r.where[mid] = (line.number, None)
+            r.spans[line.number] = (line.offset, line.length or 0)
+            r.counted[mid] = counts(obj)
+        elif kind == "$set" and isinstance(obj["$set"], dict):
+            sets = obj["$set"]
+            r.meta.update({k: v for k, v in sets.items() if k != "messages"})
+            if isinstance(sets.get("messages"), list):
+                r.order, r.where = [], {}
+                r.spans[line.number] = (line.offset, line.length or 0)
+                for i, m in enumerate(sets["messages"]):
+                    if isinstance(m, dict) and "id" in m:
+                        mid = str(m["id"])
+                        if mid not in r.where:
+                            r.order.append(mid)
+                        r.where[mid] = (line.number, i)
+                        r.counted[mid] = counts(m)
+        elif kind == "$rewindTo":
+            target = str(obj["$rewindTo"])
+            if target in r.where:
+                cut = r.order.index(target)
+                for mid in r.order[cut:]:
+                    del r.where[mid]
+                r.order = r.order[:cut]
+        else:
+            r.metas += 1
+            r.meta.update(obj)
+    return r
+
+
+def line_record(line: Line) -> Record:
+    """A line as bytes: metadata and patches are events; a message line is the message as written
+    then (the resolved list says which version the client uses)."""
+    rec = unparsed_record(line)
+    if rec is not None:
+        return rec
+    obj = line.obj
+    kind = line_kind(obj)
+    extra = obj if kind == "meta" else {}
+    return Record(id=str(obj["id"]) if kind == "message" else None, kind="event", raw=line.raw,
+                  line=line.number, extra=extra, source_type=kind,
+                  timestamp=obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None)
+
+
+def messages(resolved: Resolved, fetch: Callable[[int], Any]) -> Iterator[Record]:
+    """The final list as Records, each read from the line that defines it (``fetch(number) -> obj``)."""
+    answered: set[str] = set()
+    for mid in resolved.order:
+        number, index = resolved.where[mid]
+        obj = fetch(number)
+        msg = obj["$set"]["messages"][index] if index is not None else obj
+        yield from message_records(msg, number, answered)
