@@ -6,8 +6,9 @@ Per batch of creates (plan order kept):
 1. journal every intent (path, folders it makes, temp name, the new hash and size) with one write
    and one fsync;
 2. make the missing folders (each made durable in its parent, as before);
-3. write each temp ``.<name>.<txid>.histmig-tmp`` beside its file (the plan's bytes, or the spool
-   file copied and hashed on the way), mode and times;
+3. write each temp ``.<name>.<txid>.histmig-tmp`` beside its file (the plan's bytes; a spool file
+   is renamed to the temp's name, or copied and hashed on the way from another file system), mode
+   and times;
 4. make every temp durable together (``FS.fsync_batch``: one ``syncfs``; each file still counts
    as its own fsync for faults and crash points);
 5. verify each temp by re-reading it (size and sha256 against the intent);
@@ -22,6 +23,7 @@ created file whose bytes are still the intent's hash (:func:`histmig.apply.rollb
 """
 from __future__ import annotations
 
+import errno
 import os
 import time
 
@@ -88,21 +90,38 @@ def _intents(ctx: Ctx, preps: list[Prepared]) -> list[tuple]:
 def _fill(ctx: Ctx, dfd: int, tmp: str, p: Prepared, sha: str, size: int) -> int:
     """The temp with the new bytes, mode and times, not yet durable; its open descriptor."""
     fs, op, label = ctx.fs, p.op, p.path + " (temp)"
-    tfd = fs.open_write(tmp, dir_fd=dfd, label=label)
+    tfd = _adopt_spool(ctx, dfd, tmp, p) if op.data_path is not None else -1
     try:
-        if op.data_path is None:
-            fs.write(tfd, op.data, label)
-        else:
-            copy_spool(fs, op.data_path, tfd, sha, size, p.path)
+        if tfd < 0:
+            tfd = fs.open_write(tmp, dir_fd=dfd, label=label)
+            if op.data_path is None:
+                fs.write(tfd, op.data, label)
+            else:
+                copy_spool(fs, op.data_path, tfd, sha, size, p.path)
         fs.fchmod(tfd, op.mode, label)
         now = time.time_ns()
         fs.utime(tfd, (now, op.mtime_ns or now), label)
         fsio.start_writeback(tfd)
     except BaseException:
-        os.close(tfd)
+        if tfd >= 0:
+            os.close(tfd)
         unlink_quiet(fs, tmp, dfd)
         raise
     return tfd
+
+
+def _adopt_spool(ctx: Ctx, dfd: int, tmp: str, p: Prepared) -> int:
+    """The spool file itself becomes the temp when it is on the same file system (a rename: no
+    copy, and its bytes reach the disk once, with the batch's ``syncfs``); -1 when it is not
+    (EXDEV: copied instead). Its bytes are still checked against the intent's hash by
+    :func:`histmig.apply.files.verify` before the temp can take its name."""
+    try:
+        ctx.fs.rename_noreplace(p.op.data_path, tmp, dst_dir_fd=dfd, label=p.path + " (temp)")
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        return -1
+    return os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
 
 
 def _close(fds: list[int]) -> None:
