@@ -27,7 +27,7 @@ from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
-from histmig.verbs.undo.rows import RowReader, inverse_row
+from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates
 from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
                           SqlUpdate, WriteFile)
 
@@ -222,8 +222,10 @@ def _later(who: str) -> tuple[str, str]:
 
 
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
-    for row in rec.get("rows", []):
-        m = inverse_row(reader, rec["path"], row, offset_tables)
+    rows = rec.get("rows", [])
+    now = prefetch_updates(reader, rec["path"], rows)
+    for i, row in enumerate(rows):
+        m = inverse_row(reader, rec["path"], row, offset_tables, now.get(i))
         who = history.later.rows.get(row_key(rec["path"], row))
         if who:
             m.ops, m.problem = [], _later(who)
