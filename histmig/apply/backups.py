@@ -24,8 +24,11 @@ from histmig.apply import fsio
 CHUNK = 1 << 20
 
 
-def verify_backup(folder: Path, rec: dict[str, Any]) -> str | None:
-    """None when ``rec``'s backup (``b/<name>``) holds the journaled bytes, else why not."""
+def verify_backup(folder: Path, rec: dict[str, Any], *, prefix_sha: str | None = None,
+                  hashed: bool = True) -> str | None:
+    """None when ``rec``'s backup (``b/<name>``) holds the journaled bytes, else why not.
+    ``prefix_sha``: the sha256 of its first journaled-size bytes, when the caller already read
+    them (undo's diff); ``hashed=False``: the size checks only (the caller compares the hash)."""
     backup = rec.get("backup") or {}
     path = Path(folder) / "b" / backup.get("name", "")
     if backup.get("kind") == "sqlite":
@@ -42,7 +45,7 @@ def verify_backup(folder: Path, rec: dict[str, Any]) -> str | None:
     if size < want["size"] or (exact and size != want["size"]):
         return f"backup {path} has {size} bytes, the journal says {want['size']}; not used"
     # no hash: a streamed rewrite that never got as far as its "ready" record (never replaced)
-    if want["sha256"] is not None and _sha_prefix(path, want["size"]) != want["sha256"]:
+    if want["sha256"] is not None and hashed and (prefix_sha or _sha_prefix(path, want["size"])) != want["sha256"]:
         return f"backup {path} does not match its journaled sha256; not used"
     return None
 

@@ -14,7 +14,7 @@ import orjson
 
 from histmig import __version__
 from histmig.apply import fsio
-from histmig.apply import backups, batch, rollback
+from histmig.apply import backups, batch, creates, deletes, rollback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.batch import patch_in_place, rewrite
 from histmig.apply.files import Ctx
@@ -212,7 +212,8 @@ def _guard(prep: Prepared, step, group: list[Prepared] = ()):
 _STEP = {"replace": rewrite, "inplace": patch_in_place, "create": create, "rename": rename, "delete": delete,
          "rmdir": rmdir, "mkdir": mkdir}
 _DEFAULT_STEP = dict(_STEP)
-_BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch}
+_BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch, "create": creates.create_batch,
+            "delete": deletes.delete_batch}
 
 
 def _skipped(ctx: Ctx, prep: Prepared, skip: Skip) -> None:

@@ -74,7 +74,7 @@ def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: in
         if spool is None:
             fs.write(tfd, data, label + " (temp)")
         else:
-            _copy_spool(fs, spool, tfd, sha, size, label)
+            copy_spool(fs, spool, tfd, sha, size, label)
         fs.fchmod(tfd, mode, label + " (temp)")
         now = time.time_ns()
         fs.utime(tfd, (atime_ns or now, mtime_ns or now), label + " (temp)")
@@ -87,7 +87,7 @@ def write_new(ctx: Ctx, dfd: int, tmp: str, data: bytes, mode: int, mtime_ns: in
     verify(dfd, tmp, sha, size, label)
 
 
-def _copy_spool(fs, spool: str, tfd: int, sha: str, size: int, label: str) -> None:
+def copy_spool(fs, spool: str, tfd: int, sha: str, size: int, label: str) -> None:
     """Copy a converted session's spool file into the temp, 1 MiB at a time; it must still be the
     bytes that were planned (hashed here, and the temp is re-read by :func:`verify`)."""
     h, n = hashlib.sha256(), 0

@@ -5,9 +5,9 @@ source, or from a seeded generator so golden tests are reproducible.
 """
 from __future__ import annotations
 
+import os
 import random
 import re
-import secrets
 import time
 import uuid
 from datetime import datetime, timezone
@@ -19,12 +19,25 @@ _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 class Ids:
+    """Without a seed, every id is cut from one pool of OS randomness (``os.urandom``, refilled 4 KiB
+    at a time, and never shared with a forked child): one system call per ~100 ids instead of one
+    per 6 bits. A seeded generator draws exactly as before, so seeded output stays reproducible."""
+
+    POOL = 4096
+
     def __init__(self, seed: int | None = None, now: float | None = None):
         self._rng = random.Random(seed) if seed is not None else None
         self.now = now          # fixed "now" (seconds) for reproducible output
+        self._pool, self._at, self._pid = b"", 0, 0
 
     def bits(self, n: int) -> int:
-        return self._rng.getrandbits(n) if self._rng else secrets.randbits(n)
+        if self._rng:
+            return self._rng.getrandbits(n)
+        k = (n + 7) // 8
+        if self._at + k > len(self._pool) or self._pid != os.getpid():
+            self._pool, self._at, self._pid = os.urandom(max(self.POOL, k)), 0, os.getpid()
+        self._at += k
+        return int.from_bytes(self._pool[self._at - k:self._at], "big") >> (8 * k - n)
 
     def uuid4(self) -> str:
         return str(uuid.UUID(int=self.bits(128), version=4))
@@ -32,11 +45,19 @@ class Ids:
     def uuid7(self, ms: int | None = None) -> str:
         """RFC 9562 UUIDv7: 48-bit Unix milliseconds, version 7, variant 10, random rest."""
         ms = int((self.now if self.now is not None else time.time()) * 1000) if ms is None else ms
-        value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | self.bits(12) << 64 | 0b10 << 62 | self.bits(62)
+        if self._rng:
+            a, b = self.bits(12), self.bits(62)
+        else:
+            r = self.bits(74)
+            a, b = r >> 62, r & ((1 << 62) - 1)
+        value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | a << 64 | 0b10 << 62 | b
         return str(uuid.UUID(int=value))
 
     def msg_id(self) -> str:
-        return "msg_01" + "".join(_ALNUM[self.bits(6) % 62] for _ in range(22))
+        if self._rng:
+            return "msg_01" + "".join(_ALNUM[self.bits(6) % 62] for _ in range(22))
+        r = self.bits(132)        # 22 draws of 6 bits, from one
+        return "msg_01" + "".join(_ALNUM[(r >> (6 * i) & 63) % 62] for i in range(22))
 
     def time(self) -> float:
         return self.now if self.now is not None else time.time()

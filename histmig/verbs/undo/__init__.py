@@ -27,7 +27,7 @@ from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
-from histmig.verbs.undo.rows import RowReader, inverse_row
+from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates
 from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
                           SqlUpdate, WriteFile)
 
@@ -171,6 +171,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     units, reader, renames = Units(), RowReader(), []
     offset_tables = frozenset().union(*(h.offset_tables for h in hooks.values()))
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
+    ahead = _replaced_ahead(env, intents)
     try:
         for rec in intents:
             method = rec["method"]
@@ -183,7 +184,10 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
                 for m in renamed.members:
                     _add(units, env, rec, m, history, session=_session_of(m))
             elif method in _FILES:
-                _add(units, env, rec, _FILES[method](env, rec), history, session=rec.get("session"))
+                m = ahead.pop(id(rec), None) or _FILES[method](env, rec)
+                if isinstance(m, Exception):
+                    raise m
+                _add(units, env, rec, m, history, session=rec.get("session"))
     finally:
         reader.close()
     _settings_files(homes, env, units, list(hooks.values()))
@@ -191,6 +195,24 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     _add_offsets(homes, units, hooks)
     _collapse_renames(units, renames, live=set().union(*(h.live_sessions(homes) for h in hooks.values())))
     return units
+
+
+def _replaced_ahead(env: uf.Env, intents: list[dict]) -> dict[int, Any]:
+    """The inverse of every rewritten file still at its path, computed on two threads before the
+    loop (by ``id`` of its intent: the Member, or the exception to raise in its turn). Only reads:
+    the diff's reads and sha256 release the GIL, so both CPUs read and hash the files and their
+    backups (a flip's undo: every rollout and its backup, twice the bytes the flip read)."""
+    todo = [r for r in intents if r["method"] == "replace" and os.path.lexists(r["path"])]
+    if len(todo) < 2:
+        return {}
+    from histmig.apply.check import parallel_map
+
+    def one(rec: dict) -> Any:
+        try:
+            return uf.inverse_replace(env, rec)
+        except Exception as e:       # raised where the sequential loop would have raised it
+            return e
+    return {id(r): m for r, m in zip(todo, parallel_map(one, todo, workers=2))}
 
 
 def _session_of(m: uf.Member) -> dict | None:
@@ -222,8 +244,10 @@ def _later(who: str) -> tuple[str, str]:
 
 
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
-    for row in rec.get("rows", []):
-        m = inverse_row(reader, rec["path"], row, offset_tables)
+    rows = rec.get("rows", [])
+    now = prefetch_updates(reader, rec["path"], rows)
+    for i, row in enumerate(rows):
+        m = inverse_row(reader, rec["path"], row, offset_tables, now.get(i))
         who = history.later.rows.get(row_key(rec["path"], row))
         if who:
             m.ops, m.problem = [], _later(who)

@@ -33,6 +33,7 @@ class Diff:
     tail_start: int = 0           # where bytes appended after the apply begin
     size: int = 0                 # the file's size now
     sha256: str = ""              # of the whole file now
+    old_sha256: str = ""          # of the backup's first ``pre_size`` bytes (read while pairing)
 
 
 def span_patch(offset: int, cur: bytes, want: bytes) -> Patch | None:
@@ -73,10 +74,11 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
         size = os.fstat(cfd).st_size
         if size < post_size:
             raise DiffError(f"shorter than the transaction left it ({size} < {post_size} bytes)")
-        applied, out = hashlib.sha256(), Diff(size=size)
-        pos, opos = _pair_lines(cfd, ofd, post_size, pre_size, applied, out.patches)
+        applied, old_h, out = hashlib.sha256(), hashlib.sha256(), Diff(size=size)
+        pos, opos = _pair_lines(cfd, ofd, post_size, pre_size, applied, out.patches, old_h)
         if opos < pre_size or (pos < post_size and not salvaged):
             raise LinesDiffer()
+        out.old_sha256 = old_h.hexdigest()      # opos == pre_size: every backup byte was fed, in order
         out.tail_start = pos
         try:
             _feed(applied, read_range(cfd, pos, post_size))
@@ -95,8 +97,12 @@ def _feed(h, chunks) -> None:
         h.update(chunk)
 
 
-def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: list[Patch]) -> tuple[int, int]:
-    """Walk both files in step until either ends; returns the two positions reached."""
+def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: list[Patch],
+                old_h=None) -> tuple[int, int]:
+    """Walk both files in step until either ends; returns the two positions reached. ``applied``
+    gets the file's bytes up to the first position, ``old_h`` the backup's up to the second (so the
+    backup is checked against its journaled hash without a read of its own)."""
+    old_h = old_h if old_h is not None else hashlib.sha256()
     pos = opos = 0
     step = SMALL
     while pos < post_size and opos < pre_size:
@@ -104,6 +110,7 @@ def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patc
         a, b = os.pread(cfd, n, pos), os.pread(ofd, n, opos)
         if a == b and len(a) == n:
             applied.update(a)
+            old_h.update(a)
             pos, opos = pos + n, opos + n
             step = min(step * 4, CHUNK)     # long equal stretches: bigger reads
             continue
@@ -111,11 +118,13 @@ def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patc
         k = _agree(min(len(a), len(b)), lambda k: a[:k] == b[:k])
         start = a.rfind(b"\n", 0, k) + 1           # the differing line starts here in both files
         applied.update(a[:start])
+        old_h.update(a[:start])
         pos, opos = pos + start, opos + start
         line, want = _line_at(cfd, pos, post_size), _line_at(ofd, opos, pre_size)
         if not line or not want:          # a file shrank under us: the counts decide (LinesDiffer)
             break
         applied.update(line)
+        old_h.update(want)
         if (p := span_patch(pos, line, want)) is not None:
             patches.append(p)
         pos, opos = pos + len(line), opos + len(want)

@@ -87,7 +87,8 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     path = env.locate(rec["path"])
     if path is None:
         return _deleted(env, rec)
-    if bad := verify_backup(env.folder, rec):
+    # the sizes now; the backup's hash once its bytes were read for the diff (one read, not two)
+    if bad := verify_backup(env.folder, rec, hashed=_is_zst(path)):
         return Member.kept(path, bad, "bad-backup")
     pre, post = rec["pre"], rec.get("post") or {}
     backup = str(env.backup(rec))
@@ -101,12 +102,19 @@ def inverse_replace(env: Env, rec: dict) -> Member:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
                                 salvaged=bool(rec.get("salvaged_raw")))
     except DiffError as e:
+        if bad := verify_backup(env.folder, rec):
+            return Member.kept(path, bad, "bad-backup")
         return _changed(env, rec, path, backup, str(e))
     except LinesDiffer:
+        if bad := verify_backup(env.folder, rec):
+            return Member.kept(path, bad, "bad-backup")
         d = Diff(patches=[whole_patch(path, backup, post["size"], pre["size"])], tail_start=post["size"],
                  size=os.path.getsize(path), sha256=Fingerprint.of(path).sha256)
         if d.patches[0].old and hashlib.sha256(d.patches[0].old).hexdigest() != post.get("sha256"):
             return _changed(env, rec, path, backup, "changed since the transaction (not only appended to)")
+    else:
+        if bad := verify_backup(env.folder, rec, prefix_sha=d.old_sha256):
+            return Member.kept(path, bad, "bad-backup")
     tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
     patches = d.patches + tail
     grown = d.size > post.get("size", 0)

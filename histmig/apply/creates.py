@@ -1,0 +1,131 @@
+"""New files, many at once (``convert``): the create protocol of docs/specs/safety.md §1.2 with the
+batched durability of §1.x, as :mod:`histmig.apply.batch` does for rewrites.
+
+Per batch of creates (plan order kept):
+
+1. journal every intent (path, folders it makes, temp name, the new hash and size) with one write
+   and one fsync;
+2. make the missing folders (each made durable in its parent, as before);
+3. write each temp ``.<name>.<txid>.histmig-tmp`` beside its file (the plan's bytes; a spool file
+   is renamed to the temp's name, or copied and hashed on the way from another file system), mode
+   and times;
+4. make every temp durable together (``FS.fsync_batch``: one ``syncfs``; each file still counts
+   as its own fsync for faults and crash points);
+5. verify each temp by re-reading it (size and sha256 against the intent);
+6. rename each temp to its name, never replacing (a file that appeared meanwhile refuses the
+   apply, which rolls back);
+7. make the renames durable together (the touched folders, ``fsync_batch``);
+8. journal every ``done`` with one write and one fsync.
+
+Why each file is absent or complete at any crash point: a temp is renamed only after step 4 made
+its bytes durable and step 1 made its intent durable; rollback removes the journaled temp and a
+created file whose bytes are still the intent's hash (:func:`histmig.apply.rollback._revert_create`).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+from histmig.apply import fsio
+from histmig.apply.check import parallel_map
+from histmig.apply.files import Ctx, unlink_quiet, verify
+from histmig.apply.options import Prepared
+from histmig.apply.tree import copy_spool, make_dirs
+from histmig.core.diagnostics import RefusedError, Skip
+
+
+def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
+    """Create ``preps``' files; returns each one's outcome (always None: a create either happens or
+    refuses the whole apply, as a single create does)."""
+    fs = ctx.fs
+    for p in preps:
+        if p.op.sha256 is not None and p.op.data_path is None:
+            raise RefusedError(f"{p.path}: planned without its data (a dry run's plan); nothing written")
+    items = _intents(ctx, preps)
+    dfds: list[int] = []
+    tfds: list[int] = []
+    try:
+        for p, dirs, _tmp, _sha, _size in items:
+            make_dirs(ctx, dirs, p.op.dir_mode)
+        for p, _dirs, tmp, sha, size in items:
+            dfds.append(fsio.open_dir(p.root, p.parts))
+            tfds.append(_fill(ctx, dfds[-1], tmp, p, sha, size))
+        fs.fsync_batch([(fd, p.path + " (temp)") for fd, (p, *_) in zip(tfds, items)])
+        _close(tfds)
+        parallel_map(lambda i: verify(dfds[i], items[i][2], items[i][3], items[i][4], items[i][0].path),
+                     list(range(len(items))))
+        for dfd, (p, _dirs, tmp, _sha, _size) in zip(dfds, items):
+            try:
+                fs.rename_noreplace(tmp, p.name, src_dir_fd=dfd, dst_dir_fd=dfd, label=p.path)
+            except FileExistsError:
+                unlink_quiet(fs, tmp, dfd)
+                raise RefusedError(f"{p.path} appeared during apply; nothing replaced") from None
+        folders: dict[str, int] = {}
+        for dfd, (p, *_) in zip(dfds, items):
+            folders.setdefault(os.path.dirname(p.path), dfd)
+        fs.fsync_batch([(fd, folder) for folder, fd in folders.items()])
+    finally:
+        _close(tfds)
+        _close(dfds)
+    ctx.journal.append_many([("done", {"n": p.n, "post": {"sha256": sha, "size": size}})
+                             for p, _dirs, _tmp, sha, size in items])
+    return [None] * len(preps)
+
+
+def _intents(ctx: Ctx, preps: list[Prepared]) -> list[tuple]:
+    """Journal every intent of the batch (one fsync). Each folder is journaled by the first
+    operation that makes it (two new files in one new folder: the first one's)."""
+    items, claimed = [], set(ctx.made_dirs)
+    for p in preps:
+        dirs = [d for d in p.dirs if d not in claimed]
+        claimed.update(dirs)
+        items.append((p, dirs, fsio.temp_name(p.name, ctx.txid), p.op.digest(), p.op.nbytes))
+    ctx.journal.append_many([("intent", {"n": p.n, "method": "create", "path": p.path, "dirs": dirs, "tmp": tmp,
+                                         "post": {"sha256": sha, "size": size}, "session": p.session})
+                             for p, dirs, tmp, sha, size in items])
+    return items
+
+
+def _fill(ctx: Ctx, dfd: int, tmp: str, p: Prepared, sha: str, size: int) -> int:
+    """The temp with the new bytes, mode and times, not yet durable; its open descriptor."""
+    fs, op, label = ctx.fs, p.op, p.path + " (temp)"
+    tfd = _adopt_spool(ctx, dfd, tmp, p) if op.data_path is not None else -1
+    try:
+        if tfd < 0:
+            tfd = fs.open_write(tmp, dir_fd=dfd, label=label)
+            if op.data_path is None:
+                fs.write(tfd, op.data, label)
+            else:
+                copy_spool(fs, op.data_path, tfd, sha, size, p.path)
+        fs.fchmod(tfd, op.mode, label)
+        now = time.time_ns()
+        fs.utime(tfd, (now, op.mtime_ns or now), label)
+        fsio.start_writeback(tfd)
+    except BaseException:
+        if tfd >= 0:
+            os.close(tfd)
+        unlink_quiet(fs, tmp, dfd)
+        raise
+    return tfd
+
+
+def _adopt_spool(ctx: Ctx, dfd: int, tmp: str, p: Prepared) -> int:
+    """The spool file itself becomes the temp when it is on the same file system (a rename: no
+    copy, and its bytes reach the disk once, with the batch's ``syncfs``); -1 when it is not
+    (EXDEV: copied instead). Its bytes are still checked against the intent's hash by
+    :func:`histmig.apply.files.verify` before the temp can take its name."""
+    try:
+        ctx.fs.rename_noreplace(p.op.data_path, tmp, dst_dir_fd=dfd, label=p.path + " (temp)")
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        return -1
+    return os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+
+
+def _close(fds: list[int]) -> None:
+    while fds:
+        fd = fds.pop()
+        if fd >= 0:
+            os.close(fd)
