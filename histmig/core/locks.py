@@ -4,7 +4,7 @@
   process dies, so a SIGKILLed run leaves no stale lock (docs/specs/safety.md §3.3). The holder writes its pid
   into the file so a second run can say who holds it.
 * Each client's own locks and live-session registries are read in that tool's folder
-  (histmig/tools/codex/locks.py, tools/claude_family/live.py, tools/claude_code/json_lock.py) and
+  (histmig/tools/codex/locks.py, tools/claude_family/live.py, tools/claude_code/json_lock.py over core/lockdir.py) and
   handed to the write path as its guards (histmig/apply/guards.py).
 """
 from __future__ import annotations

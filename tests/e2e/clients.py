@@ -16,6 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import versions
 from .fake_api import Entry, FakeAPI
@@ -83,23 +84,68 @@ def install(root: Path | None = None) -> Clients:
 
 
 def _npm_install(prefix: Path) -> None:
+    _npm(prefix, versions.npm_specs())
+    pkg = prefix / "node_modules/@anthropic-ai/claude-code"
+    if (pkg / "install.cjs").exists():  # 2.1.100 and older ship a plain cli.js: nothing to fetch
+        _checked([shutil.which("node") or "node", "install.cjs"], _npm_env(prefix), pkg, "claude-code install.cjs")
+
+
+def _npm_env(prefix: Path) -> dict[str, str]:
+    # npm keeps the machine's registry/CA settings (environment, user and global npmrc), but its
+    # download cache lives in the cache folder, not under the real home.
+    return dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
+                               "npm_config_update_notifier": "false"}
+
+
+def _npm(prefix: Path, specs: list[str]) -> None:
+    """``npm install`` the pinned ``specs`` into ``prefix``. No --prefix: it would move npm's global config
+    (and the CA file named there); a package.json in the folder roots it instead."""
     npm = shutil.which("npm")
     if not npm:
         raise ClientsUnavailable("npm is not on PATH")
-    # npm keeps the machine's registry/CA settings (environment, user and global npmrc), but its
-    # download cache lives in the cache folder, not under the real home. No --prefix: it would move
-    # npm's global config (and the CA file named there); a package.json in the folder roots it instead.
-    env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
-                              "npm_config_update_notifier": "false"}
     (prefix / "package.json").write_text('{"name": "histmig-e2e-clients", "private": true}\n')
-    # --ignore-scripts, then run Claude's postinstall ourselves: npm >= 11 may skip install scripts
+    # --ignore-scripts (Claude's postinstall is run by _npm_install): npm >= 11 may skip install scripts
     # not listed in allowScripts, which leaves a stub `claude` that only prints an error.
-    cmd = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund",
-           "--loglevel=error", *versions.npm_specs()]
-    _checked(cmd, env, prefix, "npm install")
-    pkg = prefix / "node_modules/@anthropic-ai/claude-code"
-    if (pkg / "install.cjs").exists():  # 2.1.100 and older ship a plain cli.js: nothing to fetch
-        _checked([shutil.which("node") or "node", "install.cjs"], env, pkg, "claude-code install.cjs")
+    cmd = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", *specs]
+    _checked(cmd, _npm_env(prefix), prefix, f"npm install {' '.join(specs)}")
+
+
+def install_package(prefix: Path, spec: str, bin_name: str, version_ok: Callable[[Path], bool], *,
+                    marker: bool = True) -> Path:
+    """One pinned npm package (``name@version``) installed into its own cache sub-folder ``prefix`` once
+    (file lock: parallel callers wait); its ``node_modules/.bin/<bin_name>``. ``version_ok(exe)`` says an
+    install is there and right; with ``marker`` a finished install also leaves ``.ok``."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    exe = prefix / "node_modules/.bin" / bin_name
+    with open(prefix.parent / f".install-{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (not marker or (prefix / ".ok").exists()) and version_ok(exe):
+            return exe
+        _npm(prefix, [spec])
+        if not version_ok(exe):
+            raise ClientsUnavailable(f"{exe} does not report {spec}")
+        if marker:
+            (prefix / ".ok").write_text(spec + "\n")
+        return exe
+
+
+def reports_version(exe: Path, version: str, env: dict[str, str]) -> bool:
+    """Does ``exe --version`` (run with ``env``) print ``version``?"""
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return version in out
+
+
+def install_main(module: str, label: str, install_one: Callable[[], Path]) -> None:
+    """``python -m tests.e2e.<module> install`` (.ci/install-clients.sh): install, print the path."""
+    if sys.argv[1:] != ["install"]:
+        sys.exit(f"usage: python -m tests.e2e.{module} install")
+    try:
+        print(f"{label}: {install_one()}")
+    except ClientsUnavailable as e:
+        sys.exit(f"error: {e}")
 
 
 def _checked(cmd: list[str], env: dict, cwd: Path, what: str) -> None:

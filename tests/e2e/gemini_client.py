@@ -7,14 +7,12 @@ The home is ``$GEMINI_CLI_HOME/.gemini``; tests give it the scratch HOME.
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import subprocess
 from pathlib import Path
 
 from . import versions
-from .clients import (ClientsUnavailable, RUN_TIMEOUT, Run, Scratch, _base_env, _checked, cache_root,
-                      client_env, run)
+from .clients import (RUN_TIMEOUT, Run, Scratch, _base_env, cache_root, client_env, install_main, install_package,
+                      reports_version, run)
 from .fake_api import FakeAPI
 
 MODEL = "gemini-2.5-flash"
@@ -34,37 +32,12 @@ def binary(prefix: Path) -> Path:
 def _version_ok(exe: Path) -> bool:
     home = exe.parents[2] / "version-home"
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                             env=_base_env(None) | {"HOME": str(home)}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return versions.GEMINI in out
+    return reports_version(exe, versions.GEMINI, _base_env(None) | {"HOME": str(home)})
 
 
 def install(root: Path | None = None) -> Path:
     """Install the pinned Gemini CLI into its cache sub-folder once; return the ``gemini`` binary."""
-    import os
-    import shutil
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    with open(prefix.parent / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        exe = binary(prefix)
-        if (prefix / ".ok").exists() and _version_ok(exe):
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
-                                  "npm_config_update_notifier": "false"}
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-clients", "private": true}\n')
-        _checked([npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-                  f"@google/gemini-cli@{versions.GEMINI}"], env, prefix, "npm install gemini-cli")
-        if not _version_ok(exe):
-            raise ClientsUnavailable(f"gemini in {prefix} does not report {versions.GEMINI}")
-        (prefix / ".ok").write_text(f"@google/gemini-cli@{versions.GEMINI}\n")
-        return exe
+    return install_package(install_dir(root), f"@google/gemini-cli@{versions.GEMINI}", "gemini", _version_ok)
 
 
 def gemini_dir(scratch: Scratch) -> Path:
@@ -105,10 +78,4 @@ def chats(scratch: Scratch) -> list[Path]:
 
 
 if __name__ == "__main__":  # python -m tests.e2e.gemini_client install (.ci/install-clients.sh)
-    import sys
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.gemini_client install")
-    try:
-        print(f"gemini {versions.GEMINI}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+    install_main("gemini_client", f"gemini {versions.GEMINI}", install)

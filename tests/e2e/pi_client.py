@@ -6,16 +6,11 @@ Command line: ``python -m tests.e2e.pi_client install`` installs it and prints t
 """
 from __future__ import annotations
 
-import fcntl
-import os
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from . import versions
-from .clients import INSTALL_TIMEOUT, RUN_TIMEOUT, ClientsUnavailable, Run, Scratch, cache_root, client_env, run
+from .clients import RUN_TIMEOUT, Run, Scratch, cache_root, client_env, install_main, install_package, run
 from .fake_api import FakeAPI
 
 PACKAGE = "@mariozechner/pi-coding-agent"
@@ -35,26 +30,8 @@ def _version_ok(exe: Path) -> bool:
 
 
 def install(root: Path | None = None) -> Path:
-    """The ``pi`` executable, installed on first use (file lock: parallel callers wait)."""
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    exe = prefix / "node_modules/.bin/pi"
-    with open(prefix.parent / ".install-pi.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _version_ok(exe):
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-pi", "private": true}\n')
-        env = {**dict(os.environ), "npm_config_cache": str(prefix.parent / "npm-cache"),
-               "npm_config_update_notifier": "false"}
-        cmd = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-               f"{PACKAGE}@{versions.PI}"]
-        p = subprocess.run(cmd, env=env, cwd=prefix, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-        if p.returncode != 0 or not _version_ok(exe):
-            raise ClientsUnavailable(f"npm install {PACKAGE}@{versions.PI} failed: {p.stderr[-2000:]}")
-        return exe
+    """The ``pi`` executable, installed on first use (its package.json names the version: no ``.ok``)."""
+    return install_package(install_dir(root), f"{PACKAGE}@{versions.PI}", "pi", _version_ok, marker=False)
 
 
 def agent_dir(scratch: Scratch) -> Path:
@@ -94,10 +71,5 @@ def pi_sessions(scratch: Scratch) -> list[Path]:
     return sorted(files, key=lambda p: p.stat().st_mtime_ns)
 
 
-if __name__ == "__main__":  # python -m tests.e2e.pi_client install
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.pi_client install")
-    try:
-        print(f"pi {versions.PI}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+if __name__ == "__main__":  # python -m tests.e2e.pi_client install (.ci/install-clients.sh)
+    install_main("pi_client", f"pi {versions.PI}", install)

@@ -9,13 +9,10 @@ prompts), the prompt as the positional argument; ``-c`` / ``-r <id>`` continue a
 """
 from __future__ import annotations
 
-import fcntl
-import subprocess
-import sys
 from pathlib import Path
 
 from . import versions
-from .clients import ClientsUnavailable, Run, Scratch, _checked, cache_root, client_env, run
+from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, reports_version, run
 from .fake_api import FakeAPI
 
 MODEL = "fake-model"
@@ -26,37 +23,13 @@ def install_dir(root: Path | None = None) -> Path:
 
 
 def _version_ok(exe: Path) -> bool:
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                             env={"PATH": "/usr/bin:/bin", "HOME": str(exe.parents[2] / "version-home")}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return versions.QWEN_CODE in out
+    return reports_version(exe, versions.QWEN_CODE,
+                           {"PATH": "/usr/bin:/bin", "HOME": str(exe.parents[2] / "version-home")})
 
 
 def install(root: Path | None = None) -> Path:
     """The ``qwen`` executable of the pinned version (installed once; parallel callers wait)."""
-    import os
-    import shutil
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    exe = prefix / "node_modules/.bin/qwen"
-    with open(prefix.parent / ".install-qwen.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (prefix / ".ok").exists() and _version_ok(exe):
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
-                                  "npm_config_update_notifier": "false"}
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-qwen", "private": true}\n')
-        _checked([npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-                  f"@qwen-code/qwen-code@{versions.QWEN_CODE}"], env, prefix, "npm install qwen-code")
-        if not _version_ok(exe):
-            raise ClientsUnavailable(f"{exe} does not report version {versions.QWEN_CODE}")
-        (prefix / ".ok").write_text(f"@qwen-code/qwen-code@{versions.QWEN_CODE}\n")
-        return exe
+    return install_package(install_dir(root), f"@qwen-code/qwen-code@{versions.QWEN_CODE}", "qwen", _version_ok)
 
 
 def qwen_home(scratch: Scratch) -> Path:
@@ -93,10 +66,5 @@ def conversation_requests(result: Run) -> list:
             if "managed memory extraction" not in str((e.body or {}).get("messages", [{}])[0].get("content"))]
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.qwen_client install")
-    try:
-        print(f"qwen {versions.QWEN_CODE}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+if __name__ == "__main__":  # python -m tests.e2e.qwen_client install (.ci/install-clients.sh)
+    install_main("qwen_client", f"qwen {versions.QWEN_CODE}", install)

@@ -9,16 +9,16 @@ left out: logs, tool outputs, the shell history.
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
 
 from . import gemini_client as gem
-from . import versions
+from . import recorder, versions
 from .clients import Scratch
 from .fake_api import FakeAPI
-from .record_samples import REC_ROOT, SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import REC_ROOT, UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 
 def plain(exe: Path, s: Scratch, api: FakeAPI) -> None:
@@ -61,32 +61,15 @@ def export(gdir: Path, out: Path) -> None:
 
 
 def record(case: str, fn, exe: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        gem.setup(scratch)
-        fn(exe, scratch, api)
-    out = target / "gemini" / case
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    scratch = run_case(REC_ROOT, exe, fn, lambda scratch, api: gem.setup(scratch))
+    out = fresh_dir(target / "gemini" / case)
     export(gem.gemini_dir(scratch), out)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*")
-    args = ap.parse_args(argv)
-    exe = gem.install()
-    for case, fn in CASES.items():
-        if args.cases and case not in args.cases:
-            continue
-        out = record(case, fn, exe, args.target)
-        print(f"gemini/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
-    print(f"recorded with gemini {versions.GEMINI}", file=sys.stderr)
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="gemini", doc=__doc__, cases=CASES, install=gem.install, record=record,
+                         root=REC_ROOT, version=versions.GEMINI)
 
 
 if __name__ == "__main__":

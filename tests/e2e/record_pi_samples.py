@@ -9,17 +9,15 @@ is a Pi agent dir (``PI_CODING_AGENT_DIR``): ``sessions/`` and ``models.json`` (
 """
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import sys
 from pathlib import Path
 
-from . import versions
-from .clients import Scratch
-from .fake_api import FakeAPI
+from . import recorder, versions
 from .pi_client import agent_dir, install, pi_setup, run_pi
-from .record_samples import SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 REC_ROOT = Path("/tmp/histmig-rec-pi")     # its own folder: the other recorders clear theirs
 
@@ -46,32 +44,16 @@ CASES = {"plain": pi_plain, "tool-thinking": pi_tool_thinking, "resumed": pi_res
 
 
 def record(case: str, fn, pi: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        pi_setup(scratch, api)
-        fn(pi, scratch, api)
-    home, out = agent_dir(scratch), target / "pi" / case
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    home = agent_dir(run_case(REC_ROOT, pi, fn, pi_setup))
+    out = fresh_dir(target / "pi" / case)
     shutil.copytree(home / "sessions", out / "sessions")
     (out / "models.json").write_text(re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:8080", (home / "models.json").read_text()))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*")
-    args = ap.parse_args(argv)
-    pi = install()
-    for case, fn in CASES.items():
-        if not args.cases or case in args.cases:
-            out = record(case, fn, pi, args.target)
-            print(f"pi/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
-    print(f"recorded with pi {versions.PI}", file=sys.stderr)
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="pi", doc=__doc__, cases=CASES, install=install, record=record, root=REC_ROOT,
+                         version=versions.PI)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ settings, extension state.
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 from pathlib import Path
 
-from .clients import Scratch
-from .fake_api import FakeAPI
+from . import recorder
 from .qwen_client import install, qwen_home, run_qwen
-from .record_samples import REC_ROOT, SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import REC_ROOT, UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 
 def plain(exe, scratch, api):
@@ -41,31 +40,15 @@ def unicode_cwd(exe, scratch, api):
 CASES = {"plain": plain, "tool-call": tool_call, "resumed": resumed, "unicode-cwd": unicode_cwd}
 
 
-def record(case: str, exe: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        CASES[case](exe, scratch, api)
-    out = target / "qwen" / case
-    shutil.rmtree(out, ignore_errors=True)
+def record(case: str, fn, exe: Path, target: Path) -> Path:
+    scratch = run_case(REC_ROOT, exe, fn)
+    out = fresh_dir(target / "qwen" / case)
     shutil.copytree(qwen_home(scratch) / "projects", out / "projects")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*", help=f"some of: {', '.join(CASES)}")
-    ns = ap.parse_args(argv)
-    unknown = [c for c in ns.cases if c not in CASES]
-    if unknown:
-        ap.error(f"unknown case {unknown[0]!r}")
-    exe = install()
-    for case in ns.cases or list(CASES):
-        out = record(case, exe, ns.target)
-        print(f"qwen/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="qwen", doc=__doc__, cases=CASES, install=install, record=record, root=REC_ROOT)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,14 @@ else kept as ``apply_patch {"input": patch}``; Edit / Write / Read / Todos -> ``
 """
 from __future__ import annotations
 
-import os
-import shlex
 from typing import Any
 
 from histmig.core.model import ToolCall
+from histmig.toolkit.convert.callmap import TODO_STATUSES, Pairs, fold_workdir, keep, patch_calls, read_args
+from histmig.toolkit.convert.callmap import as_int as _int
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Todo, Todos,
-                                           Vocabulary, Write, as_dict, safe_tool_name)
+                                           Vocabulary, Write, as_dict)
 from histmig.toolkit.convert.patch import FileOp, PatchError, hunk_from_structured, parse_patch, to_abs
-
-STATUSES = ("pending", "in_progress", "completed")
 MAX_TIMEOUT_MS = 600000          # Bash's own limit (docs/specs/claude-code.md)
 
 
@@ -51,10 +49,6 @@ def to_neutral(call: ToolCall, result: Any = None) -> Call:
 
 def _path(args: dict) -> bool:
     return isinstance(args.get("file_path"), str) and bool(args["file_path"])
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _parse(body: str) -> list[FileOp] | None:
@@ -105,7 +99,7 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
     if isinstance(call, Shell):
         return [_bash(call, cwd)]
     if isinstance(call, Patch):
-        return _patch(call, cwd)
+        return patch_calls(call, cwd, _write, _edits, "Edit/Write")
     made = None
     if isinstance(call, Edit) and call.changes:
         made = _edit_call(call, cwd)
@@ -113,32 +107,15 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
         made = Mapped("Write", {"file_path": to_abs(call.path, cwd), "content": call.content},
                       [("mapped", f"{call.name} -> Write")])
     elif isinstance(call, Read):
-        args: dict[str, Any] = {"file_path": to_abs(call.path, cwd)}
-        args |= {k: v for k, v in (("offset", call.offset), ("limit", call.limit)) if v is not None}
-        made = Mapped("Read", args, [("mapped", f"{call.name} -> Read")])
+        made = Mapped("Read", read_args(call, cwd, "file_path"), [("mapped", f"{call.name} -> Read")])
     elif isinstance(call, Todos):
         made = Mapped("TodoWrite", {"todos": [_todo(t) for t in call.items]}, [("mapped", f"{call.name} -> TodoWrite")])
     return [made or keep(call)]
 
 
-def keep(call: Call) -> Mapped:
-    """A call Claude has no form for: its name made valid, its JSON arguments (free-form text as ``input``)."""
-    args = as_dict(call.arguments)
-    other = call.notes if isinstance(call, Other) else []
-    if args is None:
-        text = call.arguments if isinstance(call.arguments, str) else ""
-        return Mapped(safe_tool_name(call.name), {"input": text},
-                      other or [("mapped", f"{call.name} (free-form input kept as 'input')")])
-    return Mapped(safe_tool_name(call.name), args, other or [("mapped", f"{call.name} kept as is")])
-
-
 def _bash(call: Shell, cwd: str | None) -> Mapped:
     notes: list[Note] = [("mapped", f"{call.name} -> Bash")]
-    command = call.command
-    if call.workdir and os.path.normpath(call.workdir) != os.path.normpath(cwd or ""):
-        command = f"cd {shlex.quote(call.workdir)} && {command}"
-        notes.append(("approximated", "shell workdir folded into the Bash command"))
-    bash: dict[str, Any] = {"command": command}
+    bash: dict[str, Any] = {"command": fold_workdir(call, cwd, notes, "the Bash command")}
     if isinstance(call.timeout_ms, int) and 0 < call.timeout_ms <= MAX_TIMEOUT_MS:
         bash["timeout"] = call.timeout_ms
     if call.description is not None:
@@ -147,7 +124,7 @@ def _bash(call: Shell, cwd: str | None) -> Mapped:
 
 
 def _todo(t: Todo) -> dict:
-    status = t.status if t.status in STATUSES else "pending"
+    status = t.status if t.status in TODO_STATUSES else "pending"
     return {"content": t.content, "status": status, "activeForm": t.content if t.active_form is None else t.active_form}
 
 
@@ -160,33 +137,12 @@ def _edit_call(call: Edit, cwd: str | None) -> Mapped:
     return Mapped("MultiEdit", {"file_path": path, "edits": edits}, [("mapped", f"{call.name} -> MultiEdit")])
 
 
-def _patch(call: Patch, cwd: str | None) -> list[Mapped]:
-    calls = _ops_to_edits(call.ops, cwd) if call.ops else None
-    if not calls:
-        return [Mapped(safe_tool_name(call.name), {"input": call.body if call.body is not None else ""},
-                       [("approximated", f"{call.name} kept under its own name (not expressible as Edit/Write)")])]
-    for c in calls:
-        c.notes = [("mapped", f"{call.name} -> {c.name}")]
-    if len(calls) > 1:
-        calls[0].notes.append(("approximated", f"{call.name} split into several Edit/Write calls (output repeated)"))
-    return calls
+def _write(path: str, content: str) -> Mapped:
+    return Mapped("Write", {"file_path": path, "content": content})
 
 
-def _ops_to_edits(ops: list[FileOp], cwd: str | None) -> list[Mapped] | None:
-    calls: list[Mapped] = []
-    for op in ops:
-        path = to_abs(op.path, cwd)
-        if op.kind == "add":
-            calls.append(Mapped("Write", {"file_path": path, "content": op.content}))
-        elif op.kind == "update" and not op.move_to:
-            for h in op.hunks:
-                old, new = h.old(), h.new()
-                if not old or old == new:
-                    return None          # a pure insertion has no anchor Edit could use
-                calls.append(Mapped("Edit", {"file_path": path, "old_string": old, "new_string": new}))
-        else:
-            return None                  # delete and move have no Edit/Write form
-    return calls
+def _edits(path: str, pairs: Pairs) -> list[Mapped]:
+    return [Mapped("Edit", {"file_path": path, "old_string": old, "new_string": new}) for old, new in pairs]
 
 
 CALLS = Vocabulary(to_neutral, from_neutral)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from histmig.core.model import ToolCall
+from histmig.toolkit.convert.callmap import as_int as _int
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Todo, Todos,
                                            Vocabulary, Write, as_dict)
 from histmig.toolkit.convert.patch import to_abs
@@ -52,10 +53,6 @@ def to_neutral(call: ToolCall, result: Any = None) -> Call:
         made = Todos(name=name, arguments=arguments, items=[
             Todo(str(t.get("description", "")), t.get("status", "pending")) for t in args["todos"] if isinstance(t, dict)])
     return made or Other(name=name, arguments=arguments)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # ---- neutral -> Gemini -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from histmig.toolkit.usage import usage_totals as sum_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, build_message, content_parts, first_prompt,
@@ -133,14 +134,7 @@ def stream(src: Any) -> Session:
 def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     """What mini-cc's ``/status`` shows after a resume: summed assistant usage and the number
     of requests (assistant records carrying usage)."""
-    total = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
-    for r in records:
-        if r.role == "assistant" and r.usage:
-            total["requests"] += 1
-            for key in ("input_tokens", "output_tokens"):
-                if isinstance(r.usage.get(key), int):
-                    total[key] += r.usage[key]
-    return total
+    return sum_usage(records, ("input_tokens", "output_tokens"))
 
 
 # ---- detect and discover ----------------------------------------------------------------------

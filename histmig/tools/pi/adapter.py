@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from histmig.toolkit.usage import add_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
 from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
@@ -73,19 +74,11 @@ def _fill(session: Session, records: Any) -> Session:
             broken.append(r)
         elif r.role == "assistant":
             provider, model = (last_assistant([r])[0] or provider), (last_assistant([r])[1] or model)
-            _add_usage(total, r)
+            add_usage(total, r, ("input", "output"))
     session.provider, session.model = provider, model
     session.meta = {"usage": total}
     session.warnings = broken_warnings(broken, session.path)
     return session
-
-
-def _add_usage(total: dict[str, int], r: Record) -> None:
-    if r.usage:
-        total["requests"] += 1
-        for key in ("input", "output"):
-            if isinstance(r.usage.get(key), int):
-                total[key] += r.usage[key]
 
 
 def read(src: Any) -> Session:
@@ -158,7 +151,7 @@ def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     total = {"input": 0, "output": 0, "requests": 0}
     for r in records:
         if r.role == "assistant":
-            _add_usage(total, r)
+            add_usage(total, r, ("input", "output"))
     return total
 
 

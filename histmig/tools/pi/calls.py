@@ -11,21 +11,17 @@ too: Pi has no such tool) keeps its name and arguments.
 """
 from __future__ import annotations
 
-import os
-import shlex
 from typing import Any
 
 from histmig.core.model import ToolCall
+from histmig.toolkit.convert.callmap import Pairs, fold_workdir, keep, patch_calls, read_args
+from histmig.toolkit.convert.callmap import as_int as _int
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Vocabulary,
-                                           Write, as_dict, safe_tool_name)
-from histmig.toolkit.convert.patch import FileOp, to_abs
+                                           Write, as_dict)
+from histmig.toolkit.convert.patch import to_abs
 
 
 # ---- Pi -> neutral ---------------------------------------------------------------------------------
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
 
 def to_neutral(call: ToolCall, result: Any = None) -> Call:
     name, arguments = call.name, call.arguments
@@ -55,7 +51,7 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
     if isinstance(call, Shell):
         return [_bash(call, cwd)]
     if isinstance(call, Patch):
-        return _patch(call, cwd)
+        return patch_calls(call, cwd, _write, _edits, "write/edit")
     made = None
     if isinstance(call, Edit):
         made = _edit(call, cwd)
@@ -63,30 +59,13 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
         made = Mapped("write", {"path": to_abs(call.path, cwd), "content": call.content},
                       [("mapped", f"{call.name} -> write")])
     elif isinstance(call, Read):
-        args: dict[str, Any] = {"path": to_abs(call.path, cwd)}
-        args |= {k: v for k, v in (("offset", call.offset), ("limit", call.limit)) if v is not None}
-        made = Mapped("read", args, [("mapped", f"{call.name} -> read")])
+        made = Mapped("read", read_args(call, cwd, "path"), [("mapped", f"{call.name} -> read")])
     return [made or keep(call)]
-
-
-def keep(call: Call) -> Mapped:
-    """A call Pi has no form for: its name made valid, its JSON arguments (free-form text as ``input``)."""
-    args = as_dict(call.arguments)
-    other = call.notes if isinstance(call, Other) else []
-    if args is None:
-        text = call.arguments if isinstance(call.arguments, str) else ""
-        return Mapped(safe_tool_name(call.name), {"input": text},
-                      other or [("mapped", f"{call.name} (free-form input kept as 'input')")])
-    return Mapped(safe_tool_name(call.name), args, other or [("mapped", f"{call.name} kept as is")])
 
 
 def _bash(call: Shell, cwd: str | None) -> Mapped:
     notes: list[Note] = [("mapped", f"{call.name} -> bash")]
-    command = call.command
-    if call.workdir and os.path.normpath(call.workdir) != os.path.normpath(cwd or ""):
-        command = f"cd {shlex.quote(call.workdir)} && {command}"
-        notes.append(("approximated", "shell workdir folded into the bash command"))
-    out: dict[str, Any] = {"command": command}
+    out: dict[str, Any] = {"command": fold_workdir(call, cwd, notes, "the bash command")}
     if isinstance(call.timeout_ms, int) and call.timeout_ms > 0:
         out["timeout"] = max(1, call.timeout_ms // 1000)       # Pi: seconds
     if call.options:
@@ -107,32 +86,15 @@ def _edit(call: Edit, cwd: str | None) -> Mapped | None:
                            "edits": [{"oldText": old, "newText": new} for old, new in pairs]}, notes)
 
 
-def _patch(call: Patch, cwd: str | None) -> list[Mapped]:
-    calls = _ops(call.ops, cwd) if call.ops else None
-    if not calls:
-        return [Mapped(safe_tool_name(call.name), {"input": call.body if call.body is not None else ""},
-                       [("approximated", f"{call.name} kept under its own name (not expressible as write/edit)")])]
-    for c in calls:
-        c.notes = [("mapped", f"{call.name} -> {c.name}")]
-    if len(calls) > 1:
-        calls[0].notes.append(("approximated", f"{call.name} split into several write/edit calls (output repeated)"))
-    return calls
+def _write(path: str, content: str) -> Mapped:
+    return Mapped("write", {"path": path, "content": content})
 
 
-def _ops(ops: list[FileOp], cwd: str | None) -> list[Mapped] | None:
-    calls: list[Mapped] = []
-    for op in ops:
-        path = to_abs(op.path, cwd)
-        if op.kind == "add":
-            calls.append(Mapped("write", {"path": path, "content": op.content}))
-        elif op.kind == "update" and not op.move_to:
-            pairs = [(h.old(), h.new()) for h in op.hunks]
-            if not pairs or any(not old or old == new for old, new in pairs):
-                return None          # a pure insertion has no anchor an edit could use
-            calls.append(Mapped("edit", {"path": path, "edits": [{"oldText": o, "newText": n} for o, n in pairs]}))
-        else:
-            return None              # delete and move have no write/edit form
-    return calls
+def _edits(path: str, pairs: Pairs) -> list[Mapped] | None:
+    """One ``edit`` with every hunk of the file."""
+    if not pairs:
+        return None
+    return [Mapped("edit", {"path": path, "edits": [{"oldText": o, "newText": n} for o, n in pairs]})]
 
 
 CALLS = Vocabulary(to_neutral, from_neutral)

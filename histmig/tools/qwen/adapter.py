@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from histmig.toolkit.usage import usage_totals as sum_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text,
                                 ToolCall, ToolResult)
@@ -186,14 +187,7 @@ def first_prompt(records: Iterable[Record]) -> str | None:
 
 def usage_totals(records: Iterable[Record]) -> dict[str, int]:
     """Summed ``usageMetadata`` of assistant records, and how many carried it."""
-    total = {"promptTokenCount": 0, "candidatesTokenCount": 0, "requests": 0}
-    for r in records:
-        if r.role == "assistant" and r.usage:
-            total["requests"] += 1
-            for key in ("promptTokenCount", "candidatesTokenCount"):
-                if isinstance(r.usage.get(key), int):
-                    total[key] += r.usage[key]
-    return total
+    return sum_usage(records, ("promptTokenCount", "candidatesTokenCount"))
 
 
 # ---- detect and discover ------------------------------------------------------------------------

@@ -17,16 +17,15 @@ their (sanitised) name and arguments.
 """
 from __future__ import annotations
 
-import os
-import shlex
 from typing import Any
 
 from histmig.core.model import ToolCall
+from histmig.toolkit.convert import callmap
+from histmig.toolkit.convert.callmap import TODO_STATUSES, Pairs, fold_workdir, patch_calls, read_args
+from histmig.toolkit.convert.callmap import as_int as _int
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Todo, Todos,
-                                           Vocabulary, Write, as_dict, safe_tool_name)
-from histmig.toolkit.convert.patch import FileOp, to_abs
-
-STATUSES = ("pending", "in_progress", "completed")
+                                           Vocabulary, Write, as_dict)
+from histmig.toolkit.convert.patch import to_abs
 
 # a kept call's name (as Claude and others spell the common tools) -> (Qwen name, {argument: Qwen argument})
 OTHERS: dict[str, tuple[str, dict[str, str]]] = {
@@ -66,17 +65,13 @@ def to_neutral(call: ToolCall, result: Any = None) -> Call:
     return Other(name=name, arguments=arguments)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 # ---- neutral -> Qwen -------------------------------------------------------------------------------
 
 def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
     if isinstance(call, Shell):
         return [_shell(call, cwd)]
     if isinstance(call, Patch):
-        return _patch(call, cwd)
+        return patch_calls(call, cwd, _write, _edits, "edit/write_file")
     if isinstance(call, Edit) and call.changes:
         path = to_abs(call.path, cwd)
         out = [Mapped("edit", {"file_path": path, "old_string": c.old, "new_string": c.new}
@@ -89,11 +84,9 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
         return [Mapped("write_file", {"file_path": to_abs(call.path, cwd), "content": call.content},
                        [("mapped", f"{call.name} -> write_file")])]
     if isinstance(call, Read):
-        args: dict[str, Any] = {"file_path": to_abs(call.path, cwd)}
-        args |= {k: v for k, v in (("offset", call.offset), ("limit", call.limit)) if v is not None}
-        return [Mapped("read_file", args, [("mapped", f"{call.name} -> read_file")])]
+        return [Mapped("read_file", read_args(call, cwd, "file_path"), [("mapped", f"{call.name} -> read_file")])]
     if isinstance(call, Todos):
-        todos = [{"id": str(i + 1), "content": t.content, "status": t.status if t.status in STATUSES else "pending"}
+        todos = [{"id": str(i + 1), "content": t.content, "status": t.status if t.status in TODO_STATUSES else "pending"}
                  for i, t in enumerate(call.items)]
         return [Mapped("todo_write", {"todos": todos}, [("mapped", f"{call.name} -> todo_write")])]
     return [keep(call)]
@@ -102,7 +95,6 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
 def keep(call: Call) -> Mapped:
     """A call with no neutral form: a common tool under Qwen's name, else its own name and arguments."""
     args = as_dict(call.arguments)
-    notes = call.notes if isinstance(call, Other) else []
     if args is not None and call.name in OTHERS:
         qname, names = OTHERS[call.name]
         out = {names[k]: v for k, v in args.items() if k in names}
@@ -110,20 +102,12 @@ def keep(call: Call) -> Mapped:
         if len(out) < len(args):
             notes.append(("approximated", f"{call.name} arguments Qwen has no field for"))
         return Mapped(qname, out, notes)
-    if args is None:
-        text = call.arguments if isinstance(call.arguments, str) else ""
-        return Mapped(safe_tool_name(call.name), {"input": text},
-                      notes or [("mapped", f"{call.name} (free-form input kept as 'input')")])
-    return Mapped(safe_tool_name(call.name), args, notes or [("mapped", f"{call.name} kept as is")])
+    return callmap.keep(call)
 
 
 def _shell(call: Shell, cwd: str | None) -> Mapped:
     notes: list[Note] = [("mapped", f"{call.name} -> run_shell_command")]
-    command = call.command
-    if call.workdir and os.path.normpath(call.workdir) != os.path.normpath(cwd or ""):
-        command = f"cd {shlex.quote(call.workdir)} && {command}"
-        notes.append(("approximated", "shell workdir folded into the command"))
-    args: dict[str, Any] = {"command": command}
+    args: dict[str, Any] = {"command": fold_workdir(call, cwd, notes, "the command")}
     if isinstance(call.timeout_ms, int) and call.timeout_ms > 0:
         args["timeout"] = call.timeout_ms
     if call.description is not None:
@@ -131,33 +115,12 @@ def _shell(call: Shell, cwd: str | None) -> Mapped:
     return Mapped("run_shell_command", args, notes)
 
 
-def _patch(call: Patch, cwd: str | None) -> list[Mapped]:
-    calls = _ops(call.ops, cwd) if call.ops else None
-    if not calls:
-        return [Mapped(safe_tool_name(call.name), {"input": call.body if call.body is not None else ""},
-                       [("approximated", f"{call.name} kept under its own name (not expressible as edit/write_file)")])]
-    for c in calls:
-        c.notes = [("mapped", f"{call.name} -> {c.name}")]
-    if len(calls) > 1:
-        calls[0].notes.append(("approximated", f"{call.name} split into several edit/write_file calls (output repeated)"))
-    return calls
+def _write(path: str, content: str) -> Mapped:
+    return Mapped("write_file", {"file_path": path, "content": content})
 
 
-def _ops(ops: list[FileOp], cwd: str | None) -> list[Mapped] | None:
-    out: list[Mapped] = []
-    for op in ops:
-        path = to_abs(op.path, cwd)
-        if op.kind == "add":
-            out.append(Mapped("write_file", {"file_path": path, "content": op.content}))
-        elif op.kind == "update" and not op.move_to:
-            for h in op.hunks:
-                old, new = h.old(), h.new()
-                if not old or old == new:
-                    return None          # a pure insertion has no anchor edit could use
-                out.append(Mapped("edit", {"file_path": path, "old_string": old, "new_string": new}))
-        else:
-            return None                  # delete and move have no edit/write_file form
-    return out
+def _edits(path: str, pairs: Pairs) -> list[Mapped]:
+    return [Mapped("edit", {"file_path": path, "old_string": old, "new_string": new}) for old, new in pairs]
 
 
 CALLS = Vocabulary(to_neutral, from_neutral)

@@ -3,11 +3,12 @@
 write guards (tools/qwen/guards.py); imports nothing of the write path, so a dry run stays light."""
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
 import orjson
+
+from histmig.core.livewriters import pid_alive
 
 
 def live_in(folder: Path) -> tuple[str, int] | None:
@@ -22,16 +23,7 @@ def live_in(folder: Path) -> tuple[str, int] | None:
         except (OSError, orjson.JSONDecodeError):
             continue
         pid = data.get("pid") if isinstance(data, dict) else None
-        if isinstance(pid, int) and pid > 0 and data.get("hostname") in (None, socket.gethostname()) and _alive(pid):
+        if isinstance(pid, int) and pid > 0 and data.get("hostname") in (None, socket.gethostname()) and pid_alive(pid):
             return str(data.get("session_id") or marker.name[:-len(".runtime.json")]), pid
     return None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
