@@ -5,7 +5,8 @@ and ``run -s`` fails ("UnknownError") while it names a folder that is gone, so e
 OLD gets NEW: ``directory``, and ``path`` where it is the ``global`` project's form (the folder without
 its leading ``/``; under a git project ``path`` is relative to the worktree and moves with it). The
 ``project`` rows follow (``worktree``, the ``sandboxes`` list) and so do ``project_directory`` rows
-(their key holds the folder; a row OpenCode already added for NEW is left, the old one too).
+(their key holds the folder, so the row is replaced; a row OpenCode already added for NEW is left,
+the old one too).
 Every change is a :class:`~histmig.core.plan.SqlUpdate` with the old value as its expectation, so apply
 re-checks each row inside its transaction and undo puts the old values back (histmig/apply/sqlops.py).
 What assistant messages recorded as ``path.cwd`` is history and stays.
@@ -16,7 +17,7 @@ import json
 from contextlib import closing
 from typing import Any
 
-from histmig.core.plan import SqlUpdate
+from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.opencode.layout import db_path
 
@@ -50,15 +51,18 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
             if op is not None:
                 tplan.other.append(op)
                 tplan.count("db-rows")
-        dirs = list(rows(con, "SELECT project_id, directory FROM project_directory ORDER BY project_id, directory"))
+        dirs = list(rows(con, "SELECT * FROM project_directory ORDER BY project_id, directory"))
     have = {(d["project_id"], d["directory"]) for d in dirs}
     for d in dirs:
         new = pm.rebase(d["directory"])
         if new is None or new == d["directory"] or (d["project_id"], new) in have:
             continue
-        tplan.other.append(SqlUpdate(db=str(db), table="project_directory",
-                                     key={"project_id": d["project_id"], "directory": d["directory"]},
-                                     set={"directory": new}, expect={"directory": d["directory"]}, reason=REASON))
+        # the folder is part of the row's key: undo finds rows by key, so the row is replaced (a delete
+        # journals it whole, undo re-inserts it and removes the new one), not updated in place
+        tplan.other.append(SqlDelete(db=str(db), table="project_directory", where=dict(d), expect_count=1,
+                                     reason=REASON))
+        tplan.other.append(SqlInsert(db=str(db), table="project_directory", row={**d, "directory": new},
+                                     key=("project_id", "directory"), reason=REASON))
         tplan.count("db-rows")
 
 

@@ -1,0 +1,78 @@
+"""Issue 17 acceptance for OpenCode (tests/e2e/opencode_client.py, the version tests/e2e/versions.py pins)
+against the fake API (Anthropic Messages through ``opencode.json``'s ``anthropic`` provider baseURL).
+
+After ``mv app app2`` + ``histmig move app app2 --apply``, ``opencode run -c`` in app2 continues the
+recorded session and the request carries the earlier turns; ``undo`` restores every row it changed.
+Both a plain folder (project ``global``) and a git repository (project = its root commit).
+"""
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+
+import pytest
+
+from .clients import ClientsUnavailable, carried
+from .conftest import IN_CI
+from .histmig_run import histmig, shown
+from .opencode_client import db_path, install, opencode_setup, run_opencode
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def opencode():
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"OpenCode could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"OpenCode unavailable (set CI=true to make this a failure): {e}")
+
+
+def rows(scratch) -> dict:
+    con = sqlite3.connect(db_path(scratch))
+    try:
+        return {t: con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("project", "project_directory", "session", "message", "part")}
+    finally:
+        con.close()
+
+
+def git_repo(path) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(path), "PATH": "/usr/bin:/bin"}
+    for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "root"]):
+        subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["plain", "git"])
+def test_move_lets_opencode_continue_from_the_new_folder_and_undo_restores_the_rows(opencode, fake_api, scratch,
+                                                                                    kind):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    if kind == "git":
+        git_repo(app)
+    run_opencode(opencode, scratch, fake_api, ["RUN:", "echo", "oc-move-marker"], app).check()
+    run_opencode(opencode, scratch, fake_api, ["second", "oc-turn-marker"], app, continue_=True).check()
+    [(sid, directory)] = sqlite3.connect(db_path(scratch)).execute("SELECT id, directory FROM session").fetchall()
+    assert directory == str(app)
+    app2 = app.rename(app.with_name("app2"))
+
+    before = rows(scratch)
+    done = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert done.returncode == 0, shown(done)
+    moved = rows(scratch)
+    [session] = moved["session"]
+    assert str(app2) in session and str(app) not in session
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert rows(scratch) == before
+
+    again = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert again.returncode == 0, shown(again)
+    cont = run_opencode(opencode, scratch, fake_api, ["third", "oc-after-move"], app2, continue_=True).check()
+    [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-after-move")]
+    assert carried(req, "oc-move-marker") and carried(req, "oc-turn-marker")
+    ids = [r[0] for r in sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session")]
+    assert ids == [sid]                       # continued, not a new session
