@@ -7,6 +7,7 @@ Both a plain folder (project ``global``) and a git repository (project = its roo
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 
@@ -76,3 +77,34 @@ def test_move_lets_opencode_continue_from_the_new_folder_and_undo_restores_the_r
     assert carried(req, "oc-move-marker") and carried(req, "oc-turn-marker")
     ids = [r[0] for r in sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session")]
     assert ids == [sid]                       # continued, not a new session
+
+
+def test_doctor_repairs_the_orphan_turns_of_a_real_failed_run_and_undo_restores_them(opencode, fake_api, scratch):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_opencode(opencode, scratch, fake_api, ["first", "oc-kept-marker"], app).check()
+    [(sid,)] = sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session").fetchall()
+    app2 = app.rename(app.with_name("app2"))
+    failed = run_opencode(opencode, scratch, fake_api, ["failing", "oc-orphan-marker"], app2, session=sid)
+    assert failed.returncode != 0 and "UnknownError" in failed.stdout + failed.stderr   # the client's bug
+
+    doctor = json.loads(histmig(scratch, "doctor", "--tool", "opencode", "--json").stdout)
+    codes = {f["code"]: f for f in doctor["tools"]["opencode"]}
+    assert codes["opencode.cwd-missing"]["data"]["sessions"] == [sid]
+    assert codes["opencode.orphan-messages"]["data"]["session"] == sid
+    moved = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert moved.returncode == 0, shown(moved)
+    before = rows(scratch)
+    repaired = histmig(scratch, "doctor", "--tool", "opencode", "--repair", "--apply")
+    assert repaired.returncode == 0, shown(repaired)
+    after = rows(scratch)
+    assert len(after["message"]) == len(before["message"]) - 2 and "oc-orphan-marker" not in str(after["part"])
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert rows(scratch) == before
+
+    again = histmig(scratch, "doctor", "--tool", "opencode", "--repair", "--apply")
+    assert again.returncode == 0, shown(again)
+    cont = run_opencode(opencode, scratch, fake_api, ["next", "oc-after-repair"], app2, continue_=True).check()
+    [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-after-repair")]
+    assert carried(req, "oc-kept-marker") and not carried(req, "oc-orphan-marker")
