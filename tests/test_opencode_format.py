@@ -76,6 +76,7 @@ def test_scan_and_show_through_the_cli(tmp_path, monkeypatch):
 def test_opencode_db_names_another_database(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_DATA_HOME")
+    assert resolve_homes().opencode_db is None
     monkeypatch.setenv("OPENCODE_DB", "other.db")
     assert resolve_homes().opencode_db == tmp_path / ".local/share/opencode/other.db"
     monkeypatch.setenv("OPENCODE_DB", str(tmp_path / "x.db"))

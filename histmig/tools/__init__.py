@@ -151,10 +151,10 @@ register(Tool("opencode", "histmig.tools.opencode", attrgetter("opencode"), alia
 
 
 def _opencode_db(found: Any) -> Any:
-    """$OPENCODE_DB (not with --home or --opencode-home), else ``opencode.db`` in the data folder."""
+    """$OPENCODE_DB (not with --home or --opencode-home); None (``opencode.db`` in the data folder) when unset."""
     from histmig.tools.opencode.layout import db_from_env
     value = None if "opencode" in found.flagged or found.explicit_home else found.env.get("OPENCODE_DB")
-    return db_from_env(found.paths["opencode"], value)
+    return db_from_env(found.paths["opencode"], value) if value else None
 
 
 class _Names(Mapping[str, str]):
