@@ -13,12 +13,13 @@ import subprocess
 
 import pytest
 
-from .clients import ClientsUnavailable, carried
+from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
 from .conftest import IN_CI
-from .histmig_run import histmig, shown
+from .histmig_run import histmig, new_session_id, shown
 from .opencode_client import db_path, install, opencode_setup, run_opencode
 
 pytestmark = pytest.mark.e2e
+CODEX_ARGS = ("--disable", "responses_websockets")
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +109,28 @@ def test_doctor_repairs_the_orphan_turns_of_a_real_failed_run_and_undo_restores_
     cont = run_opencode(opencode, scratch, fake_api, ["next", "oc-after-repair"], app2, continue_=True).check()
     [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-after-repair")]
     assert carried(req, "oc-kept-marker") and not carried(req, "oc-orphan-marker")
+
+
+def test_an_opencode_session_converted_to_codex_and_to_claude_code_is_continued_by_both(clients, opencode, fake_api,
+                                                                                        scratch):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_opencode(opencode, scratch, fake_api, ["RUN:", "echo", "oc-to-others-marker"], app).check()
+    codex_setup(clients, scratch, fake_api)
+    claude_setup(scratch)
+    done = histmig(scratch, "convert", "--from", "opencode", "--to", "codex", "--apply")
+    assert done.returncode == 0, shown(done)
+    codex = run_codex(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done), args=CODEX_ARGS).check()
+    [req] = codex.model_requests("responses")[:1]
+    assert req.status == 200 and carried(req, "oc-to-others-marker")
+    calls = [i for i in req.body["input"] if i.get("type") == "function_call"]
+    assert [c["name"] for c in calls] == ["exec_command"] and json.loads(calls[0]["arguments"])["cmd"] == \
+        "echo oc-to-others-marker"
+    done = histmig(scratch, "convert", "--from", "opencode", "--to", "claude-code", "--apply")
+    assert done.returncode == 0, shown(done)
+    claude = run_claude(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done)).check()
+    first = claude.model_requests("anthropic")[0]
+    assert first.status == 200 and carried(first, "oc-to-others-marker"), first.error
+    uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_use"]
+    assert [u["name"] for u in uses] == ["Bash"] and uses[0]["input"]["command"] == "echo oc-to-others-marker"

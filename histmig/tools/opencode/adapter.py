@@ -27,6 +27,7 @@ from histmig.tools.base import FunctionAdapter
 from histmig.tools.opencode.layout import db_path
 
 NAME = "opencode"
+BOOKKEEPING = frozenset({"step-start", "step-finish", "snapshot"})   # part types that carry no conversation
 
 
 def iso_ms(ms: Any) -> str | None:
@@ -65,6 +66,8 @@ def parts_of(data: Any) -> list[Part]:
         elif status == "error":
             out.append(ToolResult(call_id, state.get("error"), is_error=True))
         return out
+    if t in BOOKKEEPING:
+        return []                 # kept in the row (raw), not conversation: no part, no loss to report
     return [Opaque(data, str(t))]
 
 
