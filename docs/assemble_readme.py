@@ -25,6 +25,7 @@ PARTS = [
     ("doctor.md", 1),
     ("qwen.md", 1),
     ("gemini.md", 1),
+    ("opencode.md", 1),
     ("safety.md", 1),
     ("warnings.md", 1),
     ("formats.md", 1),

@@ -47,12 +47,14 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",
         "XDG_CACHE_HOME": base / ".cache",
+        "XDG_DATA_HOME": base / ".local" / "share",
     }
     for var, path in homes.items():
         monkeypatch.setenv(var, str(path))
     monkeypatch.delenv("CODEX_SQLITE_HOME", raising=False)
     monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    monkeypatch.delenv("OPENCODE_DB", raising=False)
     monkeypatch.delenv("HISTMIG_CRASH_AT", raising=False)
     before = _snapshot(REAL_HOME)
     yield homes

@@ -47,6 +47,11 @@ EXPECTED = {
     ("qwen", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
     ("qwen", "resumed"): [(f"{REC}/app", None, "first question", 5, "ok")],
     ("qwen", "unicode-cwd"): [(f"{REC}/my app/データ", None, "hello from a unicode folder", 2, "ok")],
+    # OpenCode's titles are model-made (the fake API answers the title request)
+    ("opencode", "resumed"): [("/tmp/histmig-rec-opencode/work/app", "anthropic",
+                               "FAKE-ANSWER: RUN: echo hello from the tool", 5, "ok")],
+    ("opencode", "unicode-cwd"): [("/tmp/histmig-rec-opencode/work/my app/データ", "anthropic",
+                                   "FAKE-ANSWER: Hello from a folder with データ.", 2, "ok")],
 }
 
 
@@ -117,4 +122,4 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4, pi 4)" in out
+    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4, pi 4, opencode 2)" in out

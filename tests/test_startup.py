@@ -23,13 +23,16 @@ OTHER_TOOLS = {"codex": ("histmig.tools.claude_code", "histmig.tools.mini_cc", "
 SCAN_NEVER = ("histmig.core.plan", "histmig.jsonio.lineedit", "histmig.jsonio.jsonedit", "histmig.toolkit.move",
               "histmig.toolkit.convert", "histmig.toolkit.doctor", "histmig.core.dbread", *STDLIB)
 
+# OpenCode keeps its sessions only as rows (docs/opencode.md): listing every tool opens its database
+SCAN_ALL_NEVER = tuple(m for m in SCAN_NEVER if m not in ("histmig.core.dbread", "sqlite3"))
+
 # (argv after the homes, module prefixes that must not be imported)
 CASES = {
     # issue 15: a listing needs neither the plan model nor the line editor (manifest's meta.json writer),
     # nor pickle (forkmap's workers: the samples are under its 32 MB) nor the Codex databases
     "scan": (["scan"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", "histmig.toolkit.convert",
-                        "histmig.toolkit.move", "histmig.toolkit.doctor", *SCAN_NEVER]),
-    "scan --json": (["scan", "--json"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", *SCAN_NEVER]),
+                        "histmig.toolkit.move", "histmig.toolkit.doctor", *SCAN_ALL_NEVER]),
+    "scan --json": (["scan", "--json"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx", *SCAN_ALL_NEVER]),
     "scan --tool codex": (["scan", "--tool", "codex"], ["histmig.verbs", *WRITE_PATH, *OTHER_TOOLS["codex"],
                                                         *SCAN_NEVER]),
     "show": (["show", "--tool", "codex", "019"], ["histmig.verbs", *WRITE_PATH, "histmig.cli.tx",

@@ -74,9 +74,9 @@ def _copy_tree(src: Path, dst: Path) -> None:
         (dst / rel).mkdir(parents=True, exist_ok=True)
         for name in files:
             s, d = Path(root) / name, dst / rel / name
-            if name.endswith((".sqlite-wal", ".sqlite-shm")):
+            if name.endswith((".sqlite-wal", ".sqlite-shm", ".db-wal", ".db-shm")):
                 continue
-            if name.endswith(".sqlite"):
+            if name.endswith((".sqlite", ".db")):   # .db: OpenCode's database
                 _merge_sqlite(s, d)
             elif not d.exists():
                 shutil.copy2(s, d)

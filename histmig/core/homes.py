@@ -111,7 +111,7 @@ class Homes:
 
     def root_files(self) -> list[Path]:
         """Single files tools keep outside their homes, in table order (a plan may name one as a root)."""
-        return [p for n, p in self.paths if n in self.files]
+        return [p for n, p in self.paths if n in self.files and p is not None]   # an optional file: None when unset
 
     def to_dict(self) -> dict[str, str | None]:
         """home, the homes and files, state, the optional folders: the order ``--json`` always had."""

@@ -144,6 +144,22 @@ def _pi_session_dir(found: Any) -> Any:
     return settings_session_dir(found.paths["pi"])
 
 
+# OpenCode keeps every session in one SQLite database in its data folder ($XDG_DATA_HOME/opencode);
+# $OPENCODE_DB names another file (histmig/tools/opencode/layout.py)
+register(Tool("opencode", "histmig.tools.opencode", attrgetter("opencode"), aliases=("opencode-ai", "open-code"), homes=(
+    HomeDir("opencode", "XDG_DATA_HOME", homes_module.xdg("XDG_DATA_HOME", ".local/share", "opencode"),
+            "opencode-home", "OpenCode data folder (default $XDG_DATA_HOME/opencode or ~/.local/share/opencode).",
+            env_subdir="opencode"),
+    Derived("opencode_db", lambda f: _opencode_db(f)))))
+
+
+def _opencode_db(found: Any) -> Any:
+    """$OPENCODE_DB (not with --home or --opencode-home); None (``opencode.db`` in the data folder) when unset."""
+    from histmig.tools.opencode.layout import db_from_env
+    value = None if "opencode" in found.flagged or found.explicit_home else found.env.get("OPENCODE_DB")
+    return db_from_env(found.paths["opencode"], value) if value else None
+
+
 class _Names(Mapping[str, str]):
     """A live view of the table as name -> adapter module (the old ``FORMATS``)."""
 

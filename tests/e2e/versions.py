@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -41,6 +41,8 @@ QWEN_CODE = _pick("HISTMIG_E2E_QWEN_CODE", _selected_set()["qwen-code"])
 # Pi installs into a folder of its own (tests/e2e/pi_client.py), not with the two above
 PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
 GEMINI = _pick("HISTMIG_E2E_GEMINI", _selected_set()["gemini"])   # @google/gemini-cli (tests/e2e/gemini_client.py)
+# OpenCode installs into a folder of its own (tests/e2e/opencode_client.py)
+OPENCODE = _pick("HISTMIG_E2E_OPENCODE", _selected_set()["opencode"])
 
 PACKAGES = {
     "@openai/codex": CODEX,

@@ -202,6 +202,16 @@ _TABLE = [
     Check("pi.broken-lines",
           "Lines of a session do not parse; Pi skips them.",
           "Nothing to do for resume; histmig keeps the bytes."),
+    # --- OpenCode (histmig/tools/opencode/doctor.py) ------------------------------------------------
+    Check("opencode.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; `opencode run -c` in the moved folder starts "
+          "a new session and `run -s <id>` fails with UnknownError.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("opencode.orphan-messages",
+          "Failed `opencode run`s left prompts with an empty, unfinished answer; OpenCode sends them again, "
+          "merged into the next request.",
+          "`histmig doctor --repair` deletes those rows (journaled; `histmig undo` puts them back)."),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}

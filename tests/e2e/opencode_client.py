@@ -1,0 +1,105 @@
+"""OpenCode (``opencode-ai``, the version tests/e2e/versions.py selects): installed once into its own cache
+sub-folder, run offline against the fake API through an ``opencode.json`` whose ``anthropic`` provider
+points at it (docs/opencode.md).
+
+Command line: ``python -m tests.e2e.opencode_client install`` installs it and prints the path.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import versions
+from .clients import INSTALL_TIMEOUT, RUN_TIMEOUT, ClientsUnavailable, Run, Scratch, cache_root, client_env, run
+from .fake_api import FakeAPI
+
+PACKAGE = "opencode-ai"
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+def install_dir(root: Path | None = None) -> Path:
+    return (root or cache_root()) / f"opencode-{versions.OPENCODE}"
+
+
+def _version_ok(exe: Path) -> bool:
+    pkg = exe.parents[1] / PACKAGE / "package.json"
+    try:
+        return exe.exists() and json.loads(pkg.read_text()).get("version") == versions.OPENCODE
+    except (OSError, ValueError):
+        return False
+
+
+def install(root: Path | None = None) -> Path:
+    """The ``opencode`` executable, installed on first use (file lock: parallel callers wait)."""
+    prefix = install_dir(root)
+    prefix.mkdir(parents=True, exist_ok=True)
+    exe = prefix / "node_modules/.bin/opencode"
+    with open(prefix.parent / ".install-opencode.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _version_ok(exe):
+            return exe
+        npm = shutil.which("npm")
+        if not npm:
+            raise ClientsUnavailable("npm is not on PATH")
+        (prefix / "package.json").write_text('{"name": "histmig-e2e-opencode", "private": true}\n')
+        env = {**dict(os.environ), "npm_config_cache": str(prefix.parent / "npm-cache"),
+               "npm_config_update_notifier": "false"}
+        cmd = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
+               f"{PACKAGE}@{versions.OPENCODE}"]
+        p = subprocess.run(cmd, env=env, cwd=prefix, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+        if p.returncode != 0 or not _version_ok(exe):
+            raise ClientsUnavailable(f"npm install {PACKAGE}@{versions.OPENCODE} failed: {p.stderr[-2000:]}")
+        return exe
+
+
+def data_dir(scratch: Scratch) -> Path:
+    return scratch.home / ".local/share/opencode"
+
+
+def db_path(scratch: Scratch) -> Path:
+    return data_dir(scratch) / "opencode.db"
+
+
+def opencode_setup(scratch: Scratch, api: FakeAPI) -> Path:
+    """``opencode.json``: the ``anthropic`` provider at the fake API with a fake key, no autoupdate/share."""
+    path = scratch.home / ".config/opencode/opencode.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"autoupdate": False, "share": "disabled", "model": MODEL, "provider": {
+        "anthropic": {"options": {"baseURL": api.url.rstrip("/") + "/v1", "apiKey": "sk-ant-fake"}}}}) + "\n")
+    return path
+
+
+def opencode_env(scratch: Scratch, api: FakeAPI) -> dict[str, str]:
+    h = scratch.home
+    return client_env(scratch, api, {
+        "XDG_DATA_HOME": str(h / ".local/share"), "XDG_CONFIG_HOME": str(h / ".config"),
+        "XDG_STATE_HOME": str(h / ".local/state"), "XDG_CACHE_HOME": str(h / ".cache"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_CHANNEL_DB": "1", "npm_config_cache": str(h / ".npm")})
+
+
+def run_opencode(exe: Path, scratch: Scratch, api: FakeAPI, words: list[str], cwd: Path, *,
+                 continue_: bool = False, session: str | None = None, timeout: float = RUN_TIMEOUT) -> Run:
+    """``opencode run [-c|-s ID] --auto WORDS...``: words unquoted, one argument each (the client wraps an
+    argument with a space in quotes, docs/opencode.md)."""
+    cmd = [str(exe), "run"]
+    if continue_:
+        cmd.append("-c")
+    if session:
+        cmd += ["-s", session]
+    cmd += ["--auto", *words]
+    return run(cmd, cwd=cwd, env=opencode_env(scratch, api), api=api, timeout=timeout)
+
+
+if __name__ == "__main__":  # python -m tests.e2e.opencode_client install
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python -m tests.e2e.opencode_client install")
+    try:
+        print(f"opencode {versions.OPENCODE}: {install()}")
+    except ClientsUnavailable as e:
+        sys.exit(f"error: {e}")

@@ -1,0 +1,136 @@
+"""Issue 17 acceptance for OpenCode (tests/e2e/opencode_client.py, the version tests/e2e/versions.py pins)
+against the fake API (Anthropic Messages through ``opencode.json``'s ``anthropic`` provider baseURL).
+
+After ``mv app app2`` + ``histmig move app app2 --apply``, ``opencode run -c`` in app2 continues the
+recorded session and the request carries the earlier turns; ``undo`` restores every row it changed.
+Both a plain folder (project ``global``) and a git repository (project = its root commit).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+
+import pytest
+
+from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
+from .conftest import IN_CI
+from .histmig_run import histmig, new_session_id, shown
+from .opencode_client import db_path, install, opencode_setup, run_opencode
+
+pytestmark = pytest.mark.e2e
+CODEX_ARGS = ("--disable", "responses_websockets")
+
+
+@pytest.fixture(scope="session")
+def opencode():
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"OpenCode could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"OpenCode unavailable (set CI=true to make this a failure): {e}")
+
+
+def rows(scratch) -> dict:
+    con = sqlite3.connect(db_path(scratch))
+    try:
+        return {t: con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("project", "project_directory", "session", "message", "part")}
+    finally:
+        con.close()
+
+
+def git_repo(path) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(path), "PATH": "/usr/bin:/bin"}
+    for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "root"]):
+        subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["plain", "git"])
+def test_move_lets_opencode_continue_from_the_new_folder_and_undo_restores_the_rows(opencode, fake_api, scratch,
+                                                                                    kind):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    if kind == "git":
+        git_repo(app)
+    run_opencode(opencode, scratch, fake_api, ["RUN:", "echo", "oc-move-marker"], app).check()
+    run_opencode(opencode, scratch, fake_api, ["second", "oc-turn-marker"], app, continue_=True).check()
+    [(sid, directory)] = sqlite3.connect(db_path(scratch)).execute("SELECT id, directory FROM session").fetchall()
+    assert directory == str(app)
+    app2 = app.rename(app.with_name("app2"))
+
+    before = rows(scratch)
+    done = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert done.returncode == 0, shown(done)
+    moved = rows(scratch)
+    [session] = moved["session"]
+    assert str(app2) in session and str(app) not in session
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert rows(scratch) == before
+
+    again = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert again.returncode == 0, shown(again)
+    cont = run_opencode(opencode, scratch, fake_api, ["third", "oc-after-move"], app2, continue_=True).check()
+    [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-after-move")]
+    assert carried(req, "oc-move-marker") and carried(req, "oc-turn-marker")
+    ids = [r[0] for r in sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session")]
+    assert ids == [sid]                       # continued, not a new session
+
+
+def test_doctor_repairs_the_orphan_turns_of_a_real_failed_run_and_undo_restores_them(opencode, fake_api, scratch):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_opencode(opencode, scratch, fake_api, ["first", "oc-kept-marker"], app).check()
+    [(sid,)] = sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session").fetchall()
+    app2 = app.rename(app.with_name("app2"))
+    failed = run_opencode(opencode, scratch, fake_api, ["failing", "oc-orphan-marker"], app2, session=sid)
+    assert failed.returncode != 0 and "UnknownError" in failed.stdout + failed.stderr   # the client's bug
+
+    doctor = json.loads(histmig(scratch, "doctor", "--tool", "opencode", "--json").stdout)
+    codes = {f["code"]: f for f in doctor["tools"]["opencode"]}
+    assert codes["opencode.cwd-missing"]["data"]["sessions"] == [sid]
+    assert codes["opencode.orphan-messages"]["data"]["session"] == sid
+    moved = histmig(scratch, "move", str(app), str(app2), "--apply")
+    assert moved.returncode == 0, shown(moved)
+    before = rows(scratch)
+    repaired = histmig(scratch, "doctor", "--tool", "opencode", "--repair", "--apply")
+    assert repaired.returncode == 0, shown(repaired)
+    after = rows(scratch)
+    assert len(after["message"]) == len(before["message"]) - 2 and "oc-orphan-marker" not in str(after["part"])
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert rows(scratch) == before
+
+    again = histmig(scratch, "doctor", "--tool", "opencode", "--repair", "--apply")
+    assert again.returncode == 0, shown(again)
+    cont = run_opencode(opencode, scratch, fake_api, ["next", "oc-after-repair"], app2, continue_=True).check()
+    [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-after-repair")]
+    assert carried(req, "oc-kept-marker") and not carried(req, "oc-orphan-marker")
+
+
+def test_an_opencode_session_converted_to_codex_and_to_claude_code_is_continued_by_both(clients, opencode, fake_api,
+                                                                                        scratch):
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("app")
+    run_opencode(opencode, scratch, fake_api, ["RUN:", "echo", "oc-to-others-marker"], app).check()
+    codex_setup(clients, scratch, fake_api)
+    claude_setup(scratch)
+    done = histmig(scratch, "convert", "--from", "opencode", "--to", "codex", "--apply")
+    assert done.returncode == 0, shown(done)
+    codex = run_codex(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done), args=CODEX_ARGS).check()
+    [req] = codex.model_requests("responses")[:1]
+    assert req.status == 200 and carried(req, "oc-to-others-marker")
+    calls = [i for i in req.body["input"] if i.get("type") == "function_call"]
+    assert [c["name"] for c in calls] == ["exec_command"] and json.loads(calls[0]["arguments"])["cmd"] == \
+        "echo oc-to-others-marker"
+    done = histmig(scratch, "convert", "--from", "opencode", "--to", "claude-code", "--apply")
+    assert done.returncode == 0, shown(done)
+    claude = run_claude(clients, scratch, fake_api, "and then?", app, resume=new_session_id(done)).check()
+    first = claude.model_requests("anthropic")[0]
+    assert first.status == 200 and carried(first, "oc-to-others-marker"), first.error
+    uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_use"]
+    assert [u["name"] for u in uses] == ["Bash"] and uses[0]["input"]["command"] == "echo oc-to-others-marker"
