@@ -13,7 +13,7 @@ import pytest
 
 REAL_HOME = Path(os.path.expanduser("~"))
 # what histmig (or a real client started by a test) could write under the real home
-WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".local/state/histmig", ".histmig"]
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".copilot", ".local/state/histmig", ".histmig"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -42,6 +42,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "MINI_CC_HOME": base / ".mini_cc",
         "QWEN_HOME": base / ".qwen",
         "PI_CODING_AGENT_DIR": base / ".pi" / "agent",
+        "COPILOT_HOME": base / ".copilot",
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",
