@@ -109,8 +109,11 @@ def data_with_parts(rec: Record) -> dict:
         data["content"] = "\n".join(texts)
     elif rec.source_type == "assistant.message":
         data["content"] = "\n".join(texts)
-        data["toolRequests"] = [{"toolCallId": p.call_id, "name": p.name, "arguments": p.arguments,
-                                 "type": "function"} for p in rec.parts if isinstance(p, ToolCall)]
+        # a request the record already had keeps its other fields (intentionSummary, toolTitle)
+        before = {r.get("toolCallId"): r for r in data.get("toolRequests") or [] if isinstance(r, dict)}
+        data["toolRequests"] = [before.get(p.call_id, {}) | {"toolCallId": p.call_id, "name": p.name,
+                                                              "arguments": p.arguments, "type": "function"}
+                                for p in rec.parts if isinstance(p, ToolCall)]
     elif rec.source_type == "tool.execution_complete":
         res = next((p for p in rec.parts if isinstance(p, ToolResult)), None)
         if res is not None:
