@@ -1,0 +1,103 @@
+"""Issue 17 acceptance for GitHub Copilot CLI (tests/e2e/versions.py pins it) against the fake API's
+Anthropic Messages route (bring-your-own-key, no GitHub login; docs/copilot.md).
+
+Sessions from Codex (a tool call) and Claude Code (signed thinking) converted to Copilot are resumed by id
+(``copilot -p ... --resume=<id>``) with every request accepted and the earlier turns sent; a Copilot
+session converted to Codex and Claude Code is continued by them. Each client runs to completion in the
+foreground (``-p``): none is left running after a test.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .clients import (ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex)
+from .conftest import IN_CI
+from .copilot_client import RESUME_RE, install, run_copilot, sessions
+from .histmig_run import histmig, new_session_id, ok
+
+pytestmark = pytest.mark.e2e
+WS = ("--disable", "responses_websockets")
+
+
+@pytest.fixture(scope="session")
+def copilot():
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"copilot could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"copilot unavailable (set CI=true to make this a failure): {e}")
+
+
+def tool_uses(entry) -> list[dict]:
+    return [b for m in entry.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def accepted(run) -> list:
+    reqs = run.model_requests("anthropic")
+    assert reqs and all(r.status == 200 for r in reqs), [r.error for r in reqs]
+    return reqs
+
+
+def test_codex_session_with_a_tool_call_converted_to_copilot_is_resumed(copilot, clients, fake_api, scratch):
+    codex_setup(clients, scratch, fake_api)
+    app = scratch.project("app")
+    run_codex(clients, scratch, fake_api, "RUN: echo cp-cvt-codex", app, args=WS).check()
+    done = ok(histmig(scratch, "convert", "--to", "copilot", "--from", "codex", "--apply"))
+    assert "reasoning (codex: bound to its provider)" in done.stdout
+    new_id = new_session_id(done)
+    assert [p.parent.name for p in sessions(scratch)] == [new_id]
+    listed = ok(histmig(scratch, "scan", "--tool", "copilot"))
+    assert new_id[:8] in listed.stdout and "RUN: echo cp-cvt-codex" in listed.stdout
+    after = run_copilot(copilot, scratch, fake_api, "what did it print", scratch.project("elsewhere"),
+                        resume=new_id).check()
+    first = accepted(after)[0]
+    assert carried(first, "cp-cvt-codex") and "fakeenc1" not in json.dumps(first.body["messages"])
+    uses = tool_uses(first)
+    assert [u["name"] for u in uses] == ["bash"] and uses[0]["input"]["command"] == "echo cp-cvt-codex"
+    results = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == [uses[0]["id"]]
+    again = ok(histmig(scratch, "convert", "--to", "copilot", "--from", "codex", "--apply"))
+    assert len(sessions(scratch)) == 1, again.stdout       # converted before: found by its provenance
+
+
+def test_claude_session_with_thinking_converted_to_copilot_is_resumed_without_the_signature(copilot, clients, fake_api,
+                                                                                            scratch):
+    claude_setup(scratch)
+    app = scratch.project("app")
+    run_claude(clients, scratch, fake_api, "RUN: echo cp-cvt-claude", app).check()
+    done = ok(histmig(scratch, "convert", "--to", "copilot", "--from", "claude-code", "--apply"))
+    new_id = new_session_id(done)
+    written = next(p for p in sessions(scratch) if p.parent.name == new_id)
+    assert b"signature" not in written.read_bytes()
+    after = run_copilot(copilot, scratch, fake_api, "and then", app, resume=new_id).check()
+    first = accepted(after)[0]
+    assert carried(first, "cp-cvt-claude") and not carried(first, "fakesig1")
+    assert [u["name"] for u in tool_uses(first)] == ["bash"]
+
+
+def test_copilot_session_converted_to_codex_and_claude_is_continued_by_them(copilot, clients, fake_api, scratch):
+    app = scratch.project("app")
+    first = run_copilot(copilot, scratch, fake_api, "first turn CP-ONE", app).check()
+    sid = RESUME_RE.search(first.stdout + first.stderr).group(1)
+    run_copilot(copilot, scratch, fake_api, "RUN: echo cp-tool-marker", app, resume=sid).check()
+    assert [p.parent.name for p in sessions(scratch)] == [sid]
+    codex_setup(clients, scratch, fake_api)
+    to_codex = ok(histmig(scratch, "convert", "--to", "codex", "--from", "copilot", "--apply"))
+    by_id = run_codex(clients, scratch, fake_api, "follow-up", app, resume=new_session_id(to_codex), args=WS)
+    assert by_id.returncode == 0, by_id.stderr[-3000:]
+    req = by_id.model_requests("responses")[0]
+    assert req.status == 200 and carried(req, "CP-ONE") and carried(req, "cp-tool-marker"), req.error
+    calls = [i for i in req.body["input"] if i.get("type") == "function_call"]
+    assert [c["name"] for c in calls] == ["exec_command"] and "cp-tool-marker" in calls[0]["arguments"]
+    claude_setup(scratch)
+    to_claude = ok(histmig(scratch, "convert", "--to", "claude-code", "--from", "copilot", "--apply"))
+    run = run_claude(clients, scratch, fake_api, "follow-up", app, resume=new_session_id(to_claude)).check()
+    req = run.model_requests("anthropic")[0]
+    assert req.status == 200 and carried(req, "CP-ONE") and carried(req, "cp-tool-marker"), req.error
+    uses = tool_uses(req)
+    assert [u["name"] for u in uses] == ["Bash"] and "cp-tool-marker" in uses[0]["input"]["command"]
