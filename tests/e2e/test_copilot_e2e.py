@@ -61,6 +61,8 @@ def test_codex_session_with_a_tool_call_converted_to_copilot_is_resumed(copilot,
     results = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
                if isinstance(b, dict) and b.get("type") == "tool_result"]
     assert [r["tool_use_id"] for r in results] == [uses[0]["id"]]
+    # native files keep the call ids (the client's own import would re-mint them: docs/copilot.md)
+    assert f'"toolCallId":"{uses[0]["id"]}"'.encode() in sessions(scratch)[0].read_bytes()
     again = ok(histmig(scratch, "convert", "--to", "copilot", "--from", "codex", "--apply"))
     assert len(sessions(scratch)) == 1, again.stdout       # converted before: found by its provenance
 
@@ -74,7 +76,9 @@ def test_claude_session_with_thinking_converted_to_copilot_is_resumed_without_th
     new_id = new_session_id(done)
     written = next(p for p in sessions(scratch) if p.parent.name == new_id)
     assert b"signature" not in written.read_bytes()
-    after = run_copilot(copilot, scratch, fake_api, "and then", app, resume=new_id).check()
+    # --continue picks the session whose events.jsonl changed last: the converted one, no index row needed
+    after = run_copilot(copilot, scratch, fake_api, "and then", app, continue_=True).check()
+    assert f"--resume={new_id}" in after.stdout + after.stderr
     first = accepted(after)[0]
     assert carried(first, "cp-cvt-claude") and not carried(first, "fakesig1")
     assert [u["name"] for u in tool_uses(first)] == ["bash"]
