@@ -9,13 +9,14 @@ foreground (``-p``): none is left running after a test.
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
 from .clients import (ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex)
 from .conftest import IN_CI
-from .copilot_client import RESUME_RE, install, run_copilot, sessions
-from .histmig_run import histmig, new_session_id, ok
+from .copilot_client import RESUME_RE, copilot_home, install, run_copilot, sessions
+from .histmig_run import histmig, new_session_id, ok, shown
 
 pytestmark = pytest.mark.e2e
 WS = ("--disable", "responses_websockets")
@@ -105,3 +106,44 @@ def test_copilot_session_converted_to_codex_and_claude_is_continued_by_them(copi
     assert req.status == 200 and carried(req, "CP-ONE") and carried(req, "cp-tool-marker"), req.error
     uses = tool_uses(req)
     assert [u["name"] for u in uses] == ["Bash"] and "cp-tool-marker" in uses[0]["input"]["command"]
+
+
+# -- move -----------------------------------------------------------------------------------------------
+
+def tree(root) -> dict:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith((".lock", "-shm", "-wal")) and "logs" not in p.parts}
+
+
+def index_cwds(scratch) -> dict:
+    con = sqlite3.connect(copilot_home(scratch) / "session-store.db")
+    try:
+        return dict(con.execute("SELECT id, cwd FROM sessions"))
+    finally:
+        con.close()
+
+
+def test_move_rewrites_the_listing_cwd_and_index_row_and_copilot_continues(copilot, fake_api, scratch):
+    app = scratch.project("app")
+    first = run_copilot(copilot, scratch, fake_api, "first turn CP-MV-ONE", app).check()
+    sid = RESUME_RE.search(first.stdout + first.stderr).group(1)
+    run_copilot(copilot, scratch, fake_api, "RUN: echo cp-mv-marker", app, continue_=True).check()
+    app2 = app.rename(app.with_name("app2"))
+    state = copilot_home(scratch) / "session-state"
+    ws = state / sid / "workspace.yaml"
+    before, rows = tree(state), index_cwds(scratch)
+    assert rows == {sid: str(app)} and f"cwd: {app}\n".encode() in ws.read_bytes()
+    events = (state / sid / "events.jsonl").read_bytes()
+
+    done = ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    assert f"cwd: {app2}\n".encode() in ws.read_bytes() and index_cwds(scratch) == {sid: str(app2)}, shown(done)
+    assert (state / sid / "events.jsonl").read_bytes() == events        # the events keep where each run was
+    listed = ok(histmig(scratch, "scan", "--tool", "copilot"))
+    assert str(app2) in listed.stdout
+    ok(histmig(scratch, "undo"))
+    assert tree(state) == before and index_cwds(scratch) == rows
+
+    ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    after = run_copilot(copilot, scratch, fake_api, "after the move CP-MV-AFTER", app2, continue_=True).check()
+    req = accepted(after)[0]
+    assert carried(req, "CP-MV-ONE") and carried(req, "cp-mv-marker") and carried(req, "CP-MV-AFTER")
