@@ -1,0 +1,52 @@
+"""Copilot CLI doctor checks (tools/copilot/doctor.py): a listed folder that is gone (with the move that fixes
+it), a broken parentId chain, broken lines; the recorded samples are healthy."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from histmig.cli import samples
+from histmig.tools import resolve_homes
+from histmig.verbs.doctor import diagnose
+
+SAMPLES = Path(samples.__file__).resolve().parents[1] / "samples" / "copilot"
+
+
+def findings(homes):
+    return diagnose(homes, tools=["copilot"]).findings
+
+
+def install(homes, case: str) -> Path:
+    shutil.copytree(SAMPLES / case / "session-state", homes.copilot / "session-state", dirs_exist_ok=True)
+    return next(d for d in (homes.copilot / "session-state").iterdir() if d.name in
+                {p.name for p in (SAMPLES / case / "session-state").iterdir()})
+
+
+def test_samples_are_healthy_except_their_recording_folder(isolated_homes):
+    homes = resolve_homes()
+    install(homes, "tool-call")
+    assert [f.code for f in findings(homes)] == ["copilot.cwd-missing"]     # /tmp/histmig-rec is gone
+    Path("/tmp/histmig-rec/work/app").mkdir(parents=True, exist_ok=True)
+    try:
+        assert findings(homes) == []
+    finally:
+        shutil.rmtree("/tmp/histmig-rec", ignore_errors=True)
+
+
+def test_cwd_missing_names_the_move(isolated_homes, tmp_path):
+    homes = resolve_homes()
+    d = install(homes, "plain")
+    gone = tmp_path / "gone"
+    ws = d / "workspace.yaml"
+    ws.write_bytes(ws.read_bytes().replace(b"cwd: /tmp/histmig-rec/work/app", f"cwd: {gone}".encode()))
+    (f,) = findings(homes)
+    assert f.code == "copilot.cwd-missing" and f.data["cwd"] == str(gone) and "histmig move" in (f.fix or "")
+
+
+def test_a_broken_chain_and_a_broken_line_are_found(isolated_homes):
+    homes = resolve_homes()
+    d = install(homes, "tool-call")
+    lines = (d / "events.jsonl").read_bytes().splitlines(keepends=True)
+    (d / "events.jsonl").write_bytes(lines[0] + b"{not json\n" + b"".join(lines[2:]))
+    codes = sorted(f.code for f in findings(homes) if f.code != "copilot.cwd-missing")
+    assert codes == ["copilot.broken-lines", "copilot.chain-broken"]
