@@ -55,3 +55,22 @@ def test_cwd_patch_keeps_every_other_byte():
     data = b"id: x\r\ncwd: /a/b\r\nname: n\r\n"
     p = cwd_patch(data, "/c")
     assert (p.offset, p.old, p.new) == (12, b"/a/b", b"/c")
+
+
+def test_a_session_a_process_is_writing_is_skipped_and_named(isolated_homes, tmp_path):
+    import subprocess
+    import sys
+    homes = resolve_homes()
+    d, sid = home_with_unicode_sample(homes)
+    before = (d / "workspace.yaml").read_bytes()
+    writer = subprocess.Popen([sys.executable, "-c", "import sys,time; f=open(sys.argv[1],'ab'); time.sleep(60)",
+                               str(d / "events.jsonl")])
+    try:
+        import time
+        time.sleep(0.5)
+        res = api.apply(api.plan_move(homes, OLD, str(tmp_path)), homes)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert (d / "workspace.yaml").read_bytes() == before
+    assert any(s.code == "live-session" and sid in s.reason for s in res.skips), res.skips
