@@ -22,15 +22,12 @@ def install(homes, case: str) -> Path:
                 {p.name for p in (SAMPLES / case / "session-state").iterdir()})
 
 
-def test_samples_are_healthy_except_their_recording_folder(isolated_homes):
+def test_a_sample_listing_an_existing_folder_is_healthy(isolated_homes, tmp_path):
     homes = resolve_homes()
-    install(homes, "tool-call")
-    assert [f.code for f in findings(homes)] == ["copilot.cwd-missing"]     # /tmp/histmig-rec is gone
-    Path("/tmp/histmig-rec/work/app").mkdir(parents=True, exist_ok=True)
-    try:
-        assert findings(homes) == []
-    finally:
-        shutil.rmtree("/tmp/histmig-rec", ignore_errors=True)
+    d = install(homes, "tool-call")
+    ws = d / "workspace.yaml"
+    ws.write_bytes(ws.read_bytes().replace(b"cwd: /tmp/histmig-rec/work/app", f"cwd: {tmp_path}".encode()))
+    assert findings(homes) == []
 
 
 def test_cwd_missing_names_the_move(isolated_homes, tmp_path):

@@ -56,6 +56,7 @@ def plan_workspace(d: Path, pm: PathMap, tplan: ToolPlan) -> None:
     tplan.writes.append(WriteFile(path=str(path), expect=Fingerprint.of(str(path)), patches=(patch,),
                                   session={"tool": TOOL, "id": d.name}, reason="project move (listing cwd)"))
     tplan.count("files")
+    tplan.count("fields")
     tplan.count("sessions")
 
 
@@ -71,7 +72,7 @@ def plan_index(homes: Any, pm: PathMap, tplan: ToolPlan) -> None:
             tplan.other.append(SqlUpdate(db=str(db), table="sessions", key={"id": sid}, set={"cwd": new},
                                          expect={"cwd": cwd}, session={"tool": TOOL, "id": sid},
                                          reason="project move (index row)"))
-            tplan.count("rows")
+            tplan.count("db-rows")
 
 
 def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, Any]) -> None:
