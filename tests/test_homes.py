@@ -32,7 +32,8 @@ def test_to_dict_and_roots_keep_their_order():
     h = resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"})
     assert h.to_dict() == {"home": "/h", "codex": "/h/.codex", "claude": "/h/.claude",
                            "claude_json": "/h/.claude.json", "mini_cc": "/h/.mini_cc", "qwen": "/h/.qwen",
-                           "pi": "/h/.pi/agent", "copilot": "/h/.copilot", "state": "/h/.local/state/histmig", "codex_sqlite": "/sq",
+                           "pi": "/h/.pi/agent", "copilot": "/h/.copilot", "state": "/h/.local/state/histmig",
+                           "codex_sqlite": "/sq",
                            "pi_sessions": None}
     assert h.roots() == [Path("/h/.codex"), Path("/h/.claude"), Path("/h/.mini_cc"), Path("/h/.qwen"), Path("/h/.pi/agent"),
                          Path("/h/.copilot"), Path("/sq")]
