@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from histmig.core.diagnostics import Skip
+from histmig.core.diagnostics import Warning
 from histmig.core.plan import Fingerprint, Patch, SqlUpdate, WriteFile
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.claude_family.listing import UUID_RE
@@ -65,7 +65,8 @@ def plan_index(homes: Any, pm: PathMap, tplan: ToolPlan) -> None:
     try:
         rows = session_rows(db)
     except sqlite3.Error as e:
-        tplan.skips.append(Skip(str(db), f"index database unreadable ({e}); its rows keep the old path", "in-use"))
+        tplan.warnings.append(Warning("db-unreadable", f"index database unreadable ({e}); its rows keep the old path",
+                                      str(db)))
         return
     for sid, cwd in rows:
         if pm.covers(cwd) and (new := pm.rebase(cwd)) and new != cwd:
