@@ -26,6 +26,7 @@ PARTS = [
     ("qwen.md", 1),
     ("gemini.md", 1),
     ("opencode.md", 1),
+    ("copilot.md", 1),
     ("safety.md", 1),
     ("warnings.md", 1),
     ("formats.md", 1),

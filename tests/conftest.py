@@ -13,7 +13,8 @@ import pytest
 
 REAL_HOME = Path(os.path.expanduser("~"))
 # what histmig (or a real client started by a test) could write under the real home
-WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".gemini", ".local/state/histmig", ".histmig"]
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".gemini", ".copilot", ".local/share/opencode",
+           ".local/state/histmig", ".histmig"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -43,6 +44,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "QWEN_HOME": base / ".qwen",
         "PI_CODING_AGENT_DIR": base / ".pi" / "agent",
         "GEMINI_CLI_HOME": base,          # a $HOME stand-in: the Gemini home is its .gemini
+        "COPILOT_HOME": base / ".copilot",
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",

@@ -308,7 +308,7 @@ def test_the_engine_takes_the_tables_guards_when_its_caller_passes_none():
              "print([str(x.root) for x in g.folder_locks], [str(x.path) for x in g.file_locks], sorted(g.live))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ("['/h/.codex'] ['/h/.claude.json', '/h/.gemini/projects.json'] "
-                           "['claude', 'claude-code', 'codex', 'manifest', 'pi', 'qwen']")
+                           "['claude', 'claude-code', 'codex', 'copilot', 'manifest', 'pi', 'qwen']")
 
 
 # ---- tool calls: a tool's ``calls`` hook maps its calls to and from every other tool -----------------

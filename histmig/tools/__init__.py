@@ -135,6 +135,12 @@ register(Tool("pi", "histmig.tools.pi", attrgetter("pi"), aliases=("pi-coding-ag
     Derived("pi_sessions", lambda f: _pi_session_dir(f), folder=True))))
 
 
+# GitHub Copilot CLI keeps sessions in $COPILOT_HOME/session-state/<uuid>/ (default ~/.copilot; docs/copilot.md)
+register(Tool("copilot", "histmig.tools.copilot", attrgetter("copilot"), aliases=("copilot-cli", "github-copilot"), homes=(
+    HomeDir("copilot", "COPILOT_HOME", ".copilot", "copilot-home", "Copilot CLI home (default $COPILOT_HOME or ~/.copilot)."),
+)))
+
+
 def _pi_session_dir(found: Any) -> Any:
     """Pi's flat session dir: $PI_CODING_AGENT_SESSION_DIR (not with --home or --pi-home), else
     ``sessionDir`` in the agent dir's settings.json; None when neither is set."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4",
+          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4",
+          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -38,6 +40,8 @@ CODEX = _pick("HISTMIG_E2E_CODEX", _selected_set()["codex"])
 CLAUDE_CODE = _pick("HISTMIG_E2E_CLAUDE_CODE", _selected_set()["claude-code"])
 # Qwen Code installs into its own cache sub-folder (tests/e2e/qwen_client.py), not with the pair above
 QWEN_CODE = _pick("HISTMIG_E2E_QWEN_CODE", _selected_set()["qwen-code"])
+# Copilot CLI likewise (tests/e2e/copilot_client.py)
+COPILOT = _pick("HISTMIG_E2E_COPILOT", _selected_set()["copilot"])
 # Pi installs into a folder of its own (tests/e2e/pi_client.py), not with the two above
 PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
 GEMINI = _pick("HISTMIG_E2E_GEMINI", _selected_set()["gemini"])   # @google/gemini-cli (tests/e2e/gemini_client.py)

@@ -212,6 +212,19 @@ _TABLE = [
           "Failed `opencode run`s left prompts with an empty, unfinished answer; OpenCode sends them again, "
           "merged into the next request.",
           "`histmig doctor --repair` deletes those rows (journaled; `histmig undo` puts them back)."),
+    # --- Copilot CLI (histmig/tools/copilot/doctor.py) ---------------------------------------------
+    Check("copilot.cwd-missing",
+          "Sessions list a folder that no longer exists (workspace.yaml cwd, the index row); Copilot still "
+          "resumes them from anywhere, but its picker and histmig's listings show the old path.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("copilot.chain-broken",
+          "An event's parentId is not the event before it (a lost or hand-edited line); Copilot rebuilds the "
+          "conversation by parentId and may drop what follows.",
+          "Restore the session from a backup, or leave it: histmig keeps the bytes."),
+    Check("copilot.broken-lines",
+          "Lines of events.jsonl do not parse; Copilot skips them.",
+          "Nothing to do for resume; histmig keeps the bytes."),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}
