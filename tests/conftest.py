@@ -13,7 +13,7 @@ import pytest
 
 REAL_HOME = Path(os.path.expanduser("~"))
 # what histmig (or a real client started by a test) could write under the real home
-WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".local/state/histmig", ".histmig"]
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".cline", ".local/state/histmig", ".histmig"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -42,6 +42,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "MINI_CC_HOME": base / ".mini_cc",
         "QWEN_HOME": base / ".qwen",
         "PI_CODING_AGENT_DIR": base / ".pi" / "agent",
+        "CLINE_DIR": base / ".cline",
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",
@@ -52,6 +53,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("CODEX_SQLITE_HOME", raising=False)
     monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    monkeypatch.delenv("CLINE_DATA_DIR", raising=False)
     monkeypatch.delenv("HISTMIG_CRASH_AT", raising=False)
     before = _snapshot(REAL_HOME)
     yield homes

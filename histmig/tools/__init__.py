@@ -132,6 +132,13 @@ register(Tool("pi", "histmig.tools.pi", attrgetter("pi"), aliases=("pi-coding-ag
     Derived("pi_sessions", lambda f: _pi_session_dir(f), folder=True))))
 
 
+# Cline CLI keeps sessions in <data>/sessions/<sid>/: <data> is $CLINE_DATA_DIR (not with --home or
+# --cline-home), else <cline home>/data (histmig/tools/cline/adapter.py)
+register(Tool("cline", "histmig.tools.cline", attrgetter("cline"), aliases=("cline-cli",), homes=(
+    HomeDir("cline", "CLINE_DIR", ".cline", "cline-home", "Cline CLI home (default $CLINE_DIR or ~/.cline)."),
+    Derived("cline_data", lambda f: None if "cline" in f.flagged else f.from_env("CLINE_DATA_DIR"), folder=True))))
+
+
 def _pi_session_dir(found: Any) -> Any:
     """Pi's flat session dir: $PI_CODING_AGENT_SESSION_DIR (not with --home or --pi-home), else
     ``sessionDir`` in the agent dir's settings.json; None when neither is set."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 
-NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1"}
-OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1"}
+NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4", "pi": "0.73.1", "cline": "3.0.65"}
+OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4", "pi": "0.73.1", "cline": "3.0.65"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -40,6 +40,8 @@ CLAUDE_CODE = _pick("HISTMIG_E2E_CLAUDE_CODE", _selected_set()["claude-code"])
 QWEN_CODE = _pick("HISTMIG_E2E_QWEN_CODE", _selected_set()["qwen-code"])
 # Pi installs into a folder of its own (tests/e2e/pi_client.py), not with the two above
 PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
+# Cline installs into a folder of its own (tests/e2e/cline_client.py)
+CLINE = _pick("HISTMIG_E2E_CLINE", _selected_set()["cline"])
 
 PACKAGES = {
     "@openai/codex": CODEX,
