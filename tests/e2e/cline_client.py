@@ -96,7 +96,7 @@ def history(exe: Path, scratch: Scratch, api: FakeAPI) -> Run:
 
 def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd: Path, *,
            wait: float = 40.0) -> Run:
-    """``cline --id SID`` in a pseudo-terminal: type ``prompt`` + Enter once the UI is up, stop the client
+    """``cline --id SID`` in a pseudo-terminal: type ``prompt`` + Enter once the UI drew its prompt box, stop the client
     once the fake API answered a request after the prompt (or ``wait`` seconds passed)."""
     mark = api.mark()
     env = cline_env(scratch, api)
@@ -104,7 +104,7 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
     if pid == 0:   # the child: become the client
         os.chdir(cwd)
         os.execve(str(exe), [str(exe), "--id", sid], env)
-    out, t0, sent, done_at = b"", time.time(), None, None
+    out, t0, sent, done_at, ready_at = b"", time.time(), None, None, None
     try:
         while time.time() - t0 < wait:
             ready, _, _ = select.select([fd], [], [], 0.2)
@@ -113,7 +113,9 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
                     out += os.read(fd, 65536)
                 except OSError:
                     break
-            if sent is None and (time.time() - t0 > 6):
+            if ready_at is None and b"Ask anything" in out:   # the prompt box is drawn
+                ready_at = time.time()
+            if sent is None and ((ready_at and time.time() - ready_at > 2) or time.time() - t0 > 20):
                 for ch in prompt:
                     os.write(fd, ch.encode())
                     time.sleep(0.01)
