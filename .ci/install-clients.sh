@@ -32,6 +32,8 @@ install_set oldest
 "$PY" -m tests.e2e.qwen_client install
 # Pi (tests/e2e/pi_client.py): its own sub-folder; both sets name the same version
 env -u HISTMIG_E2E_PI "$PY" -m tests.e2e.pi_client install >&2
+# Cline CLI (tests/e2e/cline_client.py): its own sub-folder; both sets name the same version
+env -u HISTMIG_E2E_CLINE "$PY" -m tests.e2e.cline_client install >&2
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2

@@ -24,6 +24,7 @@ PARTS = [
     ("convert.md", 1),
     ("doctor.md", 1),
     ("qwen.md", 1),
+    ("cline.md", 1),
     ("safety.md", 1),
     ("warnings.md", 1),
     ("formats.md", 1),
