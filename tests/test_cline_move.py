@@ -3,6 +3,7 @@ place, everything else byte-identical, undo restores bytes and mtimes."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -39,3 +40,36 @@ def test_move_rewrites_the_manifest_cwd_and_undo_restores(tmp_path):
     assert changed and all(p.endswith(".json") and not p.endswith(".messages.json") for p in changed)
     assert hm("undo").returncode == 0
     assert tree(root) == before
+
+
+def test_move_updates_the_index_row_and_undo_restores_it(tmp_path):
+    home = tmp_path / "h"
+    homes = samples.install(home, tools=("cline",))
+    db = adapter.data_dir(homes) / "db" / "sessions.db"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, cwd TEXT NOT NULL, workspace_root TEXT NOT NULL)")
+    con.execute("INSERT INTO sessions VALUES ('1796137263007_59v2o', '/tmp/histmig-rec/work/app', "
+                "'/tmp/histmig-rec/work/app'), ('1_other', '/elsewhere', '/elsewhere')")
+    con.commit()
+    con.close()
+    new = str(tmp_path / "app2")
+    (tmp_path / "app2").mkdir()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+    def hm(*args):
+        return subprocess.run([sys.executable, "-m", "histmig", "--home", str(home), "--state-dir",
+                               str(tmp_path / "st"), *args], env=env, capture_output=True, text=True)
+
+    def rows():
+        con = sqlite3.connect(db)
+        try:
+            return sorted(con.execute("SELECT * FROM sessions").fetchall())
+        finally:
+            con.close()
+    before = rows()
+    done = hm("move", "/tmp/histmig-rec/work/app", new, "--tool", "cline", "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows() == [("1796137263007_59v2o", new, new), ("1_other", "/elsewhere", "/elsewhere")]
+    assert hm("undo").returncode == 0
+    assert rows() == before

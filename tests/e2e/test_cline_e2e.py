@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .cline_client import auth, daemons, history, install, resume, run_cline, sessions, stop_daemons
+from .cline_client import auth, cline_home, daemons, history, install, resume, run_cline, sessions, stop_daemons
 from .clients import (ClientsUnavailable, carried, claude_setup, claude_transcripts, codex_setup, run_claude,
                       run_codex)
 from .conftest import IN_CI
@@ -120,3 +120,31 @@ def test_cline_session_converted_to_codex_and_claude_is_continued_by_them(cl, cl
     uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
             if b.get("type") == "tool_use"]
     assert [u["name"] for u in uses] == ["Bash"] and "cl-tool-marker" in uses[0]["input"]["command"]
+
+
+# -- move -------------------------------------------------------------------------------------------
+
+def tree(root) -> dict:
+    """Every file under ``root``: bytes and mtime."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_move_keeps_the_listing_true_resume_carries_the_history_and_undo_restores(cl, fake_api, scratch):
+    app = scratch.project("app")
+    run_cline(cl, scratch, fake_api, "first turn CL-MOVE-ONE", app).check()
+    [messages] = sessions(scratch)
+    sid = messages.parent.name
+    app2 = app.rename(app.with_name("app2"))
+    stop_daemons(scratch)
+    folder = cline_home(scratch) / "data" / "sessions"
+    before = tree(folder)
+    ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    listed = json.loads(history(cl, scratch, fake_api).check().stdout)
+    assert [(e["sessionId"], e["cwd"]) for e in listed] == [(sid, str(app2))]
+    manifest = json.loads((messages.parent / f"{sid}.json").read_bytes())
+    assert manifest["cwd"] == manifest["workspace_root"] == str(app2)
+    ok(histmig(scratch, "undo"))
+    assert tree(folder) == before
+    ok(histmig(scratch, "move", str(app), str(app2), "--apply"))
+    first = continued(cl, scratch, fake_api, sid, app2, "CL-MOVE-AFTER")
+    assert carried(first, "CL-MOVE-ONE")
