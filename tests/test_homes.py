@@ -32,10 +32,10 @@ def test_to_dict_and_roots_keep_their_order():
     h = resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"})
     assert h.to_dict() == {"home": "/h", "codex": "/h/.codex", "claude": "/h/.claude",
                            "claude_json": "/h/.claude.json", "mini_cc": "/h/.mini_cc", "qwen": "/h/.qwen",
-                           "pi": "/h/.pi/agent", "state": "/h/.local/state/histmig", "codex_sqlite": "/sq",
-                           "pi_sessions": None}
+                           "pi": "/h/.pi/agent", "cline": "/h/.cline", "state": "/h/.local/state/histmig",
+                           "codex_sqlite": "/sq", "pi_sessions": None, "cline_data": None}
     assert h.roots() == [Path("/h/.codex"), Path("/h/.claude"), Path("/h/.mini_cc"), Path("/h/.qwen"), Path("/h/.pi/agent"),
-                         Path("/sq")]
+                         Path("/h/.cline"), Path("/sq")]
     assert h.manifest == h.claude and h.root_files() == [Path("/h/.claude.json")]
     assert resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}, codex_home="/c").codex_sqlite is None
     assert h == resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}) and len({h, h}) == 1

@@ -43,6 +43,10 @@ EXPECTED = {
     ("qwen", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
     ("qwen", "resumed"): [(f"{REC}/app", None, "first question", 5, "ok")],
     ("qwen", "unicode-cwd"): [(f"{REC}/my app/データ", None, "hello from a unicode folder", 2, "ok")],
+    ("cline", "plain"): [(f"{REC}/app", "openai-compatible", "Say hello in one short sentence.", 2, "ok")],
+    ("cline", "tool-call"): [(f"{REC}/app", "openai-compatible", "RUN: echo hello from the tool", 4, "ok")],
+    ("cline", "resumed"): [(f"{REC}/app", "openai-compatible", "first question", 6, "ok")],
+    ("cline", "unicode-cwd"): [(f"{REC}/my app/データ", "openai-compatible", "hello from a unicode folder", 2, "ok")],
 }
 
 
@@ -113,4 +117,4 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, pi 4)" in out
+    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, pi 4, cline 4)" in out
