@@ -37,6 +37,8 @@ env -u HISTMIG_E2E_PI "$PY" -m tests.e2e.pi_client install >&2
 env -u HISTMIG_E2E_OPENCODE "$PY" -m tests.e2e.opencode_client install >&2
 # Copilot CLI (tests/e2e/copilot_client.py): its own sub-folder; both sets name the same version
 "$PY" -m tests.e2e.copilot_client install >&2
+# Cline CLI (tests/e2e/cline_client.py): its own sub-folder; both sets name the same version
+env -u HISTMIG_E2E_CLINE "$PY" -m tests.e2e.cline_client install >&2
 if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2

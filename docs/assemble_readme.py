@@ -27,6 +27,7 @@ PARTS = [
     ("gemini.md", 1),
     ("opencode.md", 1),
     ("copilot.md", 1),
+    ("cline.md", 1),
     ("safety.md", 1),
     ("warnings.md", 1),
     ("formats.md", 1),

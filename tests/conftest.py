@@ -13,8 +13,8 @@ import pytest
 
 REAL_HOME = Path(os.path.expanduser("~"))
 # what histmig (or a real client started by a test) could write under the real home
-WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".gemini", ".copilot", ".local/share/opencode",
-           ".local/state/histmig", ".histmig"]
+WATCHED = [".codex", ".claude", ".claude.json", ".mini_cc", ".qwen", ".pi", ".gemini", ".copilot", ".cline",
+           ".local/share/opencode", ".local/state/histmig", ".histmig"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -45,6 +45,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
         "PI_CODING_AGENT_DIR": base / ".pi" / "agent",
         "GEMINI_CLI_HOME": base,          # a $HOME stand-in: the Gemini home is its .gemini
         "COPILOT_HOME": base / ".copilot",
+        "CLINE_DIR": base / ".cline",
         "HISTMIG_STATE_DIR": base / ".local" / "state" / "histmig",
         "XDG_STATE_HOME": base / ".local" / "state",
         "XDG_CONFIG_HOME": base / ".config",
@@ -57,6 +58,7 @@ def isolated_homes(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("QWEN_RUNTIME_DIR", raising=False)
     monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
     monkeypatch.delenv("OPENCODE_DB", raising=False)
+    monkeypatch.delenv("CLINE_DATA_DIR", raising=False)
     monkeypatch.delenv("HISTMIG_CRASH_AT", raising=False)
     before = _snapshot(REAL_HOME)
     yield homes

@@ -33,11 +33,12 @@ def test_to_dict_and_roots_keep_their_order():
     assert h.to_dict() == {"home": "/h", "codex": "/h/.codex", "claude": "/h/.claude",
                            "claude_json": "/h/.claude.json", "mini_cc": "/h/.mini_cc", "qwen": "/h/.qwen",
                            "pi": "/h/.pi/agent", "gemini": "/h/.gemini", "opencode": "/h/.local/share/opencode",
-                           "opencode_db": None, "copilot": "/h/.copilot", "state": "/h/.local/state/histmig",
-                           "codex_sqlite": "/sq", "pi_sessions": None}
+                           "opencode_db": None, "copilot": "/h/.copilot", "cline": "/h/.cline",
+                           "state": "/h/.local/state/histmig", "codex_sqlite": "/sq", "pi_sessions": None,
+                           "cline_data": None}
     assert h.roots() == [Path("/h/.codex"), Path("/h/.claude"), Path("/h/.mini_cc"), Path("/h/.qwen"),
-                         Path("/h/.gemini"), Path("/h/.pi/agent"), Path("/h/.copilot"), Path("/h/.local/share/opencode"),
-                         Path("/sq")]
+                         Path("/h/.gemini"), Path("/h/.pi/agent"), Path("/h/.copilot"), Path("/h/.cline"),
+                         Path("/h/.local/share/opencode"), Path("/sq")]
     assert h.manifest == h.claude and h.root_files() == [Path("/h/.claude.json")]
     assert resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}, codex_home="/c").codex_sqlite is None
     assert h == resolve_homes(env={"HOME": "/h", "CODEX_SQLITE_HOME": "/sq"}) and len({h, h}) == 1

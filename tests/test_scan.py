@@ -56,6 +56,10 @@ EXPECTED = {
     ("copilot", "tool-call"): [(f"{REC}/app", None, "RUN: echo hello from the tool", 3, "ok")],
     ("copilot", "resumed"): [(f"{REC}/app", None, "first question", 5, "ok")],
     ("copilot", "unicode-cwd"): [(f"{REC}/my app/データ", None, "hello from a unicode folder", 2, "ok")],
+    ("cline", "plain"): [(f"{REC}/app", "openai-compatible", "Say hello in one short sentence.", 2, "ok")],
+    ("cline", "tool-call"): [(f"{REC}/app", "openai-compatible", "RUN: echo hello from the tool", 4, "ok")],
+    ("cline", "resumed"): [(f"{REC}/app", "openai-compatible", "first question", 6, "ok")],
+    ("cline", "unicode-cwd"): [(f"{REC}/my app/データ", "openai-compatible", "hello from a unicode folder", 2, "ok")],
 }
 
 
@@ -126,4 +130,5 @@ def test_table_output_names_tools_and_counts(tmp_path):
     samples.install(tmp_path / "h")
     out = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "scan"]).stdout
     assert out.splitlines()[0].split()[:3] == ["TOOL", "ID", "UPDATED"]
-    assert "sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4, pi 4, copilot 4, opencode 2)" in out
+    assert ("sessions (codex 6, claude-code 6, mini-cc 3, manifest 1, qwen 4, gemini 4, pi 4, copilot 4, cline 4, "
+            "opencode 2)") in out

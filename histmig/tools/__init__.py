@@ -139,6 +139,11 @@ register(Tool("pi", "histmig.tools.pi", attrgetter("pi"), aliases=("pi-coding-ag
 register(Tool("copilot", "histmig.tools.copilot", attrgetter("copilot"), aliases=("copilot-cli", "github-copilot"), homes=(
     HomeDir("copilot", "COPILOT_HOME", ".copilot", "copilot-home", "Copilot CLI home (default $COPILOT_HOME or ~/.copilot)."),
 )))
+# Cline CLI keeps sessions in <data>/sessions/<sid>/: <data> is $CLINE_DATA_DIR (not with --home or
+# --cline-home), else <cline home>/data (histmig/tools/cline/adapter.py)
+register(Tool("cline", "histmig.tools.cline", attrgetter("cline"), aliases=("cline-cli",), homes=(
+    HomeDir("cline", "CLINE_DIR", ".cline", "cline-home", "Cline CLI home (default $CLINE_DIR or ~/.cline)."),
+    Derived("cline_data", lambda f: None if "cline" in f.flagged else f.from_env("CLINE_DATA_DIR"), folder=True))))
 
 
 def _pi_session_dir(found: Any) -> Any:

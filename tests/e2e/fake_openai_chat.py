@@ -20,7 +20,7 @@ from typing import Any
 ROUTE = re.compile(r".*/chat/completions")
 RUN_RE = re.compile(r"RUN:\s*(.+)")
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-SHELL_NAMES = ("run_shell_command", "shell", "bash", "Bash", "exec_command")
+SHELL_NAMES = ("run_shell_command", "shell", "bash", "Bash", "exec_command", "run_commands")
 
 
 def matches(method: str, route: str) -> bool:
@@ -69,8 +69,10 @@ def reply(body: dict) -> dict:
     tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
     if run and tools:
         name = next((n for n in SHELL_NAMES if n in tools), tools[0])
+        # Cline's ``run_commands`` takes a list (docs/cline.md); the others one ``command``
+        args = {"commands": [run.group(1).strip()]} if name == "run_commands" else {"command": run.group(1).strip()}
         call = {"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"command": run.group(1).strip()})}}
+                "function": {"name": name, "arguments": json.dumps(args)}}
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     lines = [ln for ln in prompt.strip().splitlines() if ln.strip()]
     return {"role": "assistant", "content": f"FAKE-ANSWER: {lines[-1][:80] if lines else ''}"}

@@ -40,6 +40,13 @@ def test_run_asks_for_the_shell_tool_and_a_tool_message_gets_an_answer(api):
     assert [e.api for e in api.log] == ["chat", "chat"]
 
 
+def test_clines_run_commands_gets_a_list_of_commands(api):
+    tools = [{"type": "function", "function": {"name": n, "parameters": {}}} for n in ("read_files", "run_commands")]
+    status, raw = post(api, {"model": "m", "tools": tools, "messages": [{"role": "user", "content": "RUN: echo x"}]})
+    call = json.loads(raw)["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert status == 200 and call["name"] == "run_commands" and json.loads(call["arguments"]) == {"commands": ["echo x"]}
+
+
 def test_streaming_sends_chunks_usage_and_done(api):
     status, raw = post(api, {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
     events = [line[6:] for line in raw.decode().splitlines() if line.startswith("data: ")]

@@ -14,9 +14,11 @@ import os
 import re
 
 NEWEST = {"codex": "0.171.0", "claude-code": "2.1.332", "qwen-code": "0.24.4",
-          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102"}
+          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102",
+          "cline": "3.0.65"}
 OLDEST = {"codex": "0.171.0", "claude-code": "2.1.197", "qwen-code": "0.24.4",
-          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102"}
+          "pi": "0.73.1", "gemini": "0.61.0", "opencode": "1.18.33", "copilot": "1.0.102",
+          "cline": "3.0.65"}
 SETS = {"newest": NEWEST, "oldest": OLDEST}
 
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
@@ -47,6 +49,8 @@ PI = _pick("HISTMIG_E2E_PI", _selected_set()["pi"])
 GEMINI = _pick("HISTMIG_E2E_GEMINI", _selected_set()["gemini"])   # @google/gemini-cli (tests/e2e/gemini_client.py)
 # OpenCode installs into a folder of its own (tests/e2e/opencode_client.py)
 OPENCODE = _pick("HISTMIG_E2E_OPENCODE", _selected_set()["opencode"])
+# Cline installs into a folder of its own (tests/e2e/cline_client.py)
+CLINE = _pick("HISTMIG_E2E_CLINE", _selected_set()["cline"])
 
 PACKAGES = {
     "@openai/codex": CODEX,

@@ -30,7 +30,7 @@ class TargetRules:
     """How a tool receives converted sessions, beyond its writer (``tools/<tool>/target.py``'s ``RULES``;
     a tool without that module gets these defaults)."""
 
-    new_id: str = "uuid4"                 # "uuid7": the id kind the tool itself mints
+    new_id: Any = "uuid4"                 # "uuid7": the id kind the tool itself mints; or (Ids) -> id
     dir_mode: int | None = 0o700          # folders it creates (None: left to the umask)
     cleanup_days: int | None = None       # the tool deletes sessions older than this at start-up ...
     cleanup_note: str = ""                # ... and this says so: "<who> deletes it ... unless <setting> is raised"

@@ -225,6 +225,23 @@ _TABLE = [
     Check("copilot.broken-lines",
           "Lines of events.jsonl do not parse; Copilot skips them.",
           "Nothing to do for resume; histmig keeps the bytes."),
+    # --- Cline CLI (histmig/tools/cline/doctor.py) --------------------------------------------------
+    Check("cline.cwd-missing",
+          "Sessions were recorded in a folder that no longer exists; Cline still resumes them (`cline --id`, "
+          "history is global), but its manifest and histmig's listings name the old folder.",
+          "`histmig move <old> <new> --apply` when the project moved.",
+          environment=True),
+    Check("cline.tool-result-name",
+          "A `tool_result` block has no `name`; Cline 3.0.65 refuses to resume the session (\"Invalid input\") "
+          "and sends nothing.",
+          "Re-convert the session with histmig (its writer names every result), or add the tool's name by hand."),
+    Check("cline.messages-path",
+          "The manifest's `messages_path` does not name the session's own messages file (the folder was copied "
+          "or moved by hand).",
+          "Set `messages_path` in `<sid>.json` to the printed path."),
+    Check("cline.unreadable",
+          "A session's messages file or manifest is not valid JSON; Cline cannot list or resume it.",
+          "Restore the file from a backup; histmig leaves it as it is."),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}

@@ -132,8 +132,11 @@ def _size(path: Any) -> int:
 
 
 def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[Outcome, list[Op]]:
-    sid = run.ids.uuid7() if run.rules.new_id == "uuid7" else run.ids.uuid4()
-    assert UUID_RE.match(sid)
+    if callable(run.rules.new_id):   # the tool mints ids of its own shape (tools/<tool>/target.py)
+        sid = run.rules.new_id(run.ids)
+    else:
+        sid = run.ids.uuid7() if run.rules.new_id == "uuid7" else run.ids.uuid4()
+        assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
                keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
                model=run.model or (session.model if _lends_model(session.format) else None), sink=run.sink)

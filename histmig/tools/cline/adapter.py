@@ -1,0 +1,328 @@
+"""Cline CLI sessions: ``<data>/sessions/<sid>/<sid>.json`` + ``<sid>.messages.json`` (docs/cline.md).
+
+``<data>`` is ``$CLINE_DATA_DIR``, else ``$CLINE_DIR/data``, else ``~/.cline/data``. The session id is
+``<epoch ms>_<5 [a-z0-9]>``. ``<sid>.json`` is the manifest (cwd, provider, model, status, title in
+``metadata``, ``messages_path`` as an absolute path); ``<sid>.messages.json`` holds
+``{version, updated_at, agent, sessionId, origin, messages: [...], system_prompt}`` with Anthropic-style
+blocks whatever the wire API: ``text``, ``tool_use {id,name,input}``, ``tool_result {tool_use_id, name,
+content}`` (``content``: a list ``[{query, result, success}]`` or a string), ``thinking``, ``image``.
+User text is stored wrapped as ``<user_input mode="act">...</user_input>``: the reader unwraps it and
+keeps the mode in the record's ``source_type`` (``user/act``) so a re-encoded record wraps it again.
+
+Both files are whole-file JSON. The messages file is the session's main file: ``serialize`` returns its
+exact bytes while no record changed, else the document re-encoded as ``JSON.stringify(doc, null, 2)``
+writes it (Cline's own shape). Listings read the manifest and count messages by a byte search of the
+messages file, never parsing it (docs/cline.md).
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from histmig.core.diagnostics import HistmigError, HistmigInputError
+from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, Session, SessionRef, Text, ToolCall,
+                                ToolResult)
+from histmig.tools.base import FunctionAdapter
+from histmig.tools.claude_family.listing import mark_unreadable
+
+NAME = "cline"
+SID_RE = re.compile(r"^\d{10,16}_[a-z0-9]{3,12}$")
+WRAP_RE = re.compile(r'\A<user_input mode="([A-Za-z_-]+)">(.*)</user_input>\Z', re.S)
+NAMED_KEYS = frozenset({"id", "role", "content"})   # ``metrics`` stays in extra (its place varies)
+COUNT_CHUNK = 1 << 20
+
+
+# ---- paths --------------------------------------------------------------------------------------
+
+def data_dir(homes: Any) -> Path:
+    return Path(homes.cline_data) if getattr(homes, "cline_data", None) else Path(homes.cline) / "data"
+
+
+def sessions_root(homes: Any) -> Path:
+    return data_dir(homes) / "sessions"
+
+
+def messages_path(path: Path) -> Path:
+    """The messages file of a session named by either of its two files or its folder."""
+    path = Path(path)
+    if path.is_dir():
+        return path / f"{path.name}.messages.json"
+    if path.name.endswith(".messages.json"):
+        return path
+    return path.with_name(path.name[:-len(".json")] + ".messages.json")
+
+
+def manifest_path(path: Path) -> Path:
+    mp = messages_path(path)
+    return mp.with_name(mp.name[:-len(".messages.json")] + ".json")
+
+
+def session_id(path: Path) -> str:
+    return messages_path(path).name[:-len(".messages.json")]
+
+
+def detect(path: Any) -> bool:
+    p = Path(path)
+    name = p.name
+    stem = name[:-len(".messages.json")] if name.endswith(".messages.json") else name[:-5] if name.endswith(
+        ".json") else ""
+    return bool(SID_RE.match(stem)) and p.parent.name == stem
+
+
+# ---- parts --------------------------------------------------------------------------------------
+
+def result_text(content: Any) -> Any:
+    """A tool result's readable output: Cline's ``[{query, result, success}]`` entries joined, text
+    blocks joined, a string as is; anything else unchanged."""
+    if isinstance(content, list) and all(isinstance(c, dict) for c in content):
+        if all("result" in c for c in content):
+            return "\n".join(c["result"] if isinstance(c["result"], str) else json.dumps(c["result"])
+                             for c in content)
+        if all(c.get("type") == "text" for c in content):
+            return "\n".join(str(c.get("text", "")) for c in content)
+    return content
+
+
+def failed(content: Any, block: dict) -> bool:
+    if block.get("is_error") is True:
+        return True
+    return isinstance(content, list) and any(isinstance(c, dict) and c.get("success") is False for c in content)
+
+
+def part_of(block: Any) -> Part:
+    """One content block as a model part (anything unknown is kept opaque)."""
+    if not isinstance(block, dict):
+        return Text(block) if isinstance(block, str) else Opaque(block, "not an object")
+    t = block.get("type")
+    if t == "text" and isinstance(block.get("text"), str):
+        return Text(block["text"])
+    if t == "tool_use":
+        return ToolCall(str(block.get("id") or ""), str(block.get("name") or ""), block.get("input"))
+    if t == "tool_result":
+        content = block.get("content")
+        return ToolResult(str(block.get("tool_use_id") or ""), result_text(content), is_error=failed(content, block),
+                          structured={"name": block.get("name"), "content": content})
+    if t == "thinking":
+        return Reasoning(text=str(block.get("thinking") or ""), signature=block.get("signature") or None)
+    if t == "redacted_thinking":
+        return Reasoning(encrypted=block.get("data"), redacted=True)
+    if t == "image":
+        src = block.get("source")
+        return Attachment(src.get("media_type") if isinstance(src, dict) else None, block)
+    return Opaque(block, "block")
+
+
+def kind_for(role: Any, parts: list[Part]) -> str:
+    if parts and all(isinstance(p, ToolResult) for p in parts):
+        return "tool_result"
+    if role == "assistant" and parts and all(isinstance(p, ToolCall) for p in parts):
+        return "tool_call"
+    if role == "assistant" and parts and all(isinstance(p, Reasoning) for p in parts):
+        return "reasoning"
+    return "message" if role in ("user", "assistant") else "event"
+
+
+def iso(ms: Any) -> str | None:
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return None
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+
+
+def wrapped_mode(role: str, blocks: list) -> str | None:
+    """The mode when every text block of a user message is exactly one ``<user_input>`` wrap of one mode."""
+    texts = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    if role != "user" or not texts or any(set(b) != {"type", "text"} or not isinstance(b["text"], str) for b in texts):
+        return None
+    modes = {m.group(1) if m else None for m in (WRAP_RE.match(b["text"]) for b in texts)}
+    return modes.pop() if len(modes) == 1 and None not in modes else None
+
+
+def record_of(n: int, msg: Any) -> Record:
+    """One element of ``messages`` (``line`` is its 1-based position in the array)."""
+    if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+        return Record(kind="other", extra={"value": msg}, raw=_dump(msg), line=n, opaque_reason="not a message")
+    content = msg.get("content")
+    blocks = content if isinstance(content, list) else [content] if isinstance(content, str) else []
+    mode, parts = wrapped_mode(msg["role"], blocks), []
+    for b in blocks:
+        m = WRAP_RE.match(b["text"]) if mode and isinstance(b, dict) and b.get("type") == "text" else None
+        parts.append(Text(m.group(2)) if m else part_of(b))
+    extra = {k: v for k, v in msg.items() if k not in NAMED_KEYS}
+    if isinstance(content, str):
+        extra["contentString"] = True
+    metrics = msg.get("metrics")
+    return Record(id=str(msg["id"]) if msg.get("id") is not None else None, kind=kind_for(msg["role"], parts),
+                  role="tool" if kind_for(msg["role"], parts) == "tool_result" else msg["role"],
+                  timestamp=iso(msg.get("ts")), parts=parts, usage=metrics if isinstance(metrics, dict) else None,
+                  extra=extra, raw=_dump(msg), line=n,
+                  source_type=f"{msg['role']}/{mode}" if mode else msg["role"])
+
+
+# ---- records -> JSON ------------------------------------------------------------------------------
+
+def _dump(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=2).encode()
+
+
+def block_of(p: Part, mode: str | None) -> Any:
+    if isinstance(p, Text):
+        return {"type": "text", "text": f'<user_input mode="{mode}">{p.text}</user_input>' if mode else p.text}
+    if isinstance(p, ToolCall):
+        return {"type": "tool_use", "id": p.call_id, "name": p.name, "input": p.arguments}
+    if isinstance(p, ToolResult):
+        s = p.structured if isinstance(p.structured, dict) else {}
+        content = s["content"] if "content" in s and result_text(s["content"]) == p.output else p.output
+        name = {"name": s["name"]} if s.get("name") is not None else {}
+        return {"type": "tool_result", "tool_use_id": p.call_id, **name, "content": content}
+    if isinstance(p, Reasoning):
+        if p.redacted:
+            return {"type": "redacted_thinking", "data": p.encrypted}
+        return {"type": "thinking", "thinking": p.text or p.summary} | ({"signature": p.signature} if p.signature else {})
+    if isinstance(p, Attachment):
+        return p.data
+    return p.data
+
+
+def message_of(rec: Record) -> Any:
+    """A record back as one element of ``messages``, in Cline's key order."""
+    if rec.opaque:
+        return rec.extra.get("value")
+    extra = dict(rec.extra)
+    role = (rec.source_type or rec.role or "user").split("/")[0]
+    mode = rec.source_type.split("/", 1)[1] if rec.source_type and "/" in rec.source_type else None
+    blocks = [block_of(p, mode) for p in rec.parts]
+    string = extra.pop("contentString", False) and len(blocks) == 1 and isinstance(blocks[0], str)
+    obj: dict[str, Any] = {"id": rec.id, "role": role, "content": blocks[0] if string else blocks}
+    obj.update(extra)
+    if rec.usage is not None and obj.get("metrics") != rec.usage:
+        obj["metrics"] = rec.usage
+    return obj
+
+
+def serialize(session: Session) -> bytes:
+    """The messages file: its own bytes while every record is unchanged, else re-encoded."""
+    native = session.meta.get("native")
+    records = list(session.records)
+    if native is not None and len(records) == session.meta.get("count") and all(r.raw is not None for r in records):
+        return native
+    doc = dict(session.meta.get("envelope") or {"version": 1, "agent": "lead", "sessionId": session.id})
+    doc["messages"] = [message_of(r) for r in records]
+    order = session.meta.get("order")
+    if order:
+        doc = {k: doc[k] for k in order if k in doc} | {k: v for k, v in doc.items() if k not in order}
+    return _dump(doc) + b"\n"
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+def load_json(path: Path) -> tuple[bytes, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise HistmigInputError(f"cannot read: {e.strerror}", path=path) from e
+    try:
+        return data, json.loads(data)
+    except ValueError as e:
+        line = getattr(e, "lineno", None)
+        raise HistmigInputError(f"not a Cline session file: {e}", path=path, line=line) from e
+
+
+def read_manifest(path: Path) -> dict:
+    mp = manifest_path(path)
+    if not mp.exists():
+        return {}
+    obj = load_json(mp)[1]
+    return obj if isinstance(obj, dict) else {}
+
+
+def read(src: Any) -> Session:
+    path = messages_path(Path(src.path) if isinstance(src, SessionRef) else Path(src))
+    native, doc = load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        raise HistmigInputError("not a Cline messages file (no 'messages' list)", path=path)
+    records = [record_of(n, m) for n, m in enumerate(doc["messages"], 1)]
+    manifest = read_manifest(path)
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    envelope = {k: v for k, v in doc.items() if k != "messages"}
+    session = Session(id=session_id(path), format=NAME, path=path, records=records,
+                      cwd=manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None,
+                      created=manifest.get("started_at"), updated=path.stat().st_mtime,
+                      title=meta.get("title") or first_prompt(records), provider=manifest.get("provider"),
+                      model=manifest.get("model"))
+    session.meta = {"native": native, "count": len(records), "envelope": envelope, "order": list(doc),
+                    "manifest": manifest, "usage": meta.get("usage")}
+    session.warnings = [r.opaque_reason for r in records if r.opaque]
+    return session
+
+
+stream = read   # whole-file JSON: one document, read once (its size is the session's)
+
+
+def first_prompt(records: list[Record]) -> str | None:
+    for r in records:
+        if r.role == "user" and not r.opaque:
+            for p in r.parts:
+                if isinstance(p, Text) and p.text.strip():
+                    return p.text.strip()
+    return None
+
+
+# ---- listing --------------------------------------------------------------------------------------
+
+def count_messages(path: Path) -> int:
+    """Messages by a byte search for ``"role": "user"|"assistant"`` (inside a JSON string the quotes would
+    be escaped, so only keys match; a tool input holding such a key is over-counted)."""
+    pats = (b'"role": "user"', b'"role": "assistant"')
+    n, tail = 0, b""
+    with open(path, "rb") as f:
+        while chunk := f.read(COUNT_CHUNK):
+            buf = tail + chunk
+            n += sum(buf.count(p) for p in pats)
+            tail = buf[-(len(pats[1]) - 1):]
+            n -= sum(tail.count(p) for p in pats)
+    return n
+
+
+def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    root = sessions_root(homes)
+    try:
+        folders = sorted(p for p in root.iterdir() if SID_RE.match(p.name) and p.is_dir() and not p.is_symlink())
+    except OSError:
+        return
+    for folder in folders:
+        if (folder / f"{folder.name}.messages.json").is_file():
+            yield ref_for(folder / f"{folder.name}.messages.json")
+
+
+def ref_for(path: Path) -> SessionRef:
+    """One session from its manifest (small) and a byte count of its messages file."""
+    ref = SessionRef(format=NAME, id=session_id(path), path=path)
+    try:
+        st = path.stat()
+        ref.size, ref.updated = st.st_size, st.st_mtime
+        manifest = read_manifest(path)
+        meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+        ref.cwd = manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None
+        ref.provider = manifest.get("provider") if isinstance(manifest.get("provider"), str) else None
+        ref.created = manifest.get("started_at") if isinstance(manifest.get("started_at"), str) else None
+        title = meta.get("title") or meta.get("prompt") or manifest.get("prompt")
+        ref.title = unwrap(title) if isinstance(title, str) else None
+        ref.messages = count_messages(path)
+        if not manifest:
+            ref.state.append("no manifest")
+    except (HistmigError, OSError) as e:
+        return mark_unreadable(ref, e)
+    return ref
+
+
+def unwrap(text: str) -> str:
+    m = WRAP_RE.match(text)
+    return m.group(2) if m else text
+
+
+ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
+                          encode_record=lambda rec: _dump(message_of(rec)))

@@ -1,0 +1,70 @@
+"""Cline CLI checks (docs/cline.md, docs/doctor.md): sessions whose recorded folder is gone, tool results
+without the ``name`` Cline needs to resume, a manifest whose ``messages_path`` names another file, files
+that do not parse. Read-only; each manifest is read whole (small), each messages file once."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from histmig.toolkit.doctor.base import Finding, dir_missing
+from histmig.toolkit.doctor.locate import HomeIndex, move_fix
+from histmig.tools.cline.adapter import SID_RE, sessions_root
+
+
+def _load(path: Path) -> tuple[Any, str | None]:
+    try:
+        return json.loads(path.read_bytes()), None
+    except OSError as e:
+        return None, e.strerror or str(e)
+    except ValueError as e:
+        return None, str(e)
+
+
+def check(homes: Any, index: HomeIndex, now: datetime, ignored=lambda code: False) -> list[Finding]:
+    """The table's doctor hook (histmig/tools/__init__.py)."""
+    out: list[Finding] = []
+    missing: dict[str, list[Path]] = defaultdict(list)
+    root = sessions_root(homes)
+    try:
+        folders = sorted(p for p in root.iterdir() if SID_RE.match(p.name) and p.is_dir() and not p.is_symlink())
+    except OSError:
+        return out
+    for folder in folders:
+        manifest, messages = folder / f"{folder.name}.json", folder / f"{folder.name}.messages.json"
+        if manifest.is_file():
+            obj, err = _load(manifest)
+            if err:
+                out.append(Finding("cline.unreadable", f"manifest: {err}", path=str(manifest)))
+            elif isinstance(obj, dict):
+                cwd, mp = obj.get("cwd"), obj.get("messages_path")
+                if isinstance(cwd, str) and dir_missing(cwd):
+                    missing[cwd].append(folder)
+                if isinstance(mp, str) and mp != str(messages):
+                    out.append(Finding("cline.messages-path", f"messages_path names {mp}", path=str(manifest),
+                                       fix=f"set messages_path to {messages}", data={"messages_path": mp}))
+        if messages.is_file() and not ignored("cline.tool-result-name"):
+            out += _messages(messages)
+    for cwd, found in sorted(missing.items()):
+        new = index.suggest(cwd)
+        out.append(Finding("cline.cwd-missing", f"{len(found)} session(s) were recorded in {cwd}, which no longer "
+                           "exists" + (f"; likely moved to {new}" if new else ""), path=str(found[0]),
+                           count=len(found), fix=move_fix(cwd, new), data={"cwd": cwd, "suggested": new}))
+    return out
+
+
+def _messages(path: Path) -> list[Finding]:
+    doc, err = _load(path)
+    if err:
+        return [Finding("cline.unreadable", err, path=str(path))]
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    unnamed = [n for n, m in enumerate(msgs if isinstance(msgs, list) else [], 1) if isinstance(m, dict)
+               for b in (m.get("content") if isinstance(m.get("content"), list) else [])
+               if isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("name")]
+    if not unnamed:
+        return []
+    return [Finding("cline.tool-result-name", f"{len(unnamed)} tool result(s) without a name (first: message "
+                    f"{unnamed[0]})", path=str(path), count=len(unnamed),
+                    fix="re-convert the session with histmig, or add each tool_result's name")]

@@ -1,0 +1,205 @@
+"""Cline CLI for the e2e suite: install the pinned version once, run it offline against the fake API.
+
+Its own cache sub-folder (``cline-<version>``). Offline recipe (docs/cline.md): ``cline auth -p openai -k K
+-m M -b <fake>/v1`` stores an OpenAI-compatible provider; ``cline "prompt"`` runs one turn. Resuming
+(``--id <sid>``) is interactive only, so :func:`resume` types the prompt into the terminal UI through a
+pseudo-terminal (:mod:`pty`). Every run leaves a detached ``--cline-hub-daemon`` (parent pid 1, outside
+the run's process group): :func:`stop_daemons` stops the ones whose HOME is the scratch home, by pid.
+
+``python -m tests.e2e.cline_client install`` installs it and prints the path.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import versions
+from .clients import ClientsUnavailable, Run, Scratch, _checked, cache_root, client_env, run
+from .fake_api import FakeAPI
+
+MODEL = "fake-model"
+
+
+def install_dir(root: Path | None = None) -> Path:
+    return (root or cache_root()) / f"cline-{versions.CLINE}"
+
+
+def _version_ok(exe: Path) -> bool:
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                  "HOME": str(exe.parents[2] / "version-home")}).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return versions.CLINE in out
+
+
+def install(root: Path | None = None) -> Path:
+    """The ``cline`` executable of the pinned version (installed once; parallel callers wait)."""
+    import shutil
+    prefix = install_dir(root)
+    prefix.mkdir(parents=True, exist_ok=True)
+    exe = prefix / "node_modules/.bin/cline"
+    with open(prefix.parent / ".install-cline.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (prefix / ".ok").exists() and exe.exists():
+            return exe
+        npm = shutil.which("npm")
+        if not npm:
+            raise ClientsUnavailable("npm is not on PATH")
+        env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
+                                  "npm_config_update_notifier": "false"}
+        (prefix / "package.json").write_text('{"name": "histmig-e2e-cline", "private": true}\n')
+        _checked([npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
+                  f"cline@{versions.CLINE}"], env, prefix, "npm install cline")
+        if not _version_ok(exe):
+            raise ClientsUnavailable(f"{exe} does not report version {versions.CLINE}")
+        (prefix / ".ok").write_text(f"cline@{versions.CLINE}\n")
+        return exe
+
+
+def cline_home(scratch: Scratch) -> Path:
+    return scratch.home / ".cline"
+
+
+def cline_env(scratch: Scratch, api: FakeAPI) -> dict[str, str]:
+    return client_env(scratch, api, {"CLINE_DIR": str(cline_home(scratch))})
+
+
+def auth(exe: Path, scratch: Scratch, api: FakeAPI) -> Run:
+    return run([str(exe), "auth", "-p", "openai", "-k", "sk-fake", "-m", MODEL, "-b", f"{api.url}/v1"],
+               cwd=scratch.home, env=cline_env(scratch, api), api=api).check()
+
+
+def run_cline(exe: Path, scratch: Scratch, api: FakeAPI, prompt: str, cwd: Path) -> Run:
+    """``cline PROMPT`` in ``cwd`` (one turn, tools auto-approved)."""
+    try:
+        return run([str(exe), prompt], cwd=cwd, env=cline_env(scratch, api), api=api)
+    finally:
+        stop_daemons(scratch)
+
+
+def history(exe: Path, scratch: Scratch, api: FakeAPI) -> Run:
+    try:
+        return run([str(exe), "history", "--json"], cwd=scratch.home, env=cline_env(scratch, api), api=api)
+    finally:
+        stop_daemons(scratch)
+
+
+def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd: Path, *,
+           wait: float = 40.0) -> Run:
+    """``cline --id SID`` in a pseudo-terminal: type ``prompt`` + Enter once the UI drew its prompt box, stop the client
+    once the fake API answered a request after the prompt (or ``wait`` seconds passed)."""
+    mark = api.mark()
+    env = cline_env(scratch, api)
+    pid, fd = pty.fork()
+    if pid == 0:   # the child: become the client
+        os.chdir(cwd)
+        os.execve(str(exe), [str(exe), "--id", sid], env)
+    out, t0, sent, done_at, ready_at = b"", time.time(), None, None, None
+    try:
+        while time.time() - t0 < wait:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    break
+            if ready_at is None and b"Ask anything" in out:   # the prompt box is drawn
+                ready_at = time.time()
+            if sent is None and ((ready_at and time.time() - ready_at > 2) or time.time() - t0 > 20):
+                for ch in prompt:
+                    os.write(fd, ch.encode())
+                    time.sleep(0.01)
+                time.sleep(0.3)
+                os.write(fd, b"\r")
+                sent = time.time()
+            if sent and done_at is None and _answered(api, mark):
+                done_at = time.time()
+            if done_at and time.time() - done_at > 3:   # let it store the turn
+                break
+    finally:
+        _stop(pid)
+        os.close(fd)
+        stop_daemons(scratch)
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace"))
+    return Run([str(exe), "--id", sid], 0, text, "", api.since(mark))
+
+
+def _answered(api: FakeAPI, mark: int) -> bool:
+    """A Chat Completions request since ``mark`` got a text answer from the fake API's script (its last
+    message is a tool result, or a user message that asks for no tool run)."""
+    for e in api.since(mark):
+        msgs = (e.body or {}).get("messages") if e.method == "POST" and e.api == "chat" else None
+        if msgs and (msgs[-1].get("role") == "tool" or "RUN:" not in str(msgs[-1].get("content"))):
+            return True
+    return False
+
+
+def _stop(pid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            break
+        for _ in range(20):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+            time.sleep(0.1)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def daemons(scratch: Scratch) -> list[int]:
+    """Pids of the hub daemons started with this scratch HOME (read from /proc)."""
+    home = f"HOME={scratch.home}".encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if b"--cline-hub-daemon" in (d / "cmdline").read_bytes() and home in (d / "environ").read_bytes().split(b"\0"):
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def stop_daemons(scratch: Scratch) -> None:
+    for _ in range(3):   # a daemon may still be starting when the client exits
+        time.sleep(0.5)
+        for pid in daemons(scratch):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    time.sleep(0.5)
+    for pid in daemons(scratch):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def sessions(scratch: Scratch) -> list[Path]:
+    """Every ``data/sessions/<sid>/<sid>.messages.json``, oldest first."""
+    return sorted((cline_home(scratch) / "data" / "sessions").glob("*/*.messages.json"))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["install"]:
+        sys.exit("usage: python -m tests.e2e.cline_client install")
+    try:
+        print(f"cline {versions.CLINE}: {install()}")
+    except ClientsUnavailable as e:
+        sys.exit(f"error: {e}")
