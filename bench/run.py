@@ -14,7 +14,8 @@ CLAUDE_CONFIG_DIR, MINI_CC_HOME, QWEN_HOME and HISTMIG_STATE_DIR point into it; 
 
 The trees: a Codex home from ``gen_codex.py`` (scan, doctor, flip, undo), a Claude Code + Codex
 project from ``move_bench.py`` (move), small Codex sessions from ``convert_bench.py`` (convert) and a
-Qwen Code project from ``qwen_bench.py`` (its scan and move).
+Qwen Code project from ``qwen_bench.py`` (its scan and move), and Pi and Gemini CLI homes grown from
+their bundled samples (``pi_bench.py``, ``scan_bench.py``: their scans).
 """
 from __future__ import annotations
 
@@ -152,7 +153,17 @@ def build(work: Path, sessions: int, mb: float) -> dict[str, Path]:
     qwen = str(trees["qwen"] / "work" / "app")
     Path(qwen + "-moved").mkdir(parents=True)
     qwen_bench.build(trees["qwen"] / "home", qwen, sessions, mb / 2)
+    build_listings(work, trees, sessions)
     return trees
+
+
+def build_listings(work: Path, trees: dict[str, Path], sessions: int) -> None:
+    """Pi and Gemini CLI homes (issue 16) from their bundled samples, for their listing rows."""
+    import pi_bench
+    import scan_bench
+    trees["pi"], trees["gemini"] = work / "trees" / "pi", work / "trees" / "gemini"
+    pi_bench.build(trees["pi"] / "home", sessions, 1)
+    scan_bench.build_gemini(trees["gemini"] / "home", sessions)
 
 
 def files_of(home: Path, *tops: str) -> list[str]:
@@ -221,6 +232,19 @@ def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     return [scan, apply]
 
 
+def bench_listings(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    """Pi and Gemini CLI (issue 16): ``scan --tool X --json`` against ``cat`` of the same files."""
+    rows = []
+    for tool, top in (("pi", ".pi"), ("gemini", ".gemini")):
+        home = trees[tool] / "home"
+        row = Row(f"`scan --tool {tool} --json`", "`cat` of every file")
+        cat = f"find '{home}/{top}' -type f -exec cat {{}} + > /dev/null"
+        for _ in range(pairs):
+            row.add(b.run(b.hm + ["scan", "--tool", tool, "--json"], home), b.run(cat, home, shell=True))
+        rows.append(row)
+    return rows
+
+
 def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
     """The files move's plan rewrites (its write_file operations), for the durable-copy floor."""
     plan = b.work / "move-plan.json"
@@ -280,7 +304,7 @@ def main(argv=None) -> int:
         print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
         b = Bench(work, a.quick)
         rows = []
-        for step in (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen):
+        for step in (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings):
             done = step(b, trees, pairs)
             rows += done
             print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)
