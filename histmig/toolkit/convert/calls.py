@@ -144,6 +144,15 @@ def translate(call: ToolCall, source: Vocabulary | None, target: Vocabulary, cwd
     return target.from_neutral(neutral(call, source, result), cwd)
 
 
+def map_call(call: ToolCall, source: Vocabulary | None, target: Vocabulary, cwd: str | None,
+             result: Any = None) -> list[Mapped]:
+    """:func:`translate`, except that a call whose source already speaks the target's schema is copied
+    (free-form arguments kept as ``{"input": ...}``)."""
+    if source is target:
+        return [Mapped(call.name, call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments})]
+    return translate(call, source, target, cwd, result)
+
+
 # ---- shared mechanics ------------------------------------------------------------------------------
 
 def as_dict(arguments: Any) -> dict | None:

@@ -35,7 +35,7 @@ from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.tools.gemini import files
-from histmig.toolkit.convert.calls import Mapped, translate
+from histmig.toolkit.convert.calls import map_call
 from histmig.tools.gemini.calls import CALLS
 
 
@@ -126,12 +126,8 @@ class _Writer:
 
     def on_call(self, item: Item) -> None:
         call: ToolCall = item.part
-        if self.source_calls is CALLS:        # Gemini to Gemini: copied
-            args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
-            mapped = [Mapped(call.name, args)]
-        else:                                 # through the neutral vocabulary (toolkit/convert/calls.py)
-            mapped = translate(call, self.source_calls, CALLS, self.conv.source.cwd,
-                               self.conv.patches.get(call.call_id))
+        # Gemini to Gemini: copied; else through the neutral vocabulary (toolkit/convert/calls.py)
+        mapped = map_call(call, self.source_calls, CALLS, self.conv.source.cwd, self.conv.patches.get(call.call_id))
         rec = self._model(item, after_results=self._has_results())
         for k, m in enumerate(mapped):
             for cat, kind in m.notes:

@@ -24,7 +24,7 @@ import orjson
 from histmig import __version__
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert.calls import Mapped, safe_tool_id, translate
+from histmig.toolkit.convert.calls import Mapped, map_call, safe_tool_id
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
@@ -165,9 +165,7 @@ class _Writer:
 
     def mapped(self, call: ToolCall) -> list[Mapped]:
         """The call in Pi's own tools (histmig/tools/pi/calls.py), through the neutral vocabulary."""
-        if self.source_calls is CALLS:
-            return [Mapped(call.name, call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments})]
-        return translate(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+        return map_call(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part

@@ -27,7 +27,7 @@ from histmig.core.model import Reasoning, ToolCall, ToolResult
 from histmig.core.times import iso_z
 from histmig import tools as registry
 from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.calls import Mapped, safe_tool_id, translate
+from histmig.toolkit.convert.calls import map_call, safe_tool_id
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
@@ -141,9 +141,7 @@ class _Writer:
     def _map(self, call: ToolCall) -> list:
         """The call in Qwen's schema: through the neutral vocabulary (toolkit/convert/calls.py), or as it is
         when the source already speaks Qwen's."""
-        if self.source_calls is CALLS:
-            return [Mapped(call.name, call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments})]
-        return translate(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+        return map_call(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
