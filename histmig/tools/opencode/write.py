@@ -18,7 +18,10 @@ messages sort as they happened; OpenCode orders a session by id.
 Thinking is replayed only to its own provider: a reasoning part keeps its signature
 (``metadata.anthropic.signature``) when the source's turns came from Anthropic (Claude-style sources)
 and the new session's model is Anthropic's too; otherwise it is dropped (or kept as plain text with
-``--keep-reasoning-text``) and the loss report says so. User messages record the model OpenCode is
+``--keep-reasoning-text``) and the loss report says so. OpenCode itself sends a reasoning part as a
+signed thinking block only when the step's ``providerID/modelID`` is the model it now asks, else as
+plain text (MessageV2's model-message conversion in the 1.18.33 client): the loss report says
+"approximated" for a step another Claude model made. User messages record the model OpenCode is
 configured with (``opencode.json``'s ``model``, or ``--model provider/model``), which is the model a
 continued session asks; assistant steps record where each turn really came from.
 """
@@ -183,6 +186,10 @@ class _Writer:
             ms = self.ms(item.ts)
             self.part(self.current(item), ms, {"type": "reasoning", "text": p.text, "time": {"start": ms, "end": ms},
                                                "metadata": {"anthropic": {"signature": p.signature}}})
+            model = item.model or self.conv.source.model or ""
+            if model != self.model[1]:     # OpenCode replays a thinking block only to the model that made it
+                loss.add("approximated", f"reasoning (made by {model or 'another model'}: OpenCode sends it to "
+                         f"{self.model[1]} as plain text)")
         elif self.t.keep_reasoning_text and readable:
             ms = self.ms(item.ts)
             self.part(self.current(item), ms, {"type": "text", "text": readable, "time": {"start": ms, "end": ms}})
