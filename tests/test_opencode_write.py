@@ -156,3 +156,23 @@ def test_the_project_of_a_folder_is_the_one_opencode_would_find(tmp_path):
     pid, tree, note = rows.project_for(str(unknown))
     assert (pid, tree) == ("global", "/") and "global project" in note
     assert rows.project_for("/nowhere/at/all") == ("global", "/", None)
+
+
+def test_calls_map_to_opencodes_tools():
+    from histmig.toolkit.convert.calls import translate
+    from histmig.tools.opencode.calls import CALLS
+
+    def to_oc(source, name, args):
+        return [(m.name, m.arguments) for m in translate(ToolCall("c", name, args), registry.hook(source, "calls"),
+                                                          CALLS, "/w/app")]
+    assert to_oc("codex", "exec_command", '{"cmd": "ls", "workdir": "sub"}') == \
+        [("bash", {"command": "ls", "description": "ls", "workdir": "/w/app/sub"})]
+    assert to_oc("claude-code", "Read", {"file_path": "a.py", "offset": 2}) == \
+        [("read", {"filePath": "/w/app/a.py", "offset": 2})]
+    assert to_oc("claude-code", "MultiEdit", {"file_path": "/a", "edits": [
+        {"old_string": "x", "new_string": "y"}, {"old_string": "p", "new_string": "q", "replace_all": True}]}) == \
+        [("edit", {"filePath": "/a", "oldString": "x", "newString": "y"}),
+         ("edit", {"filePath": "/a", "oldString": "p", "newString": "q", "replaceAll": True})]
+    assert to_oc("codex", "apply_patch", "*** Begin Patch\n*** Add File: n.txt\n+hi\n*** End Patch") == \
+        [("write", {"filePath": "/w/app/n.txt", "content": "hi\n"})]
+    assert to_oc("claude-code", "mcp__x", {"a": 1}) == [("mcp__x", {"a": 1})]

@@ -101,16 +101,19 @@ def split_model(value: str | None) -> tuple[str | None, str | None]:
     return (provider, model) if sep else (None, value)
 
 
+def origin(conv: Conversation, source: str) -> str:
+    """The provider the source's turns came from (what an assistant step records as ``providerID``)."""
+    return ORIGIN.get(source) or ("anthropic" if source in SIGNED_SOURCES else conv.source.provider or source)
+
+
 class _Writer:
-    def __init__(self, conv: Conversation, t: Target, model: tuple[str, str]):
-        self.root = "/"
-        self.conv, self.t = conv, t
+    def __init__(self, conv: Conversation, t: Target, model: tuple[str, str], root: str):
+        self.conv, self.t, self.root = conv, t, root
         self.clock = Clock(conv.source.created, t.ids.time())
         self.mint = Minter(t.ids)
         self.model = model                        # (provider, model) the user turns ask: what continues it
         self.source = t.source_tool
-        self.origin = ORIGIN.get(self.source) or ("anthropic" if self.source in SIGNED_SOURCES else
-                                                  conv.source.provider or self.source)
+        self.origin = origin(conv, t.source_tool)
         self.messages: list[dict[str, Any]] = []   # message rows, each with "parts": its part rows
         self.user: dict[str, Any] | None = None
         self.step: dict[str, Any] | None = None
@@ -251,8 +254,7 @@ class _Writer:
                      ("cache_read", t["cache"]["read"]), ("cache_write", t["cache"]["write"])):
             self.usage[k] += v
 
-    def run(self, root: str) -> None:
-        self.root = root
+    def run(self) -> None:
         for item in self.conv.items:
             getattr(self, "on_" + item.kind)(item)
         self.close_step()
@@ -279,9 +281,9 @@ def write(conv: Conversation, t: Target) -> Written:
     if note:
         conv.loss.add("approximated", note)
     configured = split_model(t.model) if t.model and "/" in t.model else None
-    w = _Writer(conv, t, ("", ""))
-    w.model = configured or (w.origin, t.model or conv.source.model or "")
-    w.run("/" if project_id == "global" else worktree)
+    model = configured or (origin(conv, t.source_tool), t.model or conv.source.model or "")
+    w = _Writer(conv, t, (model[0] or "", model[1] or ""), "/" if project_id == "global" else worktree)
+    w.run()
     first = w.messages[0]["time_created"] if w.messages else int(w.clock.last.timestamp() * 1000)
     last = max([first] + [m["time_updated"] for m in w.messages])
     title = (conv.first_prompt or "").strip().splitlines()[0][:100] if (conv.first_prompt or "").strip() else \
