@@ -176,3 +176,12 @@ def test_calls_map_to_opencodes_tools():
     assert to_oc("codex", "apply_patch", "*** Begin Patch\n*** Add File: n.txt\n+hi\n*** End Patch") == \
         [("write", {"filePath": "/w/app/n.txt", "content": "hi\n"})]
     assert to_oc("claude-code", "mcp__x", {"a": 1}) == [("mcp__x", {"a": 1})]
+
+
+def test_rows_count_toward_the_runs_batches(monkeypatch):
+    from histmig.verbs.convert import batches
+    home()
+    monkeypatch.setattr(batches, "BATCH_BYTES", 1)           # every session its own transaction
+    out = histmig("convert", "--to", "opencode", "--all", "--apply", "--json")
+    assert out.exit_code == 0, out.stderr
+    assert len(json.loads(histmig("log", "--json").stdout)["transactions"]) == 2

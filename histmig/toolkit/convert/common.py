@@ -49,3 +49,4 @@ class Written:
     title: str | None
     info: dict[str, Any] = field(default_factory=dict)   # target-specific facts (Codex: row values)
     location: str | None = None               # a target that writes rows, not files: where the session is
+    row_bytes: int = 0                        # ... and the size of its rows (counted toward a run's batches)

@@ -308,8 +308,9 @@ def write(conv: Conversation, t: Target) -> Written:
                                   "time_created": p["time_created"], "time_updated": p["time_updated"],
                                   "data": _json(p["data"])}))
     last_ts = iso_z(w.clock.last) if w.messages else None
+    size = sum(len(r["data"]) for table, r in rows if table != "session")
     return Written([], t.sid, last_ts, title, info={"rows": rows, "db": str(place.db)},
-                   location=f"{place.db}#{t.sid}")
+                   location=f"{place.db}#{t.sid}", row_bytes=size)
 
 
 def _relative(cwd: str, worktree: str) -> str:

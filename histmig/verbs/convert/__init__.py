@@ -155,7 +155,7 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
     if run.tables is not None:
         ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
     out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
-    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files)
+    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files) + w.row_bytes
     if not out.paths and w.location:      # a target whose session is rows only (its tables' inserts)
         out.paths = [w.location]
     if out.paths:
