@@ -212,6 +212,12 @@ _TABLE = [
           "Failed `opencode run`s left prompts with an empty, unfinished answer; OpenCode sends them again, "
           "merged into the next request.",
           "`histmig doctor --repair` deletes those rows (journaled; `histmig undo` puts them back)."),
+    Check("opencode.channel-db",
+          "Sessions live in `opencode-<channel>.db`, the database of a non-release OpenCode build; release builds "
+          "and histmig read `opencode.db` (or `$OPENCODE_DB`) and do not see them.",
+          "`OPENCODE_DB=<that file> histmig scan --tool opencode` (and move, doctor, convert); the same variable "
+          "makes a release `opencode` use that database.",
+          environment=True),
     # --- Copilot CLI (histmig/tools/copilot/doctor.py) ---------------------------------------------
     Check("copilot.cwd-missing",
           "Sessions list a folder that no longer exists (workspace.yaml cwd, the index row); Copilot still "
