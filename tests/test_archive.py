@@ -176,3 +176,24 @@ def test_restore_keep_mtime_and_default_now(world):
 def test_restore_needs_one_session_or_deleted(world):
     assert histmig("restore").exit_code == 2
     assert "no archive" in histmig("restore", "--deleted").stderr
+
+
+def test_doctor_points_to_archive_for_transcripts_claude_is_about_to_delete(world):
+    from histmig.verbs.doctor import diagnose
+    homes, proj = world
+    path = put(homes, proj, line(proj, 0, "hello") + line(proj, 1, "hi"))
+    old = 1_700_000_000_000_000_000
+    os.utime(path, ns=(old, old))
+    fs = diagnose(homes, tools=["claude"]).findings
+    cleanup = next(f for f in fs if f.code == "claude.cleanup-soon")
+    assert cleanup.data["at_risk"] == [str(path)] and "histmig archive" in cleanup.fix
+    [f] = [f for f in fs if f.code == "archive.unarchived"]
+    assert f.tool == "claude-code" and f.data["paths"] == [str(path)] and f.fix.startswith("histmig archive")
+    api.archive(homes)
+    assert not [f for f in diagnose(homes, tools=["claude"]).findings if f.code == "archive.unarchived"]
+    with open(path, "ab") as fh:                 # appended since: the archived copy is not current
+        fh.write(line(proj, 2, "more"))
+    os.utime(path, ns=(old, old + 1))
+    assert [f.code for f in diagnose(homes, tools=["claude"]).findings if f.code == "archive.unarchived"]
+    assert not [f for f in diagnose(homes, tools=["claude"], ignore=["archive.unarchived"]).findings
+                if f.code == "archive.unarchived"]
