@@ -17,7 +17,7 @@ COMMANDS = {
     "gc": "tx",
     "demo": "demo",
     "archive": "archive",
-    "restore": "archive",
+    "restore": "restore",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

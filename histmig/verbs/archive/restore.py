@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from histmig.core.diagnostics import AmbiguousError, NotFoundError, RefusedError, Skip
+from histmig.core.diagnostics import AmbiguousError, NotFoundError, RefusedError, Skip, Warning
 from histmig.core.paths import is_under
 from histmig.core.plan import CreateFile, Plan
 from histmig.verbs.archive import archive_root, catalog
@@ -107,8 +107,8 @@ def _plan_session(out: Restore, entry: dict, store: Store, data: str, keep_mtime
             return
         ops.append(_create(out, f, session, store, data, keep_mtime, entry.get("run")))
     if not ops:
-        out.plan.skips.append(Skip(entry["files"][0]["path"], f"{entry['tool']} session {entry['id']} is already "
-                                   "there with the archived bytes", code="restore-present"))
+        out.plan.warnings.append(Warning("restore-present", f"{entry['tool']} session {entry['id']} is already there "
+                                         "with the archived bytes", path=entry["files"][0]["path"]))
     out.plan.operations.extend(ops)
 
 
