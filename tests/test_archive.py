@@ -197,3 +197,30 @@ def test_doctor_points_to_archive_for_transcripts_claude_is_about_to_delete(worl
     assert [f.code for f in diagnose(homes, tools=["claude"]).findings if f.code == "archive.unarchived"]
     assert not [f for f in diagnose(homes, tools=["claude"], ignore=["archive.unarchived"]).findings
                 if f.code == "archive.unarchived"]
+
+
+def test_opencode_sessions_are_archived_as_rows_and_restored_by_insert(isolated_homes):
+    import sqlite3
+    from histmig.cli import samples
+    samples.install(Path(isolated_homes["HOME"]))
+    homes = resolve_homes()
+    db = homes.opencode / "opencode.db"
+    report = api.archive(homes, tools=["opencode"])
+    assert report.by_tool == {"opencode": 2} and not report.warnings
+    con = sqlite3.connect(db)
+    sid = con.execute("SELECT id FROM session ORDER BY id DESC").fetchone()[0]
+    counts = lambda: [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("session", "message", "part")]  # noqa: E731
+    before = counts()
+    again = api.archive(homes, tools=["opencode"])       # unchanged sessions are not read again
+    assert again.read == 0 and again.new_objects == 0
+    for table, col in (("part", "session_id"), ("message", "session_id"), ("session", "id")):
+        con.execute(f"DELETE FROM {table} WHERE {col} = ?", (sid,))
+    con.commit()
+    r = histmig("restore", "--deleted")
+    assert r.exit_code == 0 and "database row(s)" in r.stdout and sid in r.stdout, r.stdout
+    assert histmig("restore", "--deleted", "--apply").exit_code == 0
+    assert counts() == before
+    assert histmig("show", sid).exit_code == 0
+    assert "already there" in histmig("restore", sid).stderr
+    assert histmig("undo").exit_code == 0
+    assert counts()[0] == before[0] - 1

@@ -48,9 +48,13 @@ def restore_cmd(ctx, session, deleted, to, tools, keep_mtime, apply, as_json, pl
 
 def _render(ctx, plan) -> None:
     s = plan.summary
-    info(ctx, f"restore {s['sessions']} session(s), {s['files']} file(s), {s['bytes']} bytes from {s['archive']}")
+    rows = f", {s['rows']} database row(s)" if s.get("rows") else ""
+    info(ctx, f"restore {s['sessions']} session(s), {s['files']} file(s), {s['bytes']} bytes{rows} from {s['archive']}")
     for op in plan.operations:
-        info(ctx, f"would create {op.path} ({op.session['tool']} {op.session['id']})")
+        if op.kind == "create":
+            info(ctx, f"would create {op.path} ({op.session['tool']} {op.session['id']})")
+        elif ctx.verbose or op.table == "session":
+            info(ctx, f"would {op.describe()}")
 
 
 command = restore_cmd

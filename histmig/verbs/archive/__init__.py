@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from histmig.core.diagnostics import LockedError, Warning
 from histmig.core.locks import GlobalLock, ensure_private_dir
 from histmig.verbs.archive import catalog
-from histmig.verbs.archive.chunks import chunk_file
+from histmig.verbs.archive.chunks import chunk_file, chunk_stream
 from histmig.verbs.archive.store import Store
 
 
@@ -94,7 +94,11 @@ def _archive_all(refs, store: Store, prev: dict, writer: catalog.CatalogWriter, 
         files_of = hook(ref.format, "archive")
         paths = files_of(ref) if files_of is not None else default_files(ref)
         if paths is None:                 # the hook says: not kept as files (rows in a shared database)
-            unsupported.setdefault(ref.format, str(ref.path))
+            entry = _rows_entry(ref, store, prev, report)
+            if entry is None:
+                unsupported.setdefault(ref.format, str(ref.path))
+                continue
+            _write(writer, report, ref, [entry], on_session)
             continue
         entries = []
         for p in paths:
@@ -108,17 +112,37 @@ def _archive_all(refs, store: Store, prev: dict, writer: catalog.CatalogWriter, 
                 entry = done[key] = {"path": key, "size": got.size, "mtime_ns": got.mtime_ns, "mode": got.mode,
                                      "sha256": got.sha256, "chunks": got.chunks}
             entries.append(entry)
-        if not entries:
-            continue
-        writer.line({"tool": ref.format, "id": ref.id, "cwd": ref.cwd, "title": ref.title, "files": entries})
-        report.sessions += 1
-        report.files += len(entries)
-        report.by_tool[ref.format] = report.by_tool.get(ref.format, 0) + 1
-        if on_session is not None:
-            on_session(ref)
+        if entries:
+            _write(writer, report, ref, entries, on_session)
     for tool, where in unsupported.items():
-        report.warnings.append(Warning("archive-not-files", f"{tool} keeps its sessions as rows of one database; "
-                                       "archive does not copy them yet (docs/archive.md, \"Limits\")", path=where))
+        report.warnings.append(Warning("archive-not-files", f"{tool} keeps its sessions as rows of one database "
+                                       "that could not be read; not archived (docs/archive.md, \"Limits\")", path=where))
+
+
+def _write(writer: catalog.CatalogWriter, report: ArchiveReport, ref: Any, entries: list[dict], on_session) -> None:
+    writer.line({"tool": ref.format, "id": ref.id, "cwd": ref.cwd, "title": ref.title, "files": entries})
+    report.sessions += 1
+    report.files += len(entries)
+    report.by_tool[ref.format] = report.by_tool.get(ref.format, 0) + 1
+    if on_session is not None:
+        on_session(ref)
+
+
+def _rows_entry(ref: Any, store: Store, prev: dict, report: ArchiveReport) -> dict | None:
+    """A session its tool keeps as database rows (its ``archive_rows`` hook), archived as a stream of
+    JSON lines; ``path`` is ``<database>#<session id>`` and ``rows`` names the tool that restores it."""
+    from histmig.tools import hook
+    dump = hook(ref.format, "archive_rows")
+    got = dump(ref) if dump is not None else None
+    if got is None:
+        return None
+    key, version, lines = got
+    old = prev.get(key)
+    if old and old.get("version") == version:
+        return old
+    size, sha, chunks = chunk_stream(lines, store, old)
+    report.read += 1
+    return {"path": key, "rows": ref.format, "version": version, "size": size, "sha256": sha, "chunks": chunks}
 
 
 def default_files(ref: Any) -> list[Path]:

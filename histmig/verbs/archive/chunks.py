@@ -79,3 +79,44 @@ def _read(fh, n: int) -> bytes:
 def _regular(mode: int) -> bool:
     import stat
     return stat.S_ISREG(mode)
+
+
+class _Lines:
+    """``read(n)`` over an iterator of byte strings (a tool's rows as lines), with a push-back."""
+
+    def __init__(self, lines):
+        self.lines, self.buf = iter(lines), b""
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            nxt = next(self.lines, None)
+            if nxt is None:
+                break
+            self.buf += nxt
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def unread(self, data: bytes) -> None:
+        self.buf = data + self.buf
+
+
+def chunk_stream(lines, store: Store, prev: dict | None) -> tuple[int, str, list[list]]:
+    """Archive a stream of bytes (a session kept as database rows) the same append-aware way:
+    (size, sha256, chunks). Memory: one chunk plus one line."""
+    src = _Lines(lines)
+    whole = hashlib.sha256()
+    chunks: list[list] = []
+    for digest, size in (prev or {}).get("chunks", ()):
+        data = src.read(size)
+        if len(data) < size or hashlib.sha256(data).hexdigest() != digest:
+            src.unread(data)
+            break
+        whole.update(data)
+        chunks.append([digest, size])
+    while True:
+        data = src.read(CHUNK)
+        if not data:
+            break
+        whole.update(data)
+        chunks.append([store.put(data), len(data)])
+    return sum(n for _, n in chunks), whole.hexdigest(), chunks

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from histmig.core.diagnostics import AmbiguousError, NotFoundError, RefusedError, Skip, Warning
 from histmig.core.paths import is_under
@@ -57,9 +57,10 @@ def plan_restore(homes: Any, spec: str | None = None, *, deleted: bool = False, 
     except BaseException:
         out.close()
         raise
+    creates = [o for o in out.plan.operations if isinstance(o, CreateFile)]
     out.plan.summary = {"sessions": len({(o.session or {}).get("id") for o in out.plan.operations}),
-                        "files": len(out.plan.operations), "archive": str(root),
-                        "bytes": sum(o.nbytes for o in out.plan.operations)}
+                        "files": len(creates), "rows": len(out.plan.operations) - len(creates),
+                        "archive": str(root), "bytes": sum(o.nbytes for o in creates)}
     return out
 
 
@@ -93,6 +94,12 @@ def _plan_session(out: Restore, entry: dict, store: Store, data: str, keep_mtime
     ops = []
     for f in entry["files"]:
         path = f["path"]
+        if f.get("rows"):
+            got = _rows(out, entry, f, store, session, strict)
+            if got is None:
+                return
+            ops += got
+            continue
         if not any(is_under(path, r) for r in roots):
             out.plan.skips.append(Skip(path, f"outside this run's homes ({entry['tool']} {entry['id']}); "
                                        "restore with the --home it was archived from", code="restore-outside-home"))
@@ -110,6 +117,37 @@ def _plan_session(out: Restore, entry: dict, store: Store, data: str, keep_mtime
         out.plan.warnings.append(Warning("restore-present", f"{entry['tool']} session {entry['id']} is already there "
                                          "with the archived bytes", path=entry["files"][0]["path"]))
     out.plan.operations.extend(ops)
+
+
+def _rows(out: Restore, entry: dict, f: dict, store: Store, session: dict, strict: bool) -> list | None:
+    """A session its tool keeps as database rows: the inserts of its ``restore_rows`` hook (None: left out)."""
+    from histmig.tools import hook
+    db = f["path"].rsplit("#", 1)[0]
+    if not any(is_under(db, r) for r in out.plan.roots):
+        out.plan.skips.append(Skip(db, f"outside this run's homes ({entry['tool']} {entry['id']}); restore with "
+                                   "the --home it was archived from", code="restore-outside-home"))
+        return None
+    current = hook(f["rows"], "current_rows")(f["path"])
+    if current == f["sha256"]:
+        return []
+    if current is not None:
+        msg = f"the database holds other rows for archived {entry['tool']} session {entry['id']}; not restored"
+        if strict:
+            raise RefusedError(msg, path=db)
+        out.plan.skips.append(Skip(db, msg, code="restore-conflict"))
+        return None
+    return hook(f["rows"], "restore_rows")(f["path"], _lines(store.stream(f["chunks"])), session,
+                                           f"from archive run {entry.get('run')}")
+
+
+def _lines(chunks) -> Iterator[bytes]:
+    rest = b""
+    for chunk in chunks:
+        *whole, rest = (rest + chunk).split(b"\n")
+        for ln in whole:
+            yield ln + b"\n"
+    if rest:
+        yield rest
 
 
 def _create(out: Restore, f: dict, session: dict, store: Store, data: str, keep_mtime: bool, run: str | None):
