@@ -107,7 +107,7 @@ def _plan_session(out: Restore, entry: dict, store: Store, data: str, keep_mtime
         if os.path.lexists(path):
             if _same(path, f):
                 continue
-            msg = f"a different file exists here now; archived {entry['tool']} session {entry['id']} not restored"
+            msg = f"a different file exists here now; not replaced by archived {entry['tool']} session {entry['id']}"
             if strict:
                 raise RefusedError(msg, path=path)
             out.plan.skips.append(Skip(path, msg, code="restore-conflict"))
@@ -131,7 +131,7 @@ def _rows(out: Restore, entry: dict, f: dict, store: Store, session: dict, stric
     if current == f["sha256"]:
         return []
     if current is not None:
-        msg = f"the database holds other rows for archived {entry['tool']} session {entry['id']}; not restored"
+        msg = f"the database holds other rows for archived {entry['tool']} session {entry['id']}; not replaced"
         if strict:
             raise RefusedError(msg, path=db)
         out.plan.skips.append(Skip(db, msg, code="restore-conflict"))
