@@ -113,3 +113,38 @@ def test_clients_delete_old_sessions_and_restore_puts_them_back(clients, gemini,
     run = gem.run_gemini(gemini, scratch, fake_api, "GEM-TWO after restore", gapp, resume=gid).check()
     asks = run.model_requests("gemini")
     assert asks and any(carried(e, "GEM-ONE remember this") for e in asks), [e.body for e in asks][:1]
+
+
+def test_an_opencode_session_deleted_by_its_client_is_restored_as_rows_and_continued(fake_api, scratch):
+    """OpenCode keeps sessions as database rows: ``opencode session delete`` removes them, ``restore
+    --deleted --apply`` inserts the archived rows back, and ``opencode run -s ID`` continues the session."""
+    import sqlite3
+    from .opencode_client import db_path, install, opencode_setup, run_opencode
+    try:
+        opencode = install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"OpenCode could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"OpenCode unavailable: {e}")
+    opencode_setup(scratch, fake_api)
+    app = scratch.project("oc")
+    run_opencode(opencode, scratch, fake_api, ["first", "oc-archive-marker"], app).check()
+    [sid] = [r[0] for r in sqlite3.connect(db_path(scratch)).execute("SELECT id FROM session")]
+    first = archive(scratch)
+    assert first["tools"].get("opencode") == 1 and not first["warnings"], first
+    run_opencode(opencode, scratch, fake_api, ["second", "oc-second-marker"], app, session=sid).check()
+    second = archive(scratch)
+    assert second["read"] == 1 and second["new_objects"] >= 1, second
+    from .clients import run as run_client
+    from .opencode_client import opencode_env
+    run_client([str(opencode), "session", "delete", sid], cwd=app, env=opencode_env(scratch, fake_api),
+               api=fake_api).check()
+    con = sqlite3.connect(db_path(scratch))
+    assert con.execute("SELECT count(*) FROM session WHERE id = ?", (sid,)).fetchone()[0] == 0
+    dry = ok(histmig(scratch, "restore", "--deleted"))
+    assert sid in dry.stdout and "database row(s)" in dry.stdout, dry.stdout
+    ok(histmig(scratch, "restore", "--deleted", "--apply"))
+    assert con.execute("SELECT count(*) FROM session WHERE id = ?", (sid,)).fetchone()[0] == 1
+    run = run_opencode(opencode, scratch, fake_api, ["third", "after", "restore"], app, session=sid).check()
+    asks = run.model_requests("anthropic")
+    assert asks and any(carried(e, "oc-archive-marker") and carried(e, "oc-second-marker") for e in asks)
