@@ -224,3 +224,43 @@ def test_opencode_sessions_are_archived_as_rows_and_restored_by_insert(isolated_
     assert "already there" in histmig("restore", sid).stderr
     assert histmig("undo").exit_code == 0
     assert counts()[0] == before[0] - 1
+
+
+def test_memory_stays_flat_on_a_big_session(world):
+    import tracemalloc
+    homes, proj = world
+    path = put(homes, proj, b"")
+    with open(path, "ab") as fh:                   # ~40 MB of lines, written without holding them
+        for i in range(4000):
+            fh.write(line(proj, i, noise(7500)))
+    tracemalloc.start()
+    try:
+        api.archive(homes)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert path.stat().st_size > 30 << 20
+    assert peak < 12 << 20, peak                  # one chunk and its compressed copy, not the file
+
+
+def test_a_run_that_fails_half_way_leaves_no_catalog_and_the_next_run_completes(world, monkeypatch):
+    from histmig.verbs.archive.store import Store
+    homes, proj = world
+    put(homes, proj, line(proj, 0, "hello"))
+    put(homes, proj, line(proj, 0, "other", SID2), SID2)
+    real, calls = Store.put, []
+
+    def failing(self, data, digest=None):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, data, digest)
+    monkeypatch.setattr(Store, "put", failing)
+    with pytest.raises(OSError):
+        api.archive(homes)
+    root = default_root(homes)
+    assert catalog.runs(root) == [] and not list(root.rglob(".tmp-*"))
+    monkeypatch.setattr(Store, "put", real)
+    done = api.archive(homes)
+    assert done.sessions == 2 and len(catalog.runs(root)) == 1
+    assert not GlobalLock(root).acquire().release()      # the lock was released both times
