@@ -210,3 +210,19 @@ def gc(homes, older_than_s: float, *, apply: bool = False) -> GcResult:
     """Remove (or, by default, list) the backups of old finished transactions."""
     from histmig.apply.gc import gc as run
     return run(homes, older_than_s, apply=apply)
+
+
+# -- archive and restore (histmig/verbs/archive) -------------------------------------------------------
+def archive(homes, *, to: str | None = None, tools: Iterable[str] | None = None,
+            on_session: Callable[[Any], None] | None = None) -> Any:
+    """Copy every session of every tool (or ``tools``) into the archive, storing only new bytes; an ``ArchiveReport``."""
+    from histmig.verbs.archive import run_archive
+    return run_archive(homes, to=to, tools=tools, on_session=on_session)
+
+
+def plan_restore(homes, spec: str | None = None, *, deleted: bool = False, to: str | None = None,
+                 tools: Iterable[str] | None = None, data: str = "count", keep_mtime: bool = False) -> Any:
+    """Archived sessions back where their clients look for them: a ``Restore`` (``.plan``; ``close()`` removes
+    its spool files once applied). ``data``: ``count`` (dry run), ``spool`` (apply), ``memory`` (--plan-out)."""
+    from histmig.verbs.archive.restore import plan_restore as plan
+    return plan(homes, spec, deleted=deleted, to=to, tools=tools, data=data, keep_mtime=keep_mtime)

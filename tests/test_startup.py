@@ -45,6 +45,13 @@ CASES = {
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
     "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
                                                "histmig.verbs.undo", "histmig.toolkit.convert"]),
+    # issue 19: archiving reads; it plans nothing and needs no writer, converter or move hook
+    "archive": (["archive"], [*WRITE_PATH, "histmig.cli.tx", "histmig.core.plan", "histmig.verbs.flip",
+                              "histmig.verbs.convert", "histmig.verbs.move", "histmig.verbs.doctor",
+                              "histmig.verbs.undo", "histmig.toolkit.convert", "histmig.toolkit.move"]),
+    "restore --deleted": (["restore", "--deleted"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.convert",
+                                                      "histmig.verbs.move", "histmig.verbs.doctor", "histmig.verbs.undo",
+                                                      "histmig.toolkit.convert", "histmig.toolkit.move"]),
 }
 
 # Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper
