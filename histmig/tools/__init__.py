@@ -26,6 +26,9 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``calls``: ``<pkg>.calls.CALLS``, a ``toolkit.convert.calls.Vocabulary``: its tool calls to and from the
   neutral call vocabulary (``to_neutral``, ``from_neutral``); convert's writers map every source call
   through it (tools sharing one ``CALLS`` object copy calls between them unchanged)
+- ``search``: ``<pkg>.search.SEARCH``, a ``toolkit.search.JsonlSource``: the JSONL files of a session and
+  how its lines become records, so ``histmig search`` reads raw bytes and parses only the lines holding
+  the phrase; a tool without it is searched through its adapter's read
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
@@ -62,7 +65,7 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
          "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
          "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
-         "calls": ("calls", "CALLS")}
+         "calls": ("calls", "CALLS"), "search": ("search", "SEARCH")}
 
 
 @dataclass(frozen=True)
