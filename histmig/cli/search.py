@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, emit_json_stream, info, print_warnings, use_color
+from histmig.cli.common import TOOL, emit_json_stream, print_warnings, use_color
 from histmig.cli.fmt import fmt_time
 from histmig.cli.jsonout import envelope, iso_text, iso_utc
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED
@@ -61,21 +61,54 @@ def command(ctx, pattern, regex, case, include_tools, files_only, tools, cwd, si
 # ---- text ------------------------------------------------------------------------------------
 
 def render(ctx, result, *, files_only: bool, paint: bool) -> None:
+    out = Output(paint)
     current = None
     for hit in result:
         if hit.ref is not current:
+            if current is not None:
+                out.flush_if_terminal()           # a person sees each session as it is found
             current = hit.ref
             if not files_only and result.matched:
-                click.echo("")
-            click.echo(header(hit, paint), color=paint)
+                out.line("")
+            out.line(header(hit, paint))
             if files_only:
                 continue
-        if not files_only:
-            click.echo(match_line(hit, paint), color=paint)
-    if not files_only:
+        out.line(match_line(hit, paint))
+    if not files_only and not ctx.quiet:
         s = "" if result.hits == 1 else "es"
-        info(ctx, ("\n" if result.hits else "") + f"{result.hits} match{s} in {result.matched} of "
-             f"{result.sessions} sessions")
+        out.line(("\n" if result.hits else "") + f"{result.hits} match{s} in {result.matched} of "
+                 f"{result.sessions} sessions")
+    out.flush()
+
+
+class Output:
+    """stdout written in pieces of about 64 KiB (one ``echo`` per match line is most of the run's time
+    on a big result), at once after each session on a terminal."""
+
+    def __init__(self, paint: bool):
+        self.paint, self.buf, self.held = paint, [], 0
+        self.tty = use_color() or paint and _isatty()
+
+    def line(self, text: str) -> None:
+        self.buf.append(text + "\n")
+        self.held += len(text) + 1
+        if self.held >= 1 << 16:
+            self.flush()
+
+    def flush_if_terminal(self) -> None:
+        if self.tty:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            click.echo("".join(self.buf), nl=False, color=self.paint)
+            self.buf.clear()
+            self.held = 0
+
+
+def _isatty() -> bool:
+    import sys
+    return sys.stdout.isatty()
 
 
 def header(hit, paint: bool) -> str:

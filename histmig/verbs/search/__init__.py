@@ -18,7 +18,7 @@ from histmig.core.ids import unique_prefixes
 from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult
 from histmig.tools import adapter, hook
 from histmig.tools.catalog import discover_all, filter_refs
-from histmig.verbs.search.lines import candidate_lines
+from histmig.verbs.search.lines import candidate_lines, line_number
 from histmig.verbs.search.query import Query
 
 __all__ = ["Hit", "Query", "Search"]
@@ -37,7 +37,8 @@ class Hit:
     kind: str                     # text, tool_call, tool_result
     timestamp: str | None
     path: str                     # the file it is in (a sub-agent's file for a sub-agent's line)
-    line: int | None              # the file's line number, when the tool's files have lines
+    line: int | None              # the file's line number, when known (a JSONL file read through its adapter)
+    offset: int | None            # the byte offset of its line, when known (a JSONL file read as bytes)
     snippet: str
     spans: list[tuple[int, int]] = field(default_factory=list)
 
@@ -92,7 +93,7 @@ class Search:
             for path in source.files(ref):
                 for line in candidate_lines(path, q.needle, q.ignore_case):
                     for rec in source.records([line]):
-                        yield from self._record(ref, short, rec, path)
+                        yield from self._record(ref, short, rec, path, line.offset if not line.number else None)
             return
         tool = adapter(ref.format)
         session = getattr(tool, "stream", tool.read)(ref)
@@ -100,14 +101,16 @@ class Search:
             for rec in part.records:
                 yield from self._record(ref, short, rec, part.path or ref.path)
 
-    def _record(self, ref: SessionRef, short: str, rec: Record, path: Any) -> Iterator[Hit]:
+    def _record(self, ref: SessionRef, short: str, rec: Record, path: Any, offset: int | None = None) -> Iterator[Hit]:
+        line = None if offset is not None else rec.line       # lines read as bytes are not counted
         if rec.opaque:
             if rec.opaque_reason != "blank line":
-                self._broken(path, rec.line, rec.opaque_reason)
+                self._broken(path, line or (line_number(path, offset) if offset is not None else None),
+                             rec.opaque_reason)
             return
         for role, kind, text in texts(rec, self.include_tools):
             for snippet, spans in matches(self.query.matcher, text):
-                yield Hit(ref, short, role, kind, rec.timestamp, str(path), rec.line, snippet, spans)
+                yield Hit(ref, short, role, kind, rec.timestamp, str(path), line, offset, snippet, spans)
 
     def _broken(self, path: Any, line: int | None, reason: str | None) -> None:
         self.broken += 1

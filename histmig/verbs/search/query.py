@@ -91,8 +91,8 @@ def regex_runs(pattern: str) -> list[str]:
             nxt = pattern[i + 1]
             lit = None if nxt.isalnum() else nxt       # \d \w \b \1 ... are not literals
             i += 2
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
+        elif ch in "[{":                           # a class, or a count that belongs to what came before
+            end = pattern.find("]" if ch == "[" else "}", i + 2 if ch == "[" else i + 1)
             i = len(pattern) if end < 0 else end + 1
             cut()
             continue
