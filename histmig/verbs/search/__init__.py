@@ -18,6 +18,7 @@ from histmig.core.ids import unique_prefixes
 from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult
 from histmig.tools import adapter, hook
 from histmig.tools.catalog import discover_all, filter_refs
+from histmig.verbs.search.finder import Finder
 from histmig.verbs.search.lines import candidate_lines, line_number
 from histmig.verbs.search.query import Query
 
@@ -56,6 +57,7 @@ class Search:
         self.include_tools, self.files_only, self.use_index = include_tools, files_only, use_index
         self.sessions = self.matched = self.hits = self.broken = self.unreadable = 0
         self.warnings: list[Warning] = []
+        self.finder = Finder(query.needle, query.ignore_case) if query.needle else None
 
     def refs(self) -> tuple[list[SessionRef], dict[str, str]]:
         """The sessions to search, newest first, and every session's short id (over all tools)."""
@@ -88,10 +90,9 @@ class Search:
 
     def _session(self, ref: SessionRef, short: str) -> Iterator[Hit]:
         source = hook(ref.format, "search")
-        q = self.query
         if source is not None:
             for path in source.files(ref):
-                for line in candidate_lines(path, q.needle, q.ignore_case):
+                for line in candidate_lines(path, self.finder):
                     for rec in source.records([line]):
                         yield from self._record(ref, short, rec, path, line.offset if not line.number else None)
             return

@@ -8,23 +8,21 @@ that does not parse)."""
 from __future__ import annotations
 
 import os
-import re
 from typing import Iterator
 
 from histmig.core.diagnostics import HistmigInputError
 from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, open_stream, read_lines
+from histmig.verbs.search.finder import Finder
 
 BLOCK = 1 << 20
 
 
-def candidate_lines(path: str | os.PathLike, needle: bytes | None, fold: bool) -> Iterator[Line]:
-    """Lines of ``path`` (``.jsonl`` or ``.jsonl.zst``) containing ``needle`` (lower-cased bytes,
-    compared with the text lower-cased when ``fold``); every line, numbered, when ``needle`` is None."""
-    if needle is None:
+def candidate_lines(path: str | os.PathLike, find: Finder | None) -> Iterator[Line]:
+    """Lines of ``path`` (``.jsonl`` or ``.jsonl.zst``) holding the needle of ``find`` (one finder
+    for the whole search: it learns which byte is rare once); every line, numbered, without one."""
+    if find is None:
         yield from read_lines(path)
         return
-    # re's literal search is several times faster than bytes.find on JSON text (docs/search.md)
-    find = re.compile(re.escape(needle)).search
     with open_stream(path) as fh:
         carry = b""
         offset = 0                   # of the first byte of ``carry`` in the file
@@ -39,21 +37,21 @@ def candidate_lines(path: str | os.PathLike, needle: bytes | None, fold: bool) -
                 if len(carry) > DEFAULT_MAX_LINE_BYTES:
                     raise HistmigInputError(f"a line longer than {DEFAULT_MAX_LINE_BYTES >> 20} MiB", path=path)
                 continue
-            yield from _matches(data, end, find, fold, offset)
+            yield from _matches(data, end, find, offset)
             offset += end
             carry = data[end:]
         if carry:                    # the last line, without its newline
-            yield from _matches(carry, len(carry), find, fold, offset, last=True)
+            yield from _matches(carry, len(carry), find, offset, last=True)
 
 
-def _matches(data: bytes, end: int, find, fold: bool, offset: int, last: bool = False) -> Iterator[Line]:
-    hay = data[:end].lower() if fold else data
-    m = find(hay, 0, end)
-    while m is not None:
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        stop = end if last else data.find(b"\n", m.start(), end) + 1
+def _matches(data: bytes, end: int, find: Finder, offset: int, last: bool = False) -> Iterator[Line]:
+    find.start_block(data)
+    pos = find.first(data, 0, end)
+    while pos >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        stop = end if last else data.find(b"\n", pos, end) + 1
         yield Line(0, offset + start, data[start:stop])
-        m = find(hay, stop, end) if stop < end else None
+        pos = find.first(data, stop, end) if stop < end else -1
 
 
 def line_number(path: str | os.PathLike, offset: int) -> int:
