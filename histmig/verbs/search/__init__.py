@@ -57,6 +57,7 @@ class Search:
         self.include_tools, self.files_only, self.use_index = include_tools, files_only, use_index
         self.sessions = self.matched = self.hits = self.broken = self.unreadable = 0
         self.warnings: list[Warning] = []
+        self.sources: dict[str, Any] = {}         # tool -> its search hook (None: read through its adapter)
         self.finder = Finder(query.needle, query.ignore_case) if query.needle else None
 
     def refs(self) -> tuple[list[SessionRef], dict[str, str]]:
@@ -89,7 +90,9 @@ class Search:
     # ---- one session ------------------------------------------------------------------------
 
     def _session(self, ref: SessionRef, short: str) -> Iterator[Hit]:
-        source = hook(ref.format, "search")
+        if ref.format not in self.sources:
+            self.sources[ref.format] = hook(ref.format, "search")
+        source = self.sources[ref.format]
         if source is not None:
             for path in source.files(ref):
                 for line in candidate_lines(path, self.finder):
