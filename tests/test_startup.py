@@ -45,6 +45,11 @@ CASES = {
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
     "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
                                                "histmig.verbs.undo", "histmig.toolkit.convert"]),
+    # issue 18: a search reads; it lists every tool (short ids are unique across all of them)
+    "search": (["search", "hello"], [*WRITE_PATH, "histmig.cli.tx", "histmig.verbs.flip", "histmig.verbs.move",
+                                     "histmig.verbs.convert", "histmig.verbs.doctor", "histmig.verbs.undo",
+                                     "histmig.toolkit.convert", "histmig.toolkit.move", "histmig.toolkit.doctor",
+                                     "histmig.core.plan", "histmig.jsonio.lineedit"]),
 }
 
 # Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper
