@@ -169,4 +169,5 @@ def session_json(hit) -> dict:
 
 def match_json(hit) -> dict:
     return {**session_json(hit), "role": hit.role, "kind": hit.kind, "time": iso_text(hit.timestamp),
-            "file": hit.path, "line": hit.line, "offset": hit.offset, "snippet": hit.snippet, "spans": [list(s) for s in hit.spans]}
+            "file": hit.path, "line": hit.line, "offset": hit.offset, "snippet": hit.snippet,
+            "spans": [list(s) for s in hit.spans]}

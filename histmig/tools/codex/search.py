@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from histmig.tools.codex.adapter import records_from_lines
 from histmig.toolkit.search import JsonlSource
