@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,7 +22,9 @@ def files(ref: Any) -> Iterator[Path]:
     path = Path(ref.path)
     yield path
     if not is_agent_file(path):
-        yield from subagent_files(path, _legacy(path.parent))
+        legacy = _legacy(path.parent)
+        if legacy or os.path.isdir(path.parent / path.stem):      # one stat, not a walk, for most sessions
+            yield from subagent_files(path, legacy)
 
 
 SEARCH = JsonlSource(files=files, records=records_from_lines)
