@@ -3,11 +3,10 @@
 ``bytes.find`` moves at well under a byte per nanosecond on JSON text, far behind grep. Two things
 are fast in Python: ``bytes.find`` of ONE byte (``memchr``), and ``re``'s scan for the first character
 of a literal. So the finder picks the needle byte that is rarest in the data (counted once, in the
-first block it sees) and searches for the needle's tail starting there with ``re``, checking the head
-before it. It looks for that byte with ``memchr`` (both cases of a letter when case-insensitive) and
-compares the needle around each place; when the byte turns out common in a block, the rest of the
-block is scanned with ``re`` for the needle's tail from that byte (case-insensitive: in a lower-cased
-copy of the block).
+first block it sees), looks for it with ``memchr`` (both cases of a letter when case-insensitive) and
+compares the needle around each place. When that byte turns out common in a block, the rest of the
+block is scanned with ``re`` for the needle's tail from that byte, the head checked before it
+(case-insensitive: in a lower-cased copy of the block).
 """
 from __future__ import annotations
 
