@@ -193,3 +193,41 @@ def test_snippets_cut_long_lines_around_the_match_and_mark_every_match():
     snippet, spans = out[0]
     assert len(snippet) <= 160 and len(spans) == 2 and all(snippet[a:b] == "needle" for a, b in spans)
     assert out[1] == ("second needle line", [(7, 13)])
+
+
+# ---- the byte scan: every line holding the needle, nothing else, across block edges ----------
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_candidate_lines_are_exactly_the_lines_holding_the_needle(tmp_path, monkeypatch, fold):
+    import random
+
+    from histmig.verbs.search import lines as lines_module
+    from histmig.verbs.search.finder import Finder
+    monkeypatch.setattr(lines_module, "BLOCK", 97)            # lines cross block edges all the time
+    rng = random.Random(7)
+    words = [b"ok", b"okay", b"Step", b"step", b"7", b"done", b"st", b"ep 7", b"x = 1\\n", b'"', b"DONE"]
+    rows = [b" ".join(rng.choice(words) for _ in range(rng.randint(0, 40))) for _ in range(400)]
+    data = b"\n".join(rows)                                     # the last line has no newline
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(data)
+    needle = b"step 7 done"
+    finder = Finder(needle, fold)
+    got = [(ln.offset, ln.raw) for ln in lines_module.candidate_lines(f, finder)]
+    want, at = [], 0
+    for row in rows:
+        if needle in (row.lower() if fold else row):
+            want.append((at, row + (b"\n" if at + len(row) < len(data) else b"")))
+        at += len(row) + 1
+    assert got == want and want
+    first = want[-1][0]
+    assert lines_module.line_number(f, first) == data[:first].count(b"\n") + 1
+
+
+def test_a_common_rare_byte_falls_back_to_the_plain_scan():
+    from histmig.verbs.search.finder import Finder
+    for fold in (False, True):
+        f = Finder(b"needle", fold)
+        block = b"e" * 100_000 + b"NEEDLE needle"
+        f.start_block(block)                                   # tuned on this block: 'n' or 'l' is rarest
+        f.budget = 0                                           # as if the rare byte was common
+        assert f.first(block, 0, len(block)) == (100_000 if fold else 100_007)

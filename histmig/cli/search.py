@@ -87,7 +87,7 @@ class Output:
 
     def __init__(self, paint: bool):
         self.paint, self.buf, self.held = paint, [], 0
-        self.tty = use_color() or paint and _isatty()
+        self.tty = _isatty()
 
     def line(self, text: str) -> None:
         self.buf.append(text + "\n")

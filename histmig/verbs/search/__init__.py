@@ -72,7 +72,8 @@ class Search:
     def __iter__(self) -> Iterator[Hit]:
         refs, short = self.refs()
         for ref in refs:
-            if ref.error:
+            if ref.error:                      # the listing could not read it either
+                self._unreadable(ref, HistmigError(ref.error))
                 continue
             self.sessions += 1
             found = False
