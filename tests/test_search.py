@@ -69,6 +69,11 @@ def test_text_output_groups_hits_by_session_and_exit_codes(home):
     assert run(home, "(", "--regex").exit_code == 2
 
 
+def test_a_compressed_rollout_is_searched(home):
+    found = hits(home, "this rollout gets compressed", "--tool", "codex")
+    assert [h["path"].endswith(".jsonl.zst") for h in found] == [True]
+
+
 def test_every_tool_is_searched(home):
     tools = {h["tool"] for h in hits(home, "hello from the tool", "-l")}
     assert {"codex", "claude-code", "gemini", "opencode", "cline", "copilot", "qwen", "pi"} <= tools
@@ -87,9 +92,9 @@ def test_smart_case(home):
 def test_regex(home):
     found = hits(home, r"tool fin\w+\.$", "--regex", "--tool", "claude-code")
     assert found and all(h["snippet"].endswith("the tool finished.") for h in found)
-    assert hits(home, r"hello (from|to) the", "-e", "--tool", "codex")
-    assert not hits(home, r"hello (to|at) the", "-e", "--tool", "codex")
-    assert hits(home, r"\WRUN\W", "-e", "--tool", "codex") == []        # \W is a class, not an upper-case letter
+    assert hits(home, r"hello (from|to) the", "-E", "--tool", "codex")
+    assert not hits(home, r"hello (to|at) the", "-E", "--tool", "codex")
+    assert hits(home, r"\WRUN\W", "-E", "--tool", "codex") == []        # \W is a class, not an upper-case letter
 
 
 def test_filters_are_scans(home):

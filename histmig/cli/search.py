@@ -27,7 +27,7 @@ ROLE_LABEL = {"text": None, "tool_call": "tool call", "tool_result": "tool outpu
 
 @click.command("search", help="Search the text of every tool's conversations." + EXAMPLES)
 @click.argument("pattern")
-@click.option("--regex", "-e", "regex", is_flag=True, help="PATTERN is a Python regular expression (default: literal text).")
+@click.option("--regex", "-E", "regex", is_flag=True, help="PATTERN is a Python regular expression (default: literal text).")
 @click.option("-i", "--ignore-case", "case", flag_value="ignore", help="Case-insensitive, whatever PATTERN holds.")
 @click.option("-s", "--case-sensitive", "case", flag_value="sensitive", help="Case-sensitive, whatever PATTERN holds.")
 @click.option("--tools", "include_tools", is_flag=True, help="Also search tool calls and their output.")
