@@ -71,7 +71,7 @@ def test_text_output_groups_hits_by_session_and_exit_codes(home):
 
 def test_a_compressed_rollout_is_searched(home):
     found = hits(home, "this rollout gets compressed", "--tool", "codex")
-    assert [h["path"].endswith(".jsonl.zst") for h in found] == [True]
+    assert [(h["role"], h["path"].endswith(".jsonl.zst")) for h in found] == [("user", True), ("assistant", True)]
 
 
 def test_every_tool_is_searched(home):
