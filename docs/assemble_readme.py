@@ -18,6 +18,7 @@ PARTS = [
     ("install.md", 1),
     ("demo.md", 1),
     ("scan-show.md", 1),
+    ("search.md", 1),
     ("codex.md", 1),
     ("pi.md", 1),
     ("move.md", 1),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from histmig.verbs.convert import ConvertOptions, Outcome
     from histmig.verbs.convert.batches import Converted
     from histmig.verbs.doctor import Report
+    from histmig.verbs.search import Search
     from histmig.verbs.undo.run import UndoResult
 
 # Types a caller builds or catches, loaded on first use like the verbs.
@@ -65,6 +66,16 @@ def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
     ref = find(homes, spec, tools=tools)
     tool = adapter(ref.format)
     return getattr(tool, "stream", tool.read)(ref)
+
+
+def search(homes, pattern: str, *, regex: bool = False, case: str = "smart", tools: Iterable[str] | None = None,
+           cwd: str | None = None, since: float | None = None, until: float | None = None,
+           include_tools: bool = False, files_only: bool = False, use_index: bool = True) -> Search:
+    """Full-text search (histmig/verbs/search): iterate the result for its hits, session by session
+    (newest first); its counters and warnings are filled as it goes. ``case``: smart, ignore or sensitive."""
+    from histmig.verbs.search import Query, Search
+    return Search(homes, Query.make(pattern, regex=regex, case=case), tools=tools, cwd=cwd, since=since,
+                  until=until, include_tools=include_tools, files_only=files_only, use_index=use_index)
 
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:

@@ -70,6 +70,8 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("doctor --repair --apply", "doctor", "--repair", "--apply", "--json")   # the findings re-checked after it
     run("archive", "archive", "--json")
     run("restore", "restore", sid, "--json", codes=(0, 3))
+    run("search", "search", "hello from the tool", "--tools", "--json")
+    run("search -l", "search", "-l", "hello", "--json")
     return out
 
 
@@ -107,7 +109,7 @@ def test_times_are_iso_8601_utc(outputs):
 
 
 def test_tool_keys_are_canonical_names(outputs):
-    for name in ("scan", "show", "doctor", "convert"):
+    for name in ("scan", "show", "doctor", "convert", "search"):
         tool_def = schema_for(outputs[name])["$defs"]["tool"]
         assert tool_def["enum"] == list(names())                     # a new tool is added to the schemas too
     assert list(outputs["doctor"]["tools"]) == list(names()) and "claude" not in outputs["doctor"]["tools"]

@@ -52,6 +52,11 @@ CASES = {
     "restore --deleted": (["restore", "--deleted"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.convert",
                                                       "histmig.verbs.move", "histmig.verbs.doctor", "histmig.verbs.undo",
                                                       "histmig.toolkit.convert", "histmig.toolkit.move"]),
+    # issue 18: a search reads; it lists every tool (short ids are unique across all of them)
+    "search": (["search", "hello"], [*WRITE_PATH, "histmig.cli.tx", "histmig.verbs.flip", "histmig.verbs.move",
+                                     "histmig.verbs.convert", "histmig.verbs.doctor", "histmig.verbs.undo",
+                                     "histmig.toolkit.convert", "histmig.toolkit.move", "histmig.toolkit.doctor",
+                                     "histmig.core.plan", "histmig.jsonio.lineedit"]),
 }
 
 # Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper

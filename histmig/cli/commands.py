@@ -18,6 +18,7 @@ COMMANDS = {
     "demo": "demo",
     "archive": "archive",
     "restore": "restore",
+    "search": "search",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

@@ -32,6 +32,9 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``archive_rows`` / ``restore_rows`` / ``current_rows``: ``<pkg>.archive.rows``, ``insert_ops``,
   ``current_sha256``: for such a tool, one session's rows as JSON lines (with a key and a version), the
   inserts that put them back, and the sha256 of its rows as they are now (histmig/tools/opencode/archive.py)
+- ``search``: ``<pkg>.search.SEARCH``, a ``toolkit.search.JsonlSource``: the JSONL files of a session and
+  how its lines become records, so ``histmig search`` reads raw bytes and parses only the lines holding
+  the phrase; a tool without it is searched through its adapter's read
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
@@ -70,7 +73,7 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
          "calls": ("calls", "CALLS"), "archive": ("archive", "files"),
          "archive_rows": ("archive", "rows"), "restore_rows": ("archive", "insert_ops"),
-         "current_rows": ("archive", "current_sha256")}
+         "current_rows": ("archive", "current_sha256"), "search": ("search", "SEARCH")}
 
 
 @dataclass(frozen=True)
