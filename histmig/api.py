@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from histmig.verbs.convert import ConvertOptions, Outcome
     from histmig.verbs.convert.batches import Converted
     from histmig.verbs.doctor import Report
+    from histmig.verbs.export import ExportReport
     from histmig.verbs.undo.run import UndoResult
 
 # Types a caller builds or catches, loaded on first use like the verbs.
@@ -65,6 +66,28 @@ def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
     ref = find(homes, spec, tools=tools)
     tool = adapter(ref.format)
     return getattr(tool, "stream", tool.read)(ref)
+
+
+def write_markdown(session: Session, write: Callable[[str], Any], *, injected: bool = False) -> int:
+    """One session as Markdown (``show --format markdown``; the renderer ``export --to markdown`` uses)."""
+    from histmig.toolkit.export.blocks import meta_of
+    from histmig.toolkit.export.markdown import write_markdown as render
+    return render(session, write, meta_of(session), injected=injected)
+
+
+def export_sessions(homes, session: str | None = None, *, tools: Iterable[str] | None = None,
+                    cwd: str | None = None, since: str | None = None, until: str | None = None,
+                    all_: bool = False) -> list[SessionRef]:
+    """The sessions ``export`` takes: the one named, those scan's filters keep, or with ``all_`` every one."""
+    from histmig.verbs.export import choose
+    return choose(homes, session, tools=tools, cwd=cwd, since=since, until=until, all_=all_)
+
+
+def export(homes, refs: list[SessionRef], to: str, out, *, redact: bool = False, injected: bool = False,
+           progress: Callable[[SessionRef], Any] | None = None) -> ExportReport:
+    """Write ``refs`` as Markdown, HTML or ATIF files under ``out`` with an index page (histmig/verbs/export)."""
+    from histmig.verbs.export import export as run
+    return run(homes, refs, to, out, redact=redact, injected=injected, progress=progress)
 
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:

@@ -16,6 +16,7 @@ COMMANDS = {
     "recover": "tx",
     "gc": "tx",
     "demo": "demo",
+    "export": "export",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

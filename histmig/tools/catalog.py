@@ -66,13 +66,15 @@ def cwd_matches(ref_cwd: str | None, wanted: str) -> bool:
 
 
 def filter_refs(refs: Iterable[SessionRef], *, provider: str | None = None, cwd: str | None = None,
-                since: float | None = None) -> Iterator[SessionRef]:
+                since: float | None = None, until: float | None = None) -> Iterator[SessionRef]:
     for r in refs:
         if provider is not None and r.provider != provider:
             continue
         if cwd is not None and not cwd_matches(r.cwd, cwd):
             continue
         if since is not None and (r.updated or 0) < since:
+            continue
+        if until is not None and (r.updated or 0) > until:
             continue
         yield r
 
