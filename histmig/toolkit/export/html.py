@@ -79,9 +79,8 @@ def part_html(p: Any) -> str | None:
         out = output_text(p.output)
         cls = "result error" if p.is_error else "result"
         head = f"← result <code>{escape(p.call_id)}</code>" + (" (error)" if p.is_error else "")
-        if _long(out):
-            lines = out.count("\n") + 1
-            return (f"<details class=\"{cls}\"><summary>{head}, {lines} lines, {len(out)} chars</summary>"
+        if _long(out):      # no sizes in the summary: a masked secret would change them (--redact)
+            return (f"<details class=\"{cls}\"><summary>{head} (long: open to read)</summary>"
                     f"<pre>{escape(out)}</pre></details>")
         return f"<div class=\"{cls}\"><div class=\"label\">{head}</div><pre>{escape(out)}</pre></div>"
     if isinstance(p, Attachment):

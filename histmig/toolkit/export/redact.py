@@ -89,8 +89,7 @@ class Redactor:
         if isinstance(p, ToolCall):
             return dataclasses.replace(p, arguments=self.value(p.arguments))
         if isinstance(p, ToolResult):
-            return dataclasses.replace(p, output=self.value(p.output),
-                                       structured=self.value(p.structured))
+            return dataclasses.replace(p, output=self.value(p.output))   # ``structured`` is never shown
         return p
 
     def session(self, session: Session) -> Session:
