@@ -68,6 +68,7 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("gc --apply", "gc", "--older-than", "0", "--apply", "--json")
     run("log (after gc)", "log", "--json")
     run("doctor --repair --apply", "doctor", "--repair", "--apply", "--json")   # the findings re-checked after it
+    run("export", "export", "--all", "--to", "markdown", "--out", str(tmp / "exported"), "--redact", "--json")
     return out
 
 

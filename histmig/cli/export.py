@@ -6,7 +6,8 @@ from pathlib import Path
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, Progress, info
+from histmig.cli.common import TOOL, Progress, emit_json, info
+from histmig.cli.jsonout import envelope
 
 EXAMPLES = """
 
@@ -31,14 +32,22 @@ Examples:
 @click.option("--until", help="Only sessions updated until a date (2026-11-30) or a duration ago (30d).")
 @click.option("--all", "all_", is_flag=True, help="Every session of every tool.")
 @click.option("--redact", is_flag=True, help="Mask API keys, tokens and passwords (named patterns) and say how many.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @click.pass_obj
-def command(ctx, session, to, out, tools, cwd, since, until, all_, redact):
+def command(ctx, session, to, out, tools, cwd, since, until, all_, redact, as_json):
     refs = api.export_sessions(ctx.homes, session, tools=tools or None, cwd=cwd, since=since, until=until,
                                all_=all_)
-    progress = Progress("exporting", total=len(refs), enabled=not ctx.quiet, unit="sessions")
+    progress = Progress("exporting", total=len(refs), enabled=not ctx.quiet and not as_json, unit="sessions")
     report = api.export(ctx.homes, refs, to, out, redact=redact, injected=ctx.verbose > 0,
                         progress=lambda ref: progress.step(ref.size))
     progress.done()
+    if as_json:
+        emit_json(envelope("export", {
+            "to": to, "out": str(report.out), "index": str(report.index), "redacted": report.redacted,
+            "sessions": [{"tool": p.tool, "id": p.id, "path": str(p.path), "href": p.href, "title": p.title,
+                          "items": p.items, "started": p.meta.created, "updated": p.meta.updated}
+                         for p in report.pages]}))
+        return 0
     for page in report.pages if len(report.pages) == 1 or ctx.verbose else ():
         info(ctx, f"{page.tool:<12} {page.id}  -> {page.path}")
     info(ctx, f"exported {len(report.pages)} session(s) as {to} to {report.out} (index: {report.index})")

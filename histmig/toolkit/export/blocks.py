@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import orjson
 
 from histmig.core.model import Record, Session, Text, ToolResult
+from histmig.core.times import iso_z, parse_ts
 
 
 @dataclass
@@ -28,19 +29,14 @@ class Meta:
 
 
 def iso(ts: Any) -> str | None:
-    """A record or listing time as ISO 8601 UTC text: ISO strings pass, numbers are Unix seconds
-    (milliseconds when too large to be seconds)."""
-    if ts is None or ts == "":
+    """A record or listing time in histmig's one form, ISO 8601 UTC with milliseconds (docs/json.md):
+    numbers are Unix seconds (milliseconds when too large to be seconds); text that is no time is None."""
+    if ts is None or ts == "" or isinstance(ts, bool):
         return None
     if isinstance(ts, (int, float)):
-        secs = ts / 1000 if ts > 1e11 else ts
-        return datetime.fromtimestamp(secs, timezone.utc).isoformat().replace("+00:00", "Z")
-    text = str(ts)
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return text
+        return iso_z(datetime.fromtimestamp(ts / 1000 if ts > 1e11 else ts, timezone.utc))
+    t = parse_ts(str(ts))
+    return iso_z(t) if t is not None else None
 
 
 def only_injected(rec: Record) -> bool:

@@ -18,7 +18,7 @@ from histmig.core.paths import is_under
 
 FORMATS = ("markdown", "html", "atif")
 SUFFIX = {"markdown": ".md", "html": ".html", "atif": ".json"}
-INDEX = {"markdown": "index.md", "html": "index.html", "atif": "index.md"}
+INDEX = {to: "index" + SUFFIX["markdown" if to == "atif" else to] for to in FORMATS}    # index.md, index.html
 
 
 @dataclass
