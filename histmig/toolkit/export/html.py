@@ -40,7 +40,7 @@ details{margin:.4rem 0}summary{cursor:pointer;color:var(--mute)}summary code{fon
 .note{color:var(--mute);font-style:italic}
 table.index{border-collapse:collapse;width:100%;font-size:.9rem}
 table.index th,table.index td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);
-vertical-align:top}table.index td.cwd{overflow-wrap:anywhere;color:var(--mute)}
+vertical-align:top}table.index time{white-space:nowrap}table.index td.cwd{overflow-wrap:anywhere;color:var(--mute)}
 a{color:inherit}
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -128,6 +128,13 @@ def _body(session: Session, write: Write, injected: bool) -> int:
     return shown
 
 
+def _when(stamp: str | None) -> str:
+    """A time in a table cell: minutes shown, the whole time in ``datetime``."""
+    if not stamp:
+        return ""
+    return f"<time datetime=\"{escape(stamp)}\">{escape(stamp[:10])} {escape(stamp[11:16])}</time>"
+
+
 def write_index(entries: Iterable[tuple[str, Meta, int]], write: Write, *, title: str, note: str = "") -> None:
     """The index page: one row per exported session, (href, meta, messages shown)."""
     write(page_head(title) + f"<header><h1>{escape(title)}</h1>"
@@ -136,6 +143,6 @@ def write_index(entries: Iterable[tuple[str, Meta, int]], write: Write, *, title
           "<th>messages</th><th>cwd</th></tr></thead>\n<tbody>\n")
     for href, meta, shown in entries:
         write(f"<tr><td><a href=\"{escape(href)}\">{escape(meta.title)}</a></td><td>{escape(meta.tool)}</td>"
-              f"<td>{escape(meta.created or '')}</td><td>{escape(meta.updated or '')}</td><td>{shown}</td>"
+              f"<td>{_when(meta.created)}</td><td>{_when(meta.updated)}</td><td>{shown}</td>"
               f"<td class=\"cwd\">{escape(meta.cwd or '')}</td></tr>\n")
     write("</tbody>\n</table>\n</main>\n</body>\n</html>\n")
