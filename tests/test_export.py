@@ -129,3 +129,17 @@ def test_out_inside_a_tool_home_is_refused(tmp_path):
     r = histmig("--home", tmp_path, "export", "--all", "--to", "html", "--out", tmp_path / ".codex" / "export")
     assert r.exit_code == 1 and "inside the codex home" in r.stderr
     assert not (tmp_path / ".codex" / "export").exists()
+
+
+def test_two_sessions_with_one_id_get_two_pages(tmp_path):
+    """One id listed twice (a shadowed pair: an active and an archived copy) gives two pages, both indexed."""
+    from histmig import api
+    from histmig.tools import resolve_homes
+    samples.install(tmp_path, tools=("codex",))
+    homes = resolve_homes(home=tmp_path)
+    ref = next(iter(api.scan(homes, tools=["codex"])))
+    report = api.export(homes, [ref, ref], "markdown", tmp_path / "o")
+    hrefs = [p.href for p in report.pages]
+    assert hrefs == [f"codex/{ref.id}.md", f"codex/{ref.id}-2.md"]
+    index = (tmp_path / "o" / "index.md").read_text()
+    assert all(f"({h})" in index and (tmp_path / "o" / h).is_file() for h in hrefs)

@@ -94,6 +94,7 @@ def export(homes, refs: list[SessionRef], to: str, out: Path, *, redact: bool = 
     out = check_out(homes, out)
     redactor = Redactor() if redact else None
     report = ExportReport(out=out, to=to, index=out / INDEX[to])
+    used: set[str] = set()
     for ref in refs:
         tool = adapter(ref.format)
         session = getattr(tool, "stream", tool.read)(ref)
@@ -101,7 +102,7 @@ def export(homes, refs: list[SessionRef], to: str, out: Path, *, redact: bool = 
             session = redactor.session(session)
             ref = _masked_ref(ref, redactor)
         meta = blocks.meta_of(session, ref)
-        href = f"{blocks.safe_name(ref.format)}/{blocks.safe_name(ref.id)}{SUFFIX[to]}"
+        href = _unique(f"{blocks.safe_name(ref.format)}/{blocks.safe_name(ref.id)}", SUFFIX[to], used)
         items = _write(out / href, lambda write, s=session, m=meta: _render(to, s, write, m, injected))
         report.pages.append(Page(ref.format, ref.id, out / href, href, meta.title, items, meta))
         if progress is not None:
@@ -110,6 +111,17 @@ def export(homes, refs: list[SessionRef], to: str, out: Path, *, redact: bool = 
     if redactor is not None:
         report.redacted = redactor.totals()
     return report
+
+
+def _unique(stem: str, suffix: str, used: set[str]) -> str:
+    """``stem + suffix``, numbered when two sessions share a file name (one id in two places of a
+    tool, a shadowed pair: docs/export.md)."""
+    href, n = stem + suffix, 1
+    while href in used:
+        n += 1
+        href = f"{stem}-{n}{suffix}"
+    used.add(href)
+    return href
 
 
 def _masked_ref(ref: SessionRef, redactor) -> SessionRef:
