@@ -96,3 +96,10 @@ def test_redacting_the_samples_masks_nothing(tmp_path):
     samples.install(tmp_path)
     r = histmig("--home", tmp_path, "export", "--all", "--to", "markdown", "--out", tmp_path / "o", "--redact")
     assert r.exit_code == 0 and "redacted 0 secret(s)" in r.stdout
+
+
+def test_a_json_field_named_password_is_masked_whole():
+    r = Redactor()
+    args = {"user": "me", "password": "hunter2", "nested": [{"PWD": "abc123"}], "note": "password=opensesame"}
+    assert r.value(args) == {"user": "me", "password": "[REDACTED:password]",
+                             "nested": [{"PWD": "[REDACTED:password]"}], "note": "password=[REDACTED:password]"}

@@ -38,6 +38,7 @@ PATTERNS: list[tuple[str, str, str]] = [
      + _NOT_MASKED + r"([^\s\"'`,;]{8,})"),
 ]
 _COMPILED = [(name, re.compile(rx)) for name, _what, rx in PATTERNS]
+_PASSWORD_KEY = re.compile(r"(?i)password|passwd|pwd")
 
 
 class Redactor:
@@ -78,8 +79,18 @@ class Redactor:
         if isinstance(v, list):
             return [self.value(x) for x in v]
         if isinstance(v, dict):
-            return {self.value(k) if isinstance(k, str) else k: self.value(x) for k, x in v.items()}
+            return {self.value(k) if isinstance(k, str) else k: self._field(k, x) for k, x in v.items()}
         return v
+
+    def _field(self, key: Any, x: Any) -> Any:
+        """A JSON field named like a password (``{"password": "..."}`` in tool arguments) is the
+        ``password`` pattern's assignment in another spelling: its whole string value is masked."""
+        if isinstance(key, str) and isinstance(x, str) and _PASSWORD_KEY.fullmatch(key) and len(x) >= 3 \
+                and not x.startswith("[REDACTED:"):
+            if self._tally is not None:
+                self._tally["password"] = self._tally.get("password", 0) + 1
+            return MASK.format("password")
+        return self.value(x)
 
     def part(self, p: Any) -> Any:
         if isinstance(p, Text):
