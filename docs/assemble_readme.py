@@ -38,6 +38,7 @@ PARTS = [
     ("json.md", 1),
     ("decisions.md", 1),
     ("archive.md", 1),
+    ("export.md", 1),
 ]
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from histmig.verbs.convert.batches import Converted
     from histmig.verbs.doctor import Report
     from histmig.verbs.search import Search
+    from histmig.verbs.export import ExportReport
     from histmig.verbs.undo.run import UndoResult
 
 # Types a caller builds or catches, loaded on first use like the verbs.
@@ -76,6 +77,26 @@ def search(homes, pattern: str, *, regex: bool = False, case: str = "smart", too
     from histmig.verbs.search import Query, Search
     return Search(homes, Query.make(pattern, regex=regex, case=case), tools=tools, cwd=cwd, since=since,
                   until=until, include_tools=include_tools, files_only=files_only, use_index=use_index)
+def write_markdown(session: Session, write: Callable[[str], Any], *, injected: bool = False) -> int:
+    """One session as Markdown (``show --format markdown``; the renderer ``export --to markdown`` uses)."""
+    from histmig.toolkit.export.blocks import meta_of
+    from histmig.toolkit.export.markdown import write_markdown as render
+    return render(session, write, meta_of(session), injected=injected)
+
+
+def export_sessions(homes, session: str | None = None, *, tools: Iterable[str] | None = None,
+                    cwd: str | None = None, since: str | None = None, until: str | None = None,
+                    all_: bool = False) -> list[SessionRef]:
+    """The sessions ``export`` takes: the one named, those scan's filters keep, or with ``all_`` every one."""
+    from histmig.verbs.export import choose
+    return choose(homes, session, tools=tools, cwd=cwd, since=since, until=until, all_=all_)
+
+
+def export(homes, refs: list[SessionRef], to: str, out, *, redact: bool = False, injected: bool = False,
+           progress: Callable[[SessionRef], Any] | None = None) -> ExportReport:
+    """Write ``refs`` as Markdown, HTML or ATIF files under ``out`` with an index page (histmig/verbs/export)."""
+    from histmig.verbs.export import export as run
+    return run(homes, refs, to, out, redact=redact, injected=injected, progress=progress)
 
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:

@@ -72,6 +72,7 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("restore", "restore", sid, "--json", codes=(0, 3))
     run("search", "search", "hello from the tool", "--tools", "--json")
     run("search -l", "search", "-l", "hello", "--json")
+    run("export", "export", "--all", "--to", "markdown", "--out", str(tmp / "exported"), "--redact", "--json")
     return out
 
 

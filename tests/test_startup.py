@@ -43,6 +43,12 @@ CASES = {
     "convert": (["convert", "--to", "codex", "--all"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.move",
                                                         "histmig.verbs.doctor", "histmig.verbs.undo",
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
+    # issue 18: export reads and renders; it writes only below --out, never through the write path
+    "export": (["export", "--all", "--to", "html", "--out", "exported"], [*WRITE_PATH, "histmig.verbs.flip",
+                                                                          "histmig.verbs.move", "histmig.verbs.convert",
+                                                                          "histmig.verbs.doctor", "histmig.verbs.undo",
+                                                                          "histmig.toolkit.convert", "histmig.toolkit.move",
+                                                                          "histmig.core.plan"]),
     "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
                                                "histmig.verbs.undo", "histmig.toolkit.convert"]),
     # issue 19: archiving reads; it plans nothing and needs no writer, converter or move hook

@@ -19,6 +19,7 @@ COMMANDS = {
     "archive": "archive",
     "restore": "restore",
     "search": "search",
+    "export": "export",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags
