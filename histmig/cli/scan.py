@@ -121,7 +121,7 @@ def command(ctx, tools, provider, cwd, since, until, states, sort, reverse, limi
     lines = render_table(found.rows, found.short, names, terminal_width(), explicit=columns is not None)
     more = found.matched - len(found.rows)
     if more:
-        lines[-1] += f"; {more} more not shown (--limit {limit})"
+        lines += _wrap([f"{more} more not shown (--limit {limit})"], terminal_width())
     _out(ctx, lines, pager=not no_pager)
     return 0
 
@@ -150,10 +150,17 @@ def render_table(refs, short: dict[str, str], names=DEFAULT_COLUMNS, width: int 
     lines = render(fitted, cols, rows)
     lines[0] = style(lines[0], bold=True)
     by_tool = {tool: n for tool in FORMATS if (n := sum(1 for r in refs if r.format == tool))}
-    summary = f"{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")"
+    summary = [f"{len(refs)} sessions (" + ", ".join(f"{k} {v}" for k, v in by_tool.items()) + ")"]
     if fitted.hidden:
-        summary += f"; hidden to fit {width} columns: {', '.join(fitted.hidden)} (--columns)"
-    return lines + ["", summary]
+        summary.append(f"hidden to fit {width} columns: {', '.join(fitted.hidden)} (--columns chooses)")
+    return lines + [""] + _wrap(summary, width)
+
+
+def _wrap(lines: list[str], width: int | None) -> list[str]:
+    import textwrap
+    if width is None:
+        return lines
+    return [part for line in lines for part in textwrap.wrap(line, width, break_on_hyphens=False) or [""]]
 
 
 def render_groups(groups, by: str, width: int | None) -> list[str]:

@@ -1,8 +1,8 @@
 """Fitting a table to a terminal's width: each column's width is its widest cell (display cells,
-width.py); when the sum is wider than the terminal, the flexible columns shrink to their minimum in
-order (TITLE, then CWD and PATH cut in the middle, then STATE) and then optional columns are hidden
-(docs/scan-show.md, "Width"). ``width=None`` (stdout not a terminal, no $COLUMNS) fits nothing: a pipe
-gets whole cells, as before."""
+width.py); when the sum is wider than the terminal, the flexible columns (TITLE, STATE, and CWD and
+PATH cut in the middle) give up a cell at a time, the one with the most above its minimum first, and
+then optional columns are hidden (docs/scan-show.md, "Width"). ``width=None`` (stdout not a terminal,
+no $COLUMNS) fits nothing: a pipe gets whole cells, as before."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,14 +38,15 @@ def fit(columns: list[Column], rows: list[list[str]], width: int | None, *, may_
         if width is None or _total(widths) <= width:
             return Fitted(cols, widths, hidden)
         over = _total(widths) - width
-        for i in sorted(range(len(cols)), key=lambda i: _SHRINK_ORDER.get(cols[i].name, 9)):
-            c = cols[i]
-            if c.shrink_to and widths[i] > c.shrink_to:
-                give = min(over, widths[i] - max(c.shrink_to, text_width(c.header)))
-                widths[i] -= give
-                over -= give
-            if over <= 0:
-                return Fitted(cols, widths, hidden)
+        floor = [max(c.shrink_to, text_width(c.header)) if c.shrink_to else widths[i] for i, c in enumerate(cols)]
+        while over > 0:                   # one cell at a time from the column with the most to spare
+            i = max(range(len(cols)), key=lambda i: (widths[i] - floor[i], -_SHRINK_ORDER.get(cols[i].name, 9)))
+            if widths[i] <= floor[i]:
+                break
+            widths[i] -= 1
+            over -= 1
+        if over <= 0:
+            return Fitted(cols, widths, hidden)
         droppable = [c for c in cols if c.drop] if may_drop else []
         if not droppable:
             return Fitted(cols, widths, hidden)
