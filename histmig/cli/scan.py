@@ -66,7 +66,7 @@ def _parse_columns(text: str | None) -> tuple[str, ...]:
 
 @click.command("scan", help="List every session of every tool." + EXAMPLES)
 @click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable).")
-@click.option("--provider", help="Only Codex sessions recorded under this model_provider.")
+@click.option("--provider", help="Only sessions recorded under this model provider (Codex model_provider, ...).")
 @click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
 @click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
 @click.option("--until", help="Only sessions updated until a date (the whole day) or a duration ago (30d).")
@@ -182,7 +182,8 @@ def _plural(by: str) -> str:
 
 
 def render_chart(chart, width: int | None) -> list[str]:
-    """Months down, tools across, a bar per cell scaled to the largest cell (eighth blocks)."""
+    """Months down, tools across, a bar per cell scaled to the largest cell (eighth blocks); tools that
+    do not fit the width go to a second block below."""
     from histmig.toolkit.listing.groups import bar
     from histmig.toolkit.listing.width import pad
     if not chart.tools:
@@ -190,17 +191,30 @@ def render_chart(chart, width: int | None) -> list[str]:
     digits = len(str(chart.top))
     room = (width or 100) - 9 - len(chart.tools) * (2 + 1 + digits)
     cells = max(3, min(20, room // len(chart.tools)))
-    colw = [max(len(t), cells + 1 + digits) for t in chart.tools]
-    head = pad("MONTH", 7) + "".join("  " + pad(t, w) for t, w in zip(chart.tools, colw))
-    lines = [f"sessions per month and tool (a full bar: {chart.top})", style(head.rstrip(), bold=True)]
-    for m in chart.months:
-        row = pad(m, 7)
-        for t, w in zip(chart.tools, colw):
-            n = chart.counts.get((m, t), 0)
-            text = (pad(bar(n, chart.top, cells), cells) + " " + str(n)) if n else ""
-            row += "  " + pad(text, w)
-        lines.append(row.rstrip())
+    colw = {t: max(len(t), cells + 1 + digits) for t in chart.tools}
+    lines = [f"sessions per month and tool (a full bar: {chart.top})"]
+    for block in _blocks(chart.tools, colw, width):
+        if len(lines) > 1:
+            lines.append("")
+        lines.append(style((pad("MONTH", 7) + "".join("  " + pad(t, colw[t]) for t in block)).rstrip(), bold=True))
+        for m in chart.months:
+            row = pad(m, 7)
+            for t in block:
+                n = chart.counts.get((m, t), 0)
+                row += "  " + pad((pad(bar(n, chart.top, cells), cells) + " " + str(n)) if n else "", colw[t])
+            lines.append(row.rstrip())
     return lines
+
+
+def _blocks(tools: list[str], colw: dict[str, int], width: int | None) -> list[list[str]]:
+    blocks, used = [[]], 7
+    for t in tools:
+        if width is not None and blocks[-1] and used + 2 + colw[t] > width:
+            blocks.append([])
+            used = 7
+        blocks[-1].append(t)
+        used += 2 + colw[t]
+    return blocks
 
 
 def _group_json(g) -> dict:
