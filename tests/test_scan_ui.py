@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -288,3 +290,35 @@ def test_a_pipe_never_pages(home, tmp_path):
     out = subprocess.run([sys.executable, "-m", "histmig", "--home", str(home), "scan"], capture_output=True,
                          text=True, env=env)
     assert out.returncode == 0 and out.stdout.startswith("TOOL") and not (tmp_path / "paged.txt").exists()
+
+
+# ---- the manual ------------------------------------------------------------------------------------------
+
+TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
+
+
+def _doc_examples() -> list[tuple[dict, list[str], list[str]]]:
+    """The scan examples of docs/scan-show.md that print the same on any day: (env, argv, lines shown)."""
+    text = (ROOT / "docs" / "scan-show.md").read_text()
+    out = []
+    for block in re.findall(r"^```\n(.*?)^```", text, flags=re.S | re.M):
+        first, *shown = block.splitlines()
+        m = re.fullmatch(r"\$ (COLUMNS=(\d+) )?histmig (scan.*)", first)
+        if not m or "#" in first or "--by month" in first or not shown:
+            continue
+        shown = shown[:next((i for i, x in enumerate(shown) if x.startswith("$ ")), len(shown))]
+        out.append(({"COLUMNS": m.group(2)} if m.group(2) else {}, shlex.split(m.group(3)), shown))
+    return out
+
+
+def test_the_manual_shows_what_scan_prints_on_the_samples(home, monkeypatch):
+    examples = _doc_examples()
+    assert len(examples) >= 9
+    for env, argv, shown in examples:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        r = histmig(*argv)
+        for k in env:
+            monkeypatch.delenv(k)
+        assert r.exit_code == 0, (argv, r.stderr)
+        assert [TIME.sub("T", x) for x in r.stdout.splitlines()] == [TIME.sub("T", x) for x in shown], argv
