@@ -42,15 +42,24 @@ def _columns():
 DEFAULT_COLUMNS = ("tool", "id", "updated", "cwd", "provider", "msgs", "size", "state", "title")
 
 
-def _cells(r, short: dict[str, str]) -> dict[str, str]:
+def _created(r) -> str:
     from histmig.core.times import parse_ts
-    from histmig.toolkit.listing.width import cut_end
     created = parse_ts(r.created)
-    return {"tool": r.format, "id": short[r.id], "updated": fmt_time(r.updated),
-            "created": fmt_time(created.timestamp()) if created else "-", "cwd": r.cwd or "-",
-            "provider": r.provider or "-", "msgs": "-" if r.messages is None else str(r.messages),
-            "size": fmt_size(r.size), "state": r.state_text(), "title": cut_end(" ".join((r.title or "").split()), 50),
-            "path": str(r.path)}
+    return fmt_time(created.timestamp()) if created else "-"
+
+
+def _title(r) -> str:
+    from histmig.toolkit.listing.width import cut_end
+    return cut_end(" ".join((r.title or "").split()), 50)
+
+
+# column -> its cell of a session (only the columns shown are computed)
+CELLS = {"tool": lambda r, short: r.format, "id": lambda r, short: short[r.id],
+         "updated": lambda r, short: fmt_time(r.updated), "created": lambda r, short: _created(r),
+         "cwd": lambda r, short: r.cwd or "-", "provider": lambda r, short: r.provider or "-",
+         "msgs": lambda r, short: "-" if r.messages is None else str(r.messages),
+         "size": lambda r, short: fmt_size(r.size), "state": lambda r, short: r.state_text(),
+         "title": lambda r, short: _title(r), "path": lambda r, short: str(r.path)}
 
 
 def _parse_columns(text: str | None) -> tuple[str, ...]:
@@ -145,7 +154,7 @@ def render_table(refs, short: dict[str, str], names=DEFAULT_COLUMNS, width: int 
     from histmig.toolkit.listing.layout import fit, render
     known = _columns()
     cols = [known[n] for n in names]
-    rows = [[cells[n] for n in names] for cells in (_cells(r, short) for r in refs)]
+    rows = [[CELLS[n](r, short) for n in names] for r in refs]
     fitted = fit(cols, rows, width, may_drop=not explicit)
     lines = render(fitted, cols, rows)
     lines[0] = style(lines[0], bold=True)

@@ -18,9 +18,6 @@ SORTS: dict[str, tuple[Callable[[SessionRef], object], bool]] = {
     "cwd": (lambda r: r.cwd, False),
 }
 
-# words --state takes besides a state's own text (docs/scan-show.md lists them)
-STATE_WORDS = ("ok", "live", "archived", "compressed", "broken", "error", "unreadable", "hidden", "shadows", "legacy")
-
 
 def _created(r: SessionRef) -> float | None:
     t = parse_ts(r.created)
