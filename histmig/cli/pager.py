@@ -4,12 +4,7 @@
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
-import subprocess
 import sys
-from typing import Iterable
-
 import click
 
 DEFAULT = "less -FRX"
@@ -37,6 +32,8 @@ def pager_command() -> str | None:
             return None
     except (ValueError, AttributeError):
         return None
+    import shlex
+    import shutil                                  # only on a terminal: shutil loads bz2, lzma, zlib
     cmd = os.environ.get("PAGER", DEFAULT).strip()
     try:
         program = shlex.split(cmd)[0] if cmd else None
@@ -47,13 +44,14 @@ def pager_command() -> str | None:
     return cmd
 
 
-def page(lines: Iterable[str], *, enabled: bool = True) -> None:
+def page(lines: list[str], *, enabled: bool = True) -> None:
     """Print ``lines`` through the pager when there is one (and ``enabled``), else directly."""
     cmd = pager_command() if enabled else None
     if cmd is None:
-        for line in lines:
-            click.echo(line)
+        for i in range(0, len(lines), 1000):       # echo flushes each call: a few calls, not one a line
+            click.echo("\n".join(lines[i:i + 1000]))
         return
+    import subprocess
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")                  # for a $PAGER of plain ``less``
     sys.stdout.flush()

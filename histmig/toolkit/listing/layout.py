@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from histmig.toolkit.listing.width import cut_end, cut_middle, pad, text_width
+from histmig.toolkit.listing.width import cut_end, cut_middle, text_width
 
 GAP = 2
 
@@ -71,8 +71,10 @@ def render(fitted: Fitted, columns: list[Column], rows: list[list[str]]) -> list
         cells = []
         for n, (c, w) in enumerate(zip(fitted.columns, fitted.widths)):
             text = row[index[c.name]]
-            if text_width(text) > w:
+            tw = text_width(text)
+            if tw > w:
                 text = cut_middle(text, w) if c.middle else cut_end(text, w)
-            cells.append(text if n == len(fitted.columns) - 1 else pad(text, w))
+                tw = text_width(text)
+            cells.append(text if n == len(fitted.columns) - 1 else text + " " * (w - tw))
         lines.append((" " * GAP).join(cells).rstrip())
     return lines

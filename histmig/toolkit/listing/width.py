@@ -3,11 +3,15 @@ cells, combining marks none (docs/scan-show.md, "Width"). ``len`` counts code po
 columns holding CJK paths."""
 from __future__ import annotations
 
+import re
 import unicodedata
+from functools import lru_cache
 
 ELLIPSIS = "…"
+_ASCII = re.compile(r"[\x00-\x7f]+")
 
 
+@lru_cache(maxsize=4096)
 def char_width(ch: str) -> int:
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
@@ -18,7 +22,8 @@ def text_width(text: str) -> int:
     """Cells ``text`` takes on a terminal."""
     if text.isascii():
         return len(text)
-    return sum(char_width(c) for c in text)
+    rest = _ASCII.sub("", text)              # a listing's cells are mostly ASCII: weigh only the others
+    return len(text) - len(rest) + sum(char_width(c) for c in rest)
 
 
 def _head(text: str, cells: int) -> str:
