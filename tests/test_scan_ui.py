@@ -232,7 +232,8 @@ def test_bars_and_month_chart_data():
 PAGER = "import sys\nopen(sys.argv[1], 'wb').write(sys.stdin.buffer.read())\nprint('PAGED')\n"
 
 
-def _on_a_terminal(home: Path, tmp_path: Path, *args: str, pager: str | None, cols: int = 100) -> tuple[str, Path]:
+def _on_a_terminal(home: Path, tmp_path: Path, *args: str, pager: str | None, cols: int = 100,
+                   command: tuple[str, ...] = ("scan",)) -> tuple[str, Path]:
     import fcntl
     import struct
     import termios
@@ -245,7 +246,7 @@ def _on_a_terminal(home: Path, tmp_path: Path, *args: str, pager: str | None, co
         env["PAGER"] = pager.format(py=sys.executable, script=script, out=paged)
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "histmig", "--home", str(home), "scan", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "histmig", "--home", str(home), *command, *args],
                             stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path)
     os.close(slave)
     out = b""
@@ -281,6 +282,11 @@ def test_pager_empty_or_cat_prints_directly(home, tmp_path):
     for pager in ("", "cat"):
         out, paged = _on_a_terminal(home, tmp_path, pager=pager)
         assert "TOOL" in out and not paged.exists()
+
+
+def test_the_demo_on_a_terminal_does_not_stop_in_a_pager(home, tmp_path):
+    out, paged = _on_a_terminal(home, tmp_path, pager="{py} {script} {out}", command=("demo",))
+    assert "$ histmig scan --no-pager" in out and "$ histmig doctor" in out and not paged.exists()
 
 
 def test_a_pipe_never_pages(home, tmp_path):
