@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from clirun import histmig
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from histmig.core.ids import unique_prefixes
 from histmig.cli import samples
 from histmig.toolkit.listing.groups import bar, group, month_chart
 from histmig.toolkit.listing.width import cut_end, cut_middle, text_width
@@ -130,6 +133,7 @@ def test_sort_reverse_and_limit(home):
     assert created == sorted(created, reverse=True)
     assert rows("--sort", "size", "--limit", "3") == by_size[:3]
     assert rows("--limit", "0") == []
+    assert table("--limit", "0") == [f"{len(everything)} more not shown (--limit 0)"]
     lines = table("--sort", "size", "--limit", "2")
     assert len(lines) == 6 and lines[-1] == f"{len(everything) - 2} more not shown (--limit 2)"
     assert histmig("scan", "--sort", "colour").exit_code == 2
@@ -183,6 +187,18 @@ def test_short_ids_of_one_tool_are_unique_among_every_tool(home, warm, index):
     assert histmig("show", shown).exit_code == 0
     assert histmig("show", CODEX_CJK[:19]).exit_code == 1                     # the two of them
     assert _id_of(table("--tool", "mini-cc", *index), "mini-cc") in (twin[:20], "e4a1f0c2")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789abcdef-", min_size=1, max_size=14), max_size=40))
+def test_short_ids_are_the_shortest_unique_prefixes(ids):
+    short = unique_prefixes(ids)
+    for ident, prefix in short.items():
+        assert ident.startswith(prefix) and (len(prefix) >= 8 or prefix == ident)
+        others = [o for o in short if o != ident]
+        assert not [o for o in others if o.startswith(prefix) and o != prefix] or prefix == ident
+        if len(prefix) > 8:                     # one shorter would be shared
+            assert any(o.startswith(prefix[:-1]) for o in others)
 
 
 # ---- groups and chart ----------------------------------------------------------------------------------

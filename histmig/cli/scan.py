@@ -125,9 +125,9 @@ def command(ctx, tools, provider, cwd, since, until, states, sort, reverse, limi
         emit_json_stream(envelope("scan", {"sessions": Lazy(Plain(dict(session_ref(r), short_id=found.short[r.id]))
                                                               for r in found.rows)}))
         return 0
-    if not found.rows:
+    if not found.matched:
         return _nothing(ctx, tools, filtered)
-    lines = render_table(found.rows, found.short, names, terminal_width(), explicit=columns is not None)
+    lines = [] if not found.rows else render_table(found.rows, found.short, names, terminal_width(), explicit=columns is not None)
     more = found.matched - len(found.rows)
     if more:
         lines += _wrap([f"{more} more not shown (--limit {limit})"], terminal_width())
