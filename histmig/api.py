@@ -49,10 +49,32 @@ def scan(homes, *, tools: Iterable[str] | None = None, provider: str | None = No
     return filter_refs(discover_all(homes, tools, use_index=use_index), provider=provider, cwd=cwd, since=since)
 
 
-def parse_since(text: str) -> float:
-    """``7d``, ``12h``, ``30m`` or an ISO date/time -> a Unix time (``scan --since``)."""
+def parse_since(text: str, *, flag: str = "--since") -> float:
+    """``7d``, ``12h``, ``30m`` or an ISO date/time -> a Unix time (``scan --since``; ``flag="--until"``:
+    a date alone is the end of that day)."""
     from histmig.tools.catalog import parse_since as parse
-    return parse(text)
+    return parse(text, flag=flag)
+
+
+def listing(homes, **query: Any) -> Any:
+    """What ``scan`` lists: the sessions filtered (``tools``, ``provider``, ``cwd``, ``since``, ``until``,
+    ``states``), sorted (``sort``, ``reverse``), cut (``limit``), with short ids unique among every
+    session of every tool (histmig/tools/catalog.py ``Listing``)."""
+    from histmig.tools.catalog import listing as run
+    return run(homes, **query)
+
+
+def group_sessions(refs: Iterable[SessionRef], by: str, **order: Any) -> list[Any]:
+    """``scan --by cwd|month|tool|provider``: per group sessions, messages, size, last use, tools."""
+    from histmig.toolkit.listing.groups import group
+    return group(refs, by, **order)
+
+
+def month_chart(refs: Iterable[SessionRef]) -> Any:
+    """Sessions per month and tool, for ``scan --by month``'s chart."""
+    from histmig.tools import FORMATS
+    from histmig.toolkit.listing.groups import month_chart as chart
+    return chart(refs, FORMATS)
 
 
 def find(homes, spec: str, *, tools: Iterable[str] | None = None) -> SessionRef:

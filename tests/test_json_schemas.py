@@ -43,6 +43,7 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
         return out[label]
 
     scan = run("scan", "scan", "--json")
+    run("scan --by month", "scan", "--by", "month", "--json")
     sid = scan["sessions"][0]["id"]
     run("show", "show", sid, "--format", "json")
     run("show.native", "show", sid, "--format", "native")

@@ -81,11 +81,20 @@ NARROW = {
 }
 
 
-def _loaded(tmp_path, argv: list[str]) -> tuple[list[str], str]:
+# issue 18: ``scan --tool X`` prints short ids unique among every tool's sessions; the other tools' ids come
+# from the scan index once a scan listed them (docs/scan-show.md, "Short ids"). These cases run after one
+# plain ``scan`` (a first ``scan --tool X`` on an empty index lists the other tools once, for their ids).
+WARM = {"scan --tool codex"}
+
+
+def _loaded(tmp_path, argv: list[str], *, warm: bool = False) -> tuple[list[str], str]:
     home = tmp_path / "h"
     home.mkdir()
     samples.install(home)
     full = ["--home", str(home), "--state-dir", str(tmp_path / "state"), *argv]
+    if warm:
+        subprocess.run([sys.executable, "-m", "histmig", *full[:4], "scan", "--json"], capture_output=True,
+                       cwd=tmp_path, check=True)
     out = subprocess.run([sys.executable, "-c", PROBE, *full], capture_output=True, text=True, cwd=tmp_path)
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("MODULES ")), None)
     assert line is not None, out.stderr
@@ -100,7 +109,7 @@ def _offending(mods: list[str], forbidden: list[str]) -> list[str]:
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_command_imports_only_what_it_needs(tmp_path, case):
     argv, forbidden = CASES[case]
-    mods, code = _loaded(tmp_path, argv)
+    mods, code = _loaded(tmp_path, argv, warm=case in WARM)
     assert code in ("0", "1", "3"), (case, code)
     assert len(mods) > 5
     assert not _offending(mods, forbidden), f"{case} imported {_offending(mods, forbidden)}"
