@@ -45,7 +45,7 @@ ROLE_LABEL = {"text": None, "tool_call": "tool call", "tool_result": "tool outpu
 def command(ctx, pattern, regex, case, include_tools, files_only, tools, cwd, since, until, color, as_json, no_index):
     result = api.search(ctx.homes, pattern, regex=regex, case=case or "smart", tools=tools or None, cwd=cwd,
                         since=api.parse_since(since) if since else None,
-                        until=api.parse_since(until) if until else None,
+                        until=api.parse_since(until, flag="--until") if until else None,
                         include_tools=include_tools, files_only=files_only, use_index=not no_index)
     if as_json:
         emit_json_stream(json_document(result, pattern, files_only))

@@ -60,12 +60,7 @@ def choose(homes, session: str | None = None, *, tools: Iterable[str] | None = N
 
 def _when(text: str | None, flag: str) -> float | None:
     from histmig.tools.catalog import parse_since
-    if not text:
-        return None
-    try:
-        return parse_since(text)
-    except UsageError as e:
-        raise UsageError(str(e).replace("--since", flag)) from None
+    return parse_since(text, flag=flag) if text else None
 
 
 def check_out(homes, out: Path) -> Path:
