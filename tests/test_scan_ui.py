@@ -333,7 +333,24 @@ def _doc_examples() -> list[tuple[dict, list[str], list[str]]]:
     return out
 
 
-def test_the_manual_shows_what_scan_prints_on_the_samples(home, monkeypatch):
+def _as_checked_out(tmp: Path) -> Path:
+    """The samples, every file with the same time: rows the listing cannot order by time come in its
+    own order (tool, then path), not in the order this checkout happened to write the files."""
+    root = tmp / "samples"
+    shutil.copytree(samples.samples_root(), root)
+    when = time.time_ns() - 3600 * 10**9
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(when, when))
+    return root
+
+
+def test_the_manual_shows_what_scan_prints_on_the_samples(isolated_homes, monkeypatch, tmp_path):
+    home = Path(isolated_homes["HOME"])
+    for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "MINI_CC_HOME"):
+        monkeypatch.delenv(var)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    samples.install(home, root=_as_checked_out(tmp_path))
     examples = _doc_examples()
     assert len(examples) >= 9
     for env, argv, shown in examples:
