@@ -16,6 +16,8 @@ COMMANDS = {
     "recover": "tx",
     "gc": "tx",
     "demo": "demo",
+    "pack": "pack",
+    "unpack": "unpack",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

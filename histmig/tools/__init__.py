@@ -62,7 +62,7 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
          "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
          "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
-         "calls": ("calls", "CALLS")}
+         "calls": ("calls", "CALLS"), "pack": ("pack", None)}
 
 
 @dataclass(frozen=True)

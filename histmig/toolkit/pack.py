@@ -1,0 +1,57 @@
+"""What ``pack`` and ``unpack`` (histmig/verbs/pack, histmig/verbs/unpack) hand a tool's ``pack`` hook
+and get back; names no tool (docs/pack.md).
+
+A tool's ``pack`` module (``histmig/tools/<tool>/pack.py``) may define:
+
+- ``entry(homes, ref) -> Entry``: the files of one session (absolute path, path inside the tool's home)
+  and the database rows that belong to it, as data; default :func:`default_entry` (the session's file)
+- ``place(homes, rel, session, rebase) -> Path``: where a packed file goes in the local home; default
+  the same path inside the local home (:func:`default_place`)
+- ``rows(homes, session, placed, rebase) -> (ops, present)``: the row inserts that make the local
+  client list the session, and whether the session's rows are already there
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+Rebase = Callable[[Any], "str | None"]
+
+
+@dataclass
+class Entry:
+    """One session's part of a bundle: ``files`` = [(absolute path, path inside the tool's home)],
+    ``rows`` = table name -> list of row dicts (JSON values only), ``version`` = the client version
+    the session records."""
+
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    version: str | None = None
+
+
+def inside(home: Path, path: Path) -> str | None:
+    """``path`` relative to ``home`` ('/'-separated), or None when it lies outside."""
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(home))
+    except ValueError:
+        return None
+    return rel.as_posix()
+
+
+def default_entry(home: Path, ref: Any) -> Entry:
+    """The session's own file, when it lies in the tool's home."""
+    rel = inside(home, Path(ref.path))
+    return Entry(files=[] if rel is None or not Path(ref.path).is_file() else [(Path(ref.path), rel)])
+
+
+def default_place(home: Path, rel: str) -> Path:
+    return Path(home) / rel
+
+
+def rebased(value: Any, rebase: Rebase) -> Any:
+    """``value`` re-homed when it is a path under a rebased folder (move's rule: a string that *is* such a
+    path), else unchanged."""
+    new = rebase(value) if isinstance(value, str) else None
+    return value if new is None else new

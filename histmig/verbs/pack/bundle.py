@@ -1,0 +1,179 @@
+"""The bundle format (docs/pack.md, "The bundle"): a tar stream (PAX) inside one zstd stream.
+
+Members, in order: ``files/<tool>/<path inside the tool's home>`` (the native files, byte for byte),
+then ``manifest.json`` (every file's sha256, the sessions, their rows, the source homes and versions),
+then ``manifest.sha256`` (the manifest's own sha256, so a changed byte anywhere is caught). Writing and
+reading both stream: one chunk of one file in memory at a time.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator
+
+import orjson
+import zstandard
+
+from histmig.core.diagnostics import HistmigInputError, RefusedError
+
+SCHEMA = "histmig-bundle/1"
+MANIFEST = "manifest.json"
+SEAL = "manifest.sha256"
+CHUNK = 1 << 20
+
+
+class _Hashing(io.RawIOBase):
+    """A reader that hashes and counts what passes through it (tarfile reads the file through it)."""
+
+    def __init__(self, fh: BinaryIO):
+        self.fh, self.h, self.n = fh, hashlib.sha256(), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        self.h.update(data)
+        self.n += len(data)
+        return data
+
+
+@dataclass
+class Added:
+    sha256: str
+    size: int
+
+
+class Writer:
+    """``with Writer(path) as w: w.add_file(name, src, st); ...; w.finish(manifest)``; the bundle is
+    written to ``<path>.part`` and renamed over nothing when finished (a failed pack leaves no bundle)."""
+
+    def __init__(self, path: str | os.PathLike, *, level: int = 3, threads: int = 0):
+        self.path = Path(path)
+        self.part = self.path.with_name(self.path.name + ".part")
+        fd = os.open(self.part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        self.raw = os.fdopen(fd, "wb")
+        self.zw = zstandard.ZstdCompressor(level=level, threads=threads).stream_writer(self.raw, closefd=False)
+        self.tar = tarfile.open(fileobj=self.zw, mode="w|", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
+        self.done = False
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.done:
+            for closer in (self.tar.close, self.zw.close, self.raw.close):
+                try:
+                    closer()
+                except Exception:     # noqa: BLE001 - already failing: the partial bundle is removed
+                    pass
+            self.part.unlink(missing_ok=True)
+
+    def add_file(self, name: str, src: Path, st: os.stat_result) -> Added:
+        """Copy ``src`` as member ``name``; refuses a file that changed size while it was read."""
+        info = _info(name, st.st_size, st.st_mode & 0o7777, st.st_mtime)
+        with open(src, "rb") as fh:
+            reader = _Hashing(fh)
+            try:
+                self.tar.addfile(info, reader)
+            except OSError as e:
+                raise RefusedError(f"changed while being packed ({e}); nothing written", path=src) from None
+        if reader.n != st.st_size or os.stat(src).st_size != st.st_size:
+            raise RefusedError("changed while being packed (is a client writing to it?); nothing written", path=src)
+        return Added(reader.h.hexdigest(), reader.n)
+
+    def finish(self, manifest: dict[str, Any]) -> None:
+        body = orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"
+        self._add_bytes(MANIFEST, body)
+        self._add_bytes(SEAL, hashlib.sha256(body).hexdigest().encode() + b"\n")
+        self.tar.close()
+        self.zw.close()
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
+        self.raw.close()
+        os.link(self.part, self.path)        # never replaces a file: -o names a new file
+        self.part.unlink()
+        self.done = True
+
+    def _add_bytes(self, name: str, data: bytes) -> None:
+        import time  # noqa: PLC0415
+        self.tar.addfile(_info(name, len(data), 0o600, time.time()), io.BytesIO(data))
+
+
+def _info(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime, info.type = size, mode, mtime, tarfile.REGTYPE
+    info.uname = info.gname = ""
+    return info
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+Member = tuple[str, Callable[[int], bytes]]
+
+
+def members(path: str | os.PathLike) -> Iterator[tuple[tarfile.TarInfo, BinaryIO]]:
+    """Each member of the bundle and a reader of its bytes (valid until the next member)."""
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise HistmigInputError(f"cannot open the bundle ({e.strerror or e})", path=path) from None
+    with fh:
+        reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+        try:
+            with tarfile.open(fileobj=reader, mode="r|", copybufsize=CHUNK) as tar:
+                for info in tar:
+                    if not info.isreg():
+                        raise RefusedError(f"the bundle holds {info.name!r}, which is not a file; nothing written",
+                                           path=path)
+                    yield info, tar.extractfile(info)
+        except (tarfile.TarError, zstandard.ZstdError, EOFError) as e:
+            raise RefusedError(f"the bundle is damaged ({e}); nothing written", path=path) from None
+
+
+def verify(path: str | os.PathLike) -> dict[str, Any]:
+    """Hash every member and check it against the manifest (and the manifest against its seal) before
+    anything is planned. Returns the manifest; raises ``RefusedError`` naming the first file that differs."""
+    seen: dict[str, tuple[str, int]] = {}
+    body = seal = None
+    for info, fh in members(path):
+        if info.name == MANIFEST:
+            body = fh.read()
+            continue
+        if info.name == SEAL:
+            seal = fh.read().strip().decode("ascii", "replace")
+            continue
+        h, n = hashlib.sha256(), 0
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+            n += len(chunk)
+        seen[info.name] = (h.hexdigest(), n)
+    if body is None or seal is None:
+        raise RefusedError("not a histmig bundle (no manifest); nothing written", path=path)
+    if hashlib.sha256(body).hexdigest() != seal:
+        raise RefusedError(f"{MANIFEST} does not match its checksum (the bundle was changed); nothing written",
+                           path=f"{path}:{MANIFEST}")
+    try:
+        manifest = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise RefusedError(f"{MANIFEST} is not JSON ({e}); nothing written", path=path) from None
+    if manifest.get("schema") != SCHEMA:
+        raise RefusedError(f"unknown bundle schema {manifest.get('schema')!r} (this histmig reads {SCHEMA})",
+                           path=path)
+    listed = {f["name"]: f for f in manifest.get("files", [])}
+    for name, (sha, size) in seen.items():
+        want = listed.get(name)
+        if want is None:
+            raise RefusedError(f"{name} is in the bundle but not in its manifest; nothing written", path=f"{path}:{name}")
+        if want["sha256"] != sha or want["size"] != size:
+            raise RefusedError(f"{name} does not match its checksum in the manifest (the bundle was changed or "
+                               "damaged); nothing written", path=f"{path}:{name}")
+    missing = sorted(set(listed) - set(seen))
+    if missing:
+        raise RefusedError(f"{missing[0]} is in the manifest but missing from the bundle; nothing written",
+                           path=f"{path}:{missing[0]}")
+    return manifest
