@@ -122,17 +122,21 @@ def members(path: str | os.PathLike) -> Iterator[tuple[tarfile.TarInfo, BinaryIO
         fh = open(path, "rb")
     except OSError as e:
         raise HistmigInputError(f"cannot open the bundle ({e.strerror or e})", path=path) from None
+    current = "the start of the bundle"
     with fh:
         reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
         try:
             with tarfile.open(fileobj=reader, mode="r|", copybufsize=CHUNK) as tar:
                 for info in tar:
+                    current = info.name
                     if not info.isreg():
                         raise RefusedError(f"the bundle holds {info.name!r}, which is not a file; nothing written",
                                            path=path)
                     yield info, tar.extractfile(info)
-        except (tarfile.TarError, zstandard.ZstdError, EOFError) as e:
-            raise RefusedError(f"the bundle is damaged ({e}); nothing written", path=path) from None
+                    current = f"the member after {info.name}"
+        except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError) as e:
+            raise RefusedError(f"the bundle is damaged at {current} ({e}); nothing written",
+                               path=f"{path}:{current}") from None
 
 
 def verify(path: str | os.PathLike) -> dict[str, Any]:
