@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import sqlite3
 import tarfile
 from pathlib import Path
