@@ -27,13 +27,19 @@ TOOL = "codex"
 
 def entry(homes: Any, ref: Any) -> Entry:
     out = default_entry(Path(homes.codex), ref)
-    for db in codex_state.state_dbs(homes):
+    for db in _state_dbs(homes):
         row = _rows(str(db), _mtime(db)).get(ref.id)
         if row is not None:
             out.rows.setdefault("threads", []).append(row)
             break       # one copy: unpack inserts it into every local state database
     out.version = version(ref.path)
     return out
+
+
+@functools.lru_cache(maxsize=2)
+def _state_dbs(homes: Any) -> tuple[Path, ...]:
+    """Where the state databases are (config.toml read once per pack, not once per thread)."""
+    return tuple(codex_state.state_dbs(homes))
 
 
 def version(path: Any) -> str | None:

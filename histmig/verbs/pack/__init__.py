@@ -67,7 +67,7 @@ def entry_of(homes: Any, ref: SessionRef) -> Entry:
 
 
 def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters: dict[str, Any] | None = None,
-         on_file: Callable[[int], None] | None = None, threads: int = 0) -> Packed:
+         on_file: Callable[[int], None] | None = None, threads: int = -1) -> Packed:
     """Write the bundle ``out`` (a new file) with ``refs``. Raises ``RefusedError`` (nothing written) for a
     file open for writing or one that changes while it is read, ``UsageError`` when ``out`` exists."""
     out = Path(out)
