@@ -3,8 +3,11 @@ and get back; names no tool (docs/pack.md).
 
 A tool's ``pack`` module (``histmig/tools/<tool>/pack.py``) may define:
 
-- ``entry(homes, ref) -> Entry``: the files of one session (absolute path, path inside the tool's home)
-  and the database rows that belong to it, as data; default :func:`default_entry` (the session's file)
+- ``entry(homes, ref) -> Entry``: the files of one session (absolute path, path inside the tool's home;
+  the session's main file first) and the database rows that belong to it, as data; default
+  :func:`default_entry` (the session's file)
+- ``version(head) -> str | None``: the client version a session records, from the first bytes of its
+  main file (read while it is packed: no second read); :func:`first_json` parses them
 - ``place(homes, rel, session, rebase) -> Path``: where a packed file goes in the local home; default
   the same path inside the local home (:func:`default_place`)
 - ``rows(homes, session, placed, rebase) -> (ops, present)``: the row inserts that make the local
@@ -42,6 +45,24 @@ def default_entry(home: Any, ref: Any) -> Entry:
     """The session's own file, when it lies in the tool's home."""
     rel = inside(home, ref.path)
     return Entry(files=[] if rel is None or not os.path.isfile(ref.path) else [(Path(ref.path), rel)])
+
+
+def first_json(head: bytes, limit: int = 20):
+    """The JSON objects of the first ``limit`` whole lines of ``head`` (bad lines skipped); a zstd head
+    (``.jsonl.zst``) is decompressed as far as it goes."""
+    import orjson  # noqa: PLC0415
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        import zstandard  # noqa: PLC0415
+        try:
+            head = zstandard.ZstdDecompressor().decompressobj().decompress(head)
+        except zstandard.ZstdError:
+            return
+    lines = head.split(b"\n")
+    for raw in lines[:-1][:limit] if len(lines) > 1 else []:
+        try:
+            yield orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
 
 
 def default_place(home: Path, rel: str) -> Path:

@@ -11,10 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from histmig.core.diagnostics import HistmigError
 from histmig.core.paths import claude_slug
-from histmig.jsonio import jsonl
-from histmig.toolkit.pack import Entry, Rebase, default_entry, inside
+from histmig.toolkit.pack import Entry, Rebase, default_entry, first_json, inside
 
 
 def entry(homes: Any, ref: Any) -> Entry:
@@ -29,19 +27,14 @@ def entry(homes: Any, ref: Any) -> Entry:
                 rel = inside(home, p)
                 if rel is not None and p.is_file() and not p.is_symlink():
                     out.files.append((p, rel))
-    out.version = version(ref.path)
     return out
 
 
-def version(path: Any) -> str | None:
+def version(head: bytes) -> str | None:
     """The ``version`` field records carry: the Claude Code that wrote the session."""
-    try:
-        for line in jsonl.head_lines(path, max_lines=20):
-            obj = line.obj
-            if isinstance(obj, dict) and isinstance(obj.get("version"), str):
-                return obj["version"]
-    except (HistmigError, OSError):
-        return None
+    for obj in first_json(head):
+        if isinstance(obj, dict) and isinstance(obj.get("version"), str):
+            return obj["version"]
     return None
 
 

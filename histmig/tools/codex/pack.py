@@ -18,8 +18,7 @@ from typing import Any
 from histmig.core.dbread import connect_ro
 from histmig.core.diagnostics import HistmigError
 from histmig.core.plan import SqlInsert
-from histmig.jsonio import jsonl
-from histmig.toolkit.pack import Entry, Rebase, default_entry, rebased
+from histmig.toolkit.pack import Entry, Rebase, default_entry, first_json, rebased
 from histmig.tools.codex import state as codex_state
 
 TOOL = "codex"
@@ -32,7 +31,6 @@ def entry(homes: Any, ref: Any) -> Entry:
         if row is not None:
             out.rows.setdefault("threads", []).append(row)
             break       # one copy: unpack inserts it into every local state database
-    out.version = version(ref.path)
     return out
 
 
@@ -42,16 +40,12 @@ def _state_dbs(homes: Any) -> tuple[Path, ...]:
     return tuple(codex_state.state_dbs(homes))
 
 
-def version(path: Any) -> str | None:
+def version(head: bytes) -> str | None:
     """``session_meta.payload.cli_version``: the Codex that recorded the thread."""
-    try:
-        for line in jsonl.head_lines(path, max_lines=1):
-            obj = line.obj
-            if isinstance(obj, dict) and isinstance(obj.get("payload"), dict):
-                v = obj["payload"].get("cli_version")
-                return v if isinstance(v, str) else None
-    except (HistmigError, OSError):
-        return None
+    for obj in first_json(head, 1):
+        if isinstance(obj, dict) and isinstance(obj.get("payload"), dict):
+            v = obj["payload"].get("cli_version")
+            return v if isinstance(v, str) else None
     return None
 
 

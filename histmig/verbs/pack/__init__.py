@@ -79,10 +79,15 @@ def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters:
     _refuse_writers(stats)
     done = Packed(str(out))
     manifest_files: list[dict[str, Any]] = []
+    firsts = {s["files"][0]: s for s in sessions if s["files"]}
     with Writer(out, threads=threads) as w:
         for name, (src, tool_name, sid, rel) in files.items():
             st = stats[name]
-            added = w.add_file(name, src, st)
+            session = firsts.get(name)
+            reader = _version_reader(tool_name) if session is not None and not session["version"] else None
+            added = w.add_file(name, src, st, head=HEAD if reader else 0)
+            if reader:
+                session["version"] = reader(added.head)
             manifest_files.append({"name": name, "tool": tool_name, "session": sid, "rel": rel, "size": added.size,
                                    "sha256": added.sha256, "mode": st.st_mode & 0o7777, "mtime_ns": st.st_mtime_ns})
             done.files += 1
@@ -90,9 +95,17 @@ def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters:
             if on_file:
                 on_file(added.size)
         done.sessions = len(sessions)
-        done.tools = _tools(sessions)
+        done.tools = _tools(sessions)      # after the copy: versions come from the files' first bytes
         w.finish(_manifest(homes, sessions, manifest_files, done, filters or {}))
     return done
+
+
+HEAD = 256 * 1024     # the first bytes of a session's main file a tool's ``version`` hook reads
+
+
+def _version_reader(name: str) -> Callable[[bytes], str | None] | None:
+    mod = hook(name, "pack")
+    return getattr(mod, "version", None) if mod is not None else None
 
 
 def _plan(homes: Any, refs: list[SessionRef]):

@@ -30,6 +30,7 @@ CHUNK = 1 << 20
 class Added:
     sha256: str
     size: int
+    head: bytes = b""
 
 
 class Writer:
@@ -66,13 +67,15 @@ class Writer:
                     pass
             self.part.unlink(missing_ok=True)
 
-    def add_file(self, name: str, src: Path, st: os.stat_result) -> Added:
+    def add_file(self, name: str, src: Path, st: os.stat_result, *, head: int = 0) -> Added:
         """Copy ``src`` as member ``name``, hashing as it goes; refuses a file that changed size while it
         was read. The header goes through tarfile; the bytes are read into one reused buffer (a fresh
-        1 MiB ``bytes`` per read costs a page fault per 4 KiB) and padded to tar's 512-byte blocks here."""
+        1 MiB ``bytes`` per read costs a page fault per 4 KiB) and padded to tar's 512-byte blocks here.
+        ``head``: keep up to that many first bytes (``Added.head``: the tools read versions from it)."""
         size = st.st_size
-        self.tar.addfile(_info(name, size, st.st_mode & 0o7777, st.st_mtime))
-        h, n, view = hashlib.sha256(), 0, self.view
+        # whole seconds: a fractional mtime costs a PAX header per file; the manifest keeps mtime_ns
+        self.tar.addfile(_info(name, size, st.st_mode & 0o7777, int(st.st_mtime)))
+        h, n, view, first = hashlib.sha256(), 0, self.view, b""
         with open(src, "rb", buffering=0) as fh:
             while n < size:
                 k = fh.readinto(view[:min(CHUNK, size - n)])
@@ -80,6 +83,8 @@ class Writer:
                     break
                 h.update(view[:k])
                 self.zw.write(view[:k])
+                if n == 0 and head:
+                    first = bytes(view[:min(k, head)])
                 n += k
         if n != size or os.stat(src).st_size != size:
             raise RefusedError("changed while being packed (is a client writing to it?); nothing written", path=src)
@@ -87,7 +92,7 @@ class Writer:
         if pad:
             self.zw.write(tarfile.NUL * pad)
         self.tar.offset += size + pad          # what tarfile.addfile counts for the data it copies itself
-        return Added(h.hexdigest(), n)
+        return Added(h.hexdigest(), n, first)
 
     def finish(self, manifest: dict[str, Any]) -> None:
         """The manifest and its seal, then the bundle is synced and given its name."""
@@ -105,7 +110,7 @@ class Writer:
 
     def _add_bytes(self, name: str, data: bytes) -> None:
         import time  # noqa: PLC0415
-        self.tar.addfile(_info(name, len(data), 0o600, time.time()), io.BytesIO(data))
+        self.tar.addfile(_info(name, len(data), 0o600, int(time.time())), io.BytesIO(data))
 
 
 def _info(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
