@@ -68,6 +68,8 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("gc --apply", "gc", "--older-than", "0", "--apply", "--json")
     run("log (after gc)", "log", "--json")
     run("doctor --repair --apply", "doctor", "--repair", "--apply", "--json")   # the findings re-checked after it
+    run("pack", "pack", "--tool", "codex", "-o", str(tmp / "b.tar.zst"), "--json")
+    run("unpack", "unpack", str(tmp / "b.tar.zst"), "--json")
     return out
 
 

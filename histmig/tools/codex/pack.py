@@ -17,7 +17,6 @@ from typing import Any
 
 from histmig.core.dbread import connect_ro
 from histmig.core.diagnostics import HistmigError
-from histmig.core.plan import SqlInsert
 from histmig.toolkit.pack import Entry, Rebase, default_entry, first_json, rebased
 from histmig.tools.codex import state as codex_state
 
@@ -70,9 +69,10 @@ def _rows(db: str, _mtime_ns: int) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase) -> tuple[list[SqlInsert], bool]:
+def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase) -> tuple[list[Any], bool]:
     """The ``threads`` inserts for every local state database that lacks the thread; ``present`` when
     one already has it (the thread was unpacked before, or recorded here)."""
+    from histmig.core.plan import SqlInsert  # noqa: PLC0415 (pack, which only reads, never loads the plan model)
     packed = (session.get("rows") or {}).get("threads") or []
     if not packed or not placed:
         return [], False

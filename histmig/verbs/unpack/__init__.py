@@ -144,9 +144,26 @@ def _place(homes: Any, meta: dict[str, Any], session: dict[str, Any], rebase) ->
     return default_place(Path(tool(meta["tool"]).home(homes)), meta["rel"])
 
 
+def _first(op: Any, inserted: set[tuple]) -> bool:
+    """A row two sessions share (OpenCode's project row) is inserted once."""
+    key = (op.db, op.table, tuple(op.row.get(k) for k in op.key))
+    if key in inserted:
+        return False
+    inserted.add(key)
+    return True
+
+
+def _rows(homes, name: str, session, placed, rebase) -> tuple[list, Any]:
+    """The tool's ``rows`` hook: (inserts, present) where present is False, True, "identical" or "differs"."""
+    mod = hook(name, "pack")
+    rows_fn = getattr(mod, "rows", None) if mod is not None else None
+    return rows_fn(homes, session, placed, rebase) if rows_fn is not None else ([], False)
+
+
 def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
     """Per session: new, identical (skipped), partial (the missing files created) or differs (refused)."""
     differ: list[str] = []
+    inserted: set[tuple] = set()
     s = out.plan.summary
     for key, session in sessions.items():
         by_rel = states.get(key, {})
@@ -156,16 +173,18 @@ def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
             differ.append(f"{name} ({', '.join(str(t) for st, t in by_rel.values() if st == 'differs')})")
             continue
         status = "identical" if kinds == {"identical"} else "partial" if "identical" in kinds else "new"
+        placed = {rel: target for rel, (_, target) in by_rel.items()}
+        ops, present = _rows(homes, key[0], session, placed, rebase)
+        if present == "differs":        # a session kept as rows only (OpenCode): its row differs here
+            differ.append(f"{name} (its rows in the local database)")
+            continue
+        if not by_rel and present == "identical":
+            status = "identical"
         s[status] += 1
         per = s["tools"].setdefault(key[0], {"new": 0, "identical": 0, "partial": 0})
         per[status] += 1
         out.sessions.setdefault(status, []).append({"tool": key[0], "id": key[1]})
-        mod = hook(key[0], "pack")
-        rows_fn = getattr(mod, "rows", None) if mod is not None else None
-        if rows_fn is None:
-            continue
-        placed = {rel: target for rel, (_, target) in by_rel.items()}
-        ops, _present = rows_fn(homes, session, placed, rebase)
+        ops = [op for op in ops if _first(op, inserted)]
         out.plan.operations += ops
         s["rows"] += len(ops)
     if differ:
