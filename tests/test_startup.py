@@ -45,8 +45,8 @@ CASES = {
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
     "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
                                                "histmig.verbs.undo", "histmig.toolkit.convert"]),
-    # issue 19: pack only reads (no write path, no plan) and loads no other verb
-    "pack": (["pack", "--all", "-o", "b.tar.zst"], [*WRITE_PATH, "histmig.core.plan", "histmig.verbs.flip",
+    # issue 19: pack only reads (no write path) and loads no other verb
+    "pack": (["pack", "--all", "-o", "b.tar.zst"], [*WRITE_PATH, "histmig.verbs.flip",
                                                     "histmig.verbs.move", "histmig.verbs.convert",
                                                     "histmig.verbs.doctor", "histmig.verbs.undo",
                                                     "histmig.verbs.unpack", "histmig.toolkit.convert",

@@ -11,7 +11,12 @@ A tool's ``pack`` module (``histmig/tools/<tool>/pack.py``) may define:
 - ``place(homes, rel, session, rebase) -> Path``: where a packed file goes in the local home; default
   the same path inside the local home (:func:`default_place`)
 - ``rows(homes, session, placed, rebase) -> (ops, present)``: the row inserts that make the local
-  client list the session, and whether the session's rows are already there
+  client list the session, and whether the session's rows are already there (False, True,
+  ``"identical"`` or ``"differs"``)
+- ``rule(rel) -> (kind, fn) | None``: how ``--rehome`` rewrites one packed file, by move's own rules:
+  ``("lines", fields_fn)`` a JSONL file, ``("json", fields_fn)`` one JSON document, ``("patch",
+  fn(data, pm) -> [Patch])`` a small file of another format, None: copied as it is. Default: the
+  tool's ``fields`` hook on every line
 """
 from __future__ import annotations
 
@@ -63,6 +68,20 @@ def first_json(head: bytes, limit: int = 20):
             yield orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
+
+
+def folder_entry(home: Any, ref: Any, folder: Any) -> Entry:
+    """Every regular file under ``folder`` (the session's own folder), its main file first."""
+    out = default_entry(home, ref)
+    main = {str(p) for p, _ in out.files}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            rel = inside(home, p)
+            if rel is not None and p not in main and os.path.isfile(p) and not os.path.islink(p):
+                out.files.append((Path(p), rel))
+    return out
 
 
 def default_place(home: Path, rel: str) -> Path:

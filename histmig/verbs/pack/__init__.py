@@ -96,7 +96,7 @@ def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters:
                 on_file(added.size)
         done.sessions = len(sessions)
         done.tools = _tools(sessions)      # after the copy: versions come from the files' first bytes
-        w.finish(_manifest(homes, sessions, manifest_files, done, filters or {}))
+        w.finish(_bundle_index(homes, sessions, manifest_files, done, filters or {}))
     return done
 
 
@@ -154,7 +154,7 @@ def _tools(sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _manifest(homes: Any, sessions, files, done: Packed, filters: dict[str, Any]) -> dict[str, Any]:
+def _bundle_index(homes: Any, sessions, files, done: Packed, filters: dict[str, Any]) -> dict[str, Any]:
     from histmig import __version__
     return {"schema": SCHEMA, "histmig_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from histmig.core.diagnostics import RefusedError, UsageError, Warning
+from histmig.core.diagnostics import HistmigError, RefusedError, Skip, UsageError, Warning
 from histmig.core.plan import CreateFile, Plan
 from histmig.toolkit.move.common import PathMap, make_pathmap
 from histmig.toolkit.pack import default_place
@@ -116,7 +116,7 @@ def _files(homes, bundle, files, sessions, pms, rebase, out: Unpacking, *, keep:
         target = _place(homes, meta, session, rebase)
         suffix = suffix_of(meta["rel"])
         path = spool_member(fh, out.spool, suffix)
-        path, fields = rehome(path, pms, hook(meta["tool"], "fields"), out.spool, suffix)
+        path, fields = rehome(path, pms, _rule(meta["tool"], meta["rel"]), out.spool, suffix)
         sha, size = sha_of(path)
         state = "new"
         if target.exists() or target.is_symlink():
@@ -134,6 +134,15 @@ def _files(homes, bundle, files, sessions, pms, rebase, out: Unpacking, *, keep:
             out.plan.summary["fields"] += fields
         states.setdefault(key, {})[meta["rel"]] = (state, target)
     return states
+
+
+def _rule(name: str, rel: str) -> Any:
+    """How ``--rehome`` rewrites this file: the tool's ``pack.rule``, else its move ``fields`` on every line."""
+    mod = hook(name, "pack")
+    if mod is not None and hasattr(mod, "rule"):
+        return mod.rule(rel)
+    fields = hook(name, "fields")
+    return ("lines", fields) if fields is not None else None
 
 
 def _place(homes: Any, meta: dict[str, Any], session: dict[str, Any], rebase) -> Path:
@@ -174,7 +183,13 @@ def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
             continue
         status = "identical" if kinds == {"identical"} else "partial" if "identical" in kinds else "new"
         placed = {rel: target for rel, (_, target) in by_rel.items()}
-        ops, present = _rows(homes, key[0], session, placed, rebase)
+        try:
+            ops, present = _rows(homes, key[0], session, placed, rebase)
+        except HistmigError as e:       # e.g. no OpenCode database here yet: this session waits, named
+            out.plan.skips.append(Skip(e.path or name, f"{name}: {e}", "no-database"))
+            out.plan.operations = [op for op in out.plan.operations if getattr(op, "session", None) != {
+                "tool": key[0], "id": key[1]}]
+            continue
         if present == "differs":        # a session kept as rows only (OpenCode): its row differs here
             differ.append(f"{name} (its rows in the local database)")
             continue

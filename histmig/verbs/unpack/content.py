@@ -13,9 +13,10 @@ import zstandard
 
 from histmig.core.diagnostics import RefusedError
 from histmig.jsonio import jsonl
-from histmig.toolkit.move.common import scan_file
+from histmig.toolkit.move.common import scan_file, scan_json_file
 
 CHUNK = 1 << 20
+SMALL = 1 << 20      # a file a "patch" rule reads whole (workspace.yaml, a marker)
 
 
 def spool_member(fh: BinaryIO, folder: str, suffix: str) -> str:
@@ -32,23 +33,30 @@ def suffix_of(rel: str) -> str:
     return "".join(Path(name).suffixes[-2:]) if name.endswith(".zst") else Path(name).suffix
 
 
-def rehome(path: str, pms: list[Any], fields_fn: Any, folder: str, suffix: str) -> tuple[str, int]:
-    """Apply each path map's field edits to the spooled file; returns the final spool file and how many
+def rehome(path: str, pms: list[Any], rule: Any, folder: str, suffix: str) -> tuple[str, int]:
+    """Apply each path map's edits to the spooled file by the tool's ``rule`` (histmig/toolkit/pack.py:
+    ``("lines" | "json", fields_fn)`` or ``("patch", fn)``); returns the final spool file and how many
     values were re-homed. A file the scan cannot read whole (a line over the limit, bad zstd) is refused."""
     fields = 0
-    if fields_fn is None:
+    if rule is None:
         return path, 0
+    kind, fn = rule
     for pm in pms:
-        scan = scan_file(path, pm, fields_fn)
-        if scan.skip:
-            raise RefusedError(f"cannot re-home it ({scan.skip}); nothing written", path=path)
-        if not scan.patches:
+        if kind == "patch":
+            with open(path, "rb") as fh:
+                patches, n = fn(fh.read(SMALL), pm), 1
+        else:
+            scan = (scan_json_file if kind == "json" else scan_file)(path, pm, fn)
+            if scan.skip:
+                raise RefusedError(f"cannot re-home it ({scan.skip}); nothing written", path=path)
+            patches, n = scan.patches, scan.fields
+        if not patches:
             continue
         fd, out = tempfile.mkstemp(dir=folder, suffix=suffix)
         os.close(fd)
-        _patched_copy(path, out, scan.patches, compressed=jsonl.is_zst(path))
+        _patched_copy(path, out, patches, compressed=jsonl.is_zst(path))
         os.unlink(path)
-        path, fields = out, fields + scan.fields
+        path, fields = out, fields + n
     return path, fields
 
 
