@@ -48,7 +48,10 @@ class Writer:
             raise UsageError(f"{self.part.name} exists beside it (another pack writing, or one that was killed: "
                              "remove it)", path=self.part) from None
         self.raw = os.fdopen(fd, "wb")
-        self.zw = zstandard.ZstdCompressor(level=level, threads=threads).stream_writer(self.raw, closefd=False)
+        # write_checksum: each frame carries a checksum of its content, so a changed byte of the compressed
+        # stream fails in the decompressor, at the member being read, not later as a garbled header
+        self.zw = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True).stream_writer(
+            self.raw, closefd=False)
         # mode "w" on the compressor itself (it only needs write and tell): tarfile's "w|" stream
         # re-buffers every byte in a bytes object that is re-sliced on every write
         self.tar = tarfile.TarFile(fileobj=self.zw, mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
@@ -153,23 +156,43 @@ def verify(path: str | os.PathLike) -> dict[str, Any]:
     anything is planned. Returns the manifest; raises ``RefusedError`` naming the first file that differs."""
     seen: dict[str, tuple[str, int]] = {}
     body = seal = None
-    for info, fh in members(path):
-        if info.name == MANIFEST:
-            body = fh.read()
-            continue
-        if info.name == SEAL:
-            seal = fh.read().strip().decode("ascii", "replace")
-            continue
-        h, n = hashlib.sha256(), 0
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-            n += len(chunk)
-        seen[info.name] = (h.hexdigest(), n)
+    last = "its start"
+    damaged: RefusedError | None = None
+    try:
+        for info, fh in members(path):
+            last = info.name
+            if info.name == MANIFEST:
+                body = fh.read()
+                continue
+            if info.name == SEAL:
+                seal = fh.read().strip().decode("ascii", "replace")
+                continue
+            h, n = hashlib.sha256(), 0
+            while chunk := fh.read(CHUNK):
+                h.update(chunk)
+                n += len(chunk)
+            seen[info.name] = (h.hexdigest(), n)
+    except RefusedError as e:
+        # zstd checks its checksum at the end of the stream: first name the file whose bytes changed
+        damaged = e
+    if damaged is not None:
+        if body is not None:
+            _compare(path, body, seen, complete=False)
+            if seal is not None and hashlib.sha256(body).hexdigest() != seal:
+                raise RefusedError(f"{MANIFEST} does not match its checksum (the bundle was changed); nothing "
+                                   "written", path=f"{path}:{MANIFEST}")
+        raise damaged
     if body is None or seal is None:
-        raise RefusedError("not a histmig bundle (no manifest); nothing written", path=path)
+        raise RefusedError(f"damaged after {last}, or not a histmig bundle (no {MANIFEST} at its end); "
+                           "nothing written", path=path)
     if hashlib.sha256(body).hexdigest() != seal:
         raise RefusedError(f"{MANIFEST} does not match its checksum (the bundle was changed); nothing written",
                            path=f"{path}:{MANIFEST}")
+    return _compare(path, body, seen, complete=True)
+
+
+def _compare(path, body: bytes, seen: dict[str, tuple[str, int]], *, complete: bool) -> dict[str, Any]:
+    """The manifest, once every member read matches it (``complete``: and none is missing)."""
     try:
         manifest = orjson.loads(body)
     except orjson.JSONDecodeError as e:
@@ -186,7 +209,7 @@ def verify(path: str | os.PathLike) -> dict[str, Any]:
             raise RefusedError(f"{name} does not match its checksum in the manifest (the bundle was changed or "
                                "damaged); nothing written", path=f"{path}:{name}")
     missing = sorted(set(listed) - set(seen))
-    if missing:
+    if complete and missing:
         raise RefusedError(f"{missing[0]} is in the manifest but missing from the bundle; nothing written",
                            path=f"{path}:{missing[0]}")
     return manifest
