@@ -36,6 +36,7 @@ PARTS = [
     ("e2e.md", 1),
     ("json.md", 1),
     ("decisions.md", 1),
+    ("pack.md", 1),
 ]
 
 

@@ -26,6 +26,8 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``calls``: ``<pkg>.calls.CALLS``, a ``toolkit.convert.calls.Vocabulary``: its tool calls to and from the
   neutral call vocabulary (``to_neutral``, ``from_neutral``); convert's writers map every source call
   through it (tools sharing one ``CALLS`` object copy calls between them unchanged)
+- ``pack``: the module ``<pkg>.pack`` itself, its part of ``pack`` / ``unpack`` (``entry``, ``version``,
+  ``place``, ``rows``, ``rule``; histmig/toolkit/pack.py says what each does and the defaults)
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
