@@ -74,6 +74,9 @@ def test_manifest_lists_every_file_with_its_sha256_the_homes_and_versions(capsys
     manifest = json.loads(members["manifest.json"])
     assert members["manifest.sha256"].strip().decode() == hashlib.sha256(members["manifest.json"]).hexdigest()
     assert manifest["schema"] == "histmig-bundle/1" and manifest["histmig_version"]
+    from jsonschema_lite import validate
+    schema = json.loads((Path(__file__).resolve().parents[1] / "histmig/schemas/bundle/manifest.json").read_text())
+    assert validate(manifest, schema) == []
     assert manifest["source"]["homes"] == {"codex": str(a / ".codex"), "claude-code": str(a / ".claude")}
     assert manifest["tools"]["codex"]["versions"] == ["0.171.0"] and manifest["tools"]["claude-code"]["versions"]
     assert manifest["totals"]["sessions"] == len(manifest["sessions"]) == 12
@@ -221,3 +224,49 @@ def test_unpack_merges_and_undo_removes_exactly_what_it_imported(capsys, world, 
     code, out, err = cli(capsys, "--home", str(b), "undo")
     assert code == 0, out + err
     assert snapshot(b) == before
+
+
+def test_pack_by_session_id_and_until(capsys, world):
+    a, _b, bundle = world
+    bundle.parent.mkdir()
+    code, out, _ = cli(capsys, "--home", str(a), "scan", "--json")
+    first = json.loads(out)["sessions"][0]
+    code, out, err = cli(capsys, "--home", str(a), "pack", first["id"], "-o", str(bundle))
+    assert code == 0, err
+    assert [s["id"] for s in json.loads(read_bundle(bundle)["manifest.json"])["sessions"]] == [first["id"]]
+    code, _, err = cli(capsys, "--home", str(a), "pack", "--until", "2000-01-01", "-o", str(bundle.with_name("x.tar.zst")))
+    assert code == 2 and "no session matches" in err
+
+
+def test_rehome_takes_old_equals_new_and_refuses_windows_paths_for_now(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "/only-old")
+    assert code == 2 and "OLD=NEW" in err
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "C:\\Users\\x=/home/x")
+    assert code == 2 and "Windows" in err
+
+
+def test_unpack_without_rehome_keeps_paths_and_places_files_as_they_were(capsys, world):
+    a, b, _ = world
+    bundle = packed(capsys, world)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    for p in (a / ".claude" / "projects").rglob("*"):
+        if p.is_file():
+            twin = b / ".claude" / p.relative_to(a / ".claude")
+            assert twin.read_bytes() == p.read_bytes() and twin.stat().st_mtime_ns == p.stat().st_mtime_ns
+
+
+def test_a_member_path_that_leaves_the_home_is_refused(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    manifest = json.loads(members["manifest.json"])
+    manifest["files"][0]["rel"] = "../../escaped.jsonl"
+    members["manifest.json"] = json.dumps(manifest).encode()
+    members["manifest.sha256"] = hashlib.sha256(members["manifest.json"]).hexdigest().encode() + b"\n"
+    write_bundle(bundle, members)
+    before = snapshot(b)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and "not a path inside" in err and snapshot(b) == before

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError, RefusedError, Skip, UsageError, Warning
+from histmig.core.paths import safe_component
 from histmig.core.plan import CreateFile, Plan
 from histmig.toolkit.move.common import PathMap, make_pathmap
 from histmig.toolkit.pack import default_place
@@ -112,7 +113,10 @@ def _files(homes, bundle, files, sessions, pms, rebase, out: Unpacking, *, keep:
         if meta is None:
             continue            # manifest.json and its seal
         key = (meta["tool"], meta["session"])
-        session = sessions[key]
+        session = sessions.get(key)
+        if session is None or not all(safe_component(part) for part in meta["rel"].split("/")):
+            raise RefusedError(f"{info.name}: not a path inside a tool's home, or no session of the bundle "
+                               "names it; nothing written", path=bundle)
         target = _place(homes, meta, session, rebase)
         suffix = suffix_of(meta["rel"])
         path = spool_member(fh, out.spool, suffix)
