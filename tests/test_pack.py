@@ -132,11 +132,12 @@ def test_one_changed_byte_in_a_member_is_refused_naming_it(capsys, world):
     assert snapshot(b) == before
 
 
-def test_one_changed_byte_of_the_compressed_bundle_is_refused(capsys, world):
+@pytest.mark.parametrize("at", [0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+def test_one_changed_byte_of_the_compressed_bundle_is_refused(capsys, world, at):
     _a, b, _ = world
     bundle = packed(capsys, world)
     raw = bytearray(bundle.read_bytes())
-    raw[len(raw) // 2] ^= 0x40
+    raw[int(len(raw) * at)] ^= 0x40
     bundle.write_bytes(bytes(raw))
     before = snapshot(b)
     code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")

@@ -175,6 +175,8 @@ def verify(path: str | os.PathLike) -> dict[str, Any]:
     except RefusedError as e:
         # zstd checks its checksum at the end of the stream: first name the file whose bytes changed
         damaged = e
+    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError) as e:    # while reading a member's bytes
+        damaged = RefusedError(f"the bundle is damaged at {last} ({e}); nothing written", path=f"{path}:{last}")
     if damaged is not None:
         if body is not None:
             _compare(path, body, seen, complete=False)
