@@ -62,8 +62,8 @@ def first_json(head: bytes, limit: int = 20):
             head = zstandard.ZstdDecompressor().decompressobj().decompress(head)
         except zstandard.ZstdError:
             return
-    lines = head.split(b"\n")
-    for raw in lines[:-1][:limit] if len(lines) > 1 else []:
+    lines = head.split(b"\n", limit)          # maxsplit: the rest of the head is not cut up
+    for raw in lines[:limit] if len(lines) > limit else lines[:-1]:
         try:
             yield orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -100,7 +100,7 @@ def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters:
     return done
 
 
-HEAD = 256 * 1024     # the first bytes of a session's main file a tool's ``version`` hook reads
+HEAD = 64 * 1024      # the first bytes of a session's main file a tool's ``version`` hook reads
 
 
 def _version_reader(name: str) -> Callable[[bytes], str | None] | None:
