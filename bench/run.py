@@ -15,7 +15,8 @@ CLAUDE_CONFIG_DIR, MINI_CC_HOME, QWEN_HOME and HISTMIG_STATE_DIR point into it; 
 The trees: a Codex home from ``gen_codex.py`` (scan, doctor, flip, undo), a Claude Code + Codex
 project from ``move_bench.py`` (move), small Codex sessions from ``convert_bench.py`` (convert) and a
 Qwen Code project from ``qwen_bench.py`` (its scan and move), and Pi and Gemini CLI homes grown from
-their bundled samples (``pi_bench.py``, ``scan_bench.py``: their scans).
+their bundled samples (``pi_bench.py``, ``scan_bench.py``: their scans). ``pack`` bundles the Codex home
+against ``tar --zstd -cf`` of the same files.
 """
 from __future__ import annotations
 
@@ -285,6 +286,20 @@ def bench_convert(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     return [row]
 
 
+def bench_pack(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    """``pack --all`` of the Codex tree (issue 19) against ``tar --zstd -cf`` of the same files."""
+    home = trees["codex"] / "home"
+    tops = [t for t in ("sessions", "archived_sessions") if (home / ".codex" / t).is_dir()]
+    row = Row("`pack --all -o B.tar.zst`", "`tar --zstd -cf` of the same files")
+    for i in range(pairs):
+        out, tar = b.work / f"pack-{i}.tar.zst", b.work / f"tar-{i}.tar.zst"
+        a = b.run(b.hm + ["pack", "--all", "-o", str(out)], home)
+        row.add(a, b.run(f"tar --zstd -cf '{tar}' -C '{home / '.codex'}' {' '.join(tops)}", home, shell=True))
+        out.unlink(missing_ok=True)
+        tar.unlink(missing_ok=True)
+    return [row]
+
+
 def table(rows: list[Row]) -> str:
     lines = ["| command | histmig | floor in the same loop | ratio | peak RSS |", "|---|---|---|---|---|"]
     return "\n".join(lines + ["| " + " | ".join(r.cells()) + " |" for r in rows])
@@ -310,8 +325,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, help="work folder (default: a new temporary one, removed after)")
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "bench.md", help="the page the table is written into")
     ap.add_argument("--no-doc", action="store_true", help="print the table only")
-    ap.add_argument("--only", help="run one step: reads, flip, move, convert, qwen, listings or search")
     ap.add_argument("--no-compile", action="store_true", help="do not compile histmig's bytecode first")
+    ap.add_argument("--only", action="append", help="only this step (reads, flip, move, convert, qwen, listings, "
+                    "search, pack; repeatable)")
     a = ap.parse_args(argv)
     sessions, pairs = (8, 1) if a.quick else (a.sessions, a.pairs)
     mb = a.mb or (1 if a.quick else sessions * 0.4)
@@ -326,8 +342,8 @@ def main(argv=None) -> int:
         print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
         b = Bench(work, a.quick)
         rows = []
-        steps = (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings, bench_search)
-        for step in (s for s in steps if not a.only or s.__name__ == f"bench_{a.only}"):
+        steps = (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings, bench_search, bench_pack)
+        for step in [s for s in steps if not a.only or s.__name__ in {f"bench_{n}" for n in a.only}]:
             done = step(b, trees, pairs)
             rows += done
             print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)

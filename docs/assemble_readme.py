@@ -19,13 +19,16 @@ PARTS = [
     ("demo.md", 1),
     ("scan-show.md", 1),
     ("search.md", 1),
+    ("export.md", 1),
     ("codex.md", 1),
-    ("pi.md", 1),
     ("move.md", 1),
     ("convert.md", 1),
     ("doctor.md", 1),
+    ("pack.md", 1),
+    ("archive.md", 1),
     ("qwen.md", 1),
     ("gemini.md", 1),
+    ("pi.md", 1),
     ("opencode.md", 1),
     ("copilot.md", 1),
     ("cline.md", 1),
@@ -37,8 +40,6 @@ PARTS = [
     ("e2e.md", 1),
     ("json.md", 1),
     ("decisions.md", 1),
-    ("archive.md", 1),
-    ("export.md", 1),
 ]
 
 

@@ -220,6 +220,27 @@ def plan_repair(homes, report: Report) -> Plan:
     return plan(homes, report)
 
 
+def pack_sessions(homes, sessions: Iterable[str] = (), *, tools: Iterable[str] | None = None, cwd: str | None = None,
+                  since: float | None = None, until: float | None = None, all_: bool = False) -> list[SessionRef]:
+    """The sessions ``pack`` takes: named ones, else every session scan's filters pass (or ``all_``)."""
+    from histmig.verbs.pack import choose
+    return choose(homes, sessions, tools=tools, cwd=cwd, since=since, until=until, all_=all_)
+
+
+def pack(homes, refs: list[SessionRef], out: str, *, filters: dict | None = None,
+         on_file: Callable[[int], None] | None = None) -> Any:
+    """Write ``refs`` into the new bundle ``out`` (histmig/verbs/pack); returns what was packed."""
+    from histmig.verbs.pack import pack as run
+    return run(homes, refs, out, filters=filters, on_file=on_file)
+
+
+def plan_unpack(homes, bundle: str, rehome: Iterable[str] = (), *, apply: bool = False) -> Any:
+    """Verify a bundle and plan its import (histmig/verbs/unpack); ``.plan`` is applied with :func:`apply`,
+    then ``.close()`` removes the spooled bytes."""
+    from histmig.verbs.unpack import parse_rehome, plan_unpack as plan
+    return plan(homes, bundle, parse_rehome(list(rehome)), apply=apply)
+
+
 # -- the write path ------------------------------------------------------------------------------
 def apply(plan: Plan, homes, *, options: ApplyOptions | None = None) -> ApplyResult:
     """Apply a plan through the journaled write path (histmig/apply); undo with :func:`undo`."""

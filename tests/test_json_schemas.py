@@ -74,6 +74,8 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("search", "search", "hello from the tool", "--tools", "--json")
     run("search -l", "search", "-l", "hello", "--json")
     run("export", "export", "--all", "--to", "markdown", "--out", str(tmp / "exported"), "--redact", "--json")
+    run("pack", "pack", "--tool", "codex", "-o", str(tmp / "b.tar.zst"), "--json")
+    run("unpack", "unpack", str(tmp / "b.tar.zst"), "--json")
     return out
 
 

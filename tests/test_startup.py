@@ -63,6 +63,12 @@ CASES = {
                                      "histmig.verbs.convert", "histmig.verbs.doctor", "histmig.verbs.undo",
                                      "histmig.toolkit.convert", "histmig.toolkit.move", "histmig.toolkit.doctor",
                                      "histmig.core.plan", "histmig.jsonio.lineedit"]),
+    # issue 19: pack only reads (no write path) and loads no other verb
+    "pack": (["pack", "--all", "-o", "b.tar.zst"], [*WRITE_PATH, "histmig.verbs.flip",
+                                                    "histmig.verbs.move", "histmig.verbs.convert",
+                                                    "histmig.verbs.doctor", "histmig.verbs.undo",
+                                                    "histmig.verbs.unpack", "histmig.toolkit.convert",
+                                                    "histmig.toolkit.move", "histmig.toolkit.doctor"]),
 }
 
 # Narrower rules that hold once the tool table is lazy (the writer and doctor lookups by table, helper
@@ -121,3 +127,18 @@ def test_a_command_for_one_tool_imports_no_other_tool(tmp_path, case):
     mods, code = _loaded(tmp_path, argv)
     assert code in ("0", "1", "3"), (case, code)
     assert not _offending(mods, forbidden), f"{case} imported {_offending(mods, forbidden)}"
+
+
+def test_unpack_dry_run_loads_no_write_path(tmp_path):
+    """issue 19: ``unpack`` without --apply verifies and plans; the write path (and convert's spool) stay out."""
+    mods, code = _loaded(tmp_path, ["pack", "--all", "-o", "b.tar.zst"])
+    assert code == "0", list(tmp_path.iterdir())
+    full = ["--home", str(tmp_path / "h"), "--state-dir", str(tmp_path / "state"), "unpack", "b.tar.zst"]
+    out = subprocess.run([sys.executable, "-c", PROBE, *full], capture_output=True, text=True, cwd=tmp_path)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("MODULES ")), None)
+    assert line is not None, out.stderr
+    *mods, code = line.split()[1:]
+    assert code == "0"
+    forbidden = [*WRITE_PATH, "histmig.toolkit.convert", "histmig.verbs.flip", "histmig.verbs.move",
+                 "histmig.verbs.convert", "histmig.verbs.doctor", "histmig.verbs.undo"]
+    assert not _offending(mods, forbidden), _offending(mods, forbidden)

@@ -6,20 +6,22 @@ from __future__ import annotations
 COMMANDS = {
     "scan": "scan",
     "show": "show",
+    "search": "search",
     "flip": "flip",
     "move": "move",
     "convert": "convert",
     "doctor": "doctor",
+    "export": "export",
+    "pack": "pack",
+    "unpack": "unpack",
+    "archive": "archive",
+    "restore": "restore",
     "apply": "tx",
     "undo": "tx",
     "log": "tx",
     "recover": "tx",
     "gc": "tx",
     "demo": "demo",
-    "archive": "archive",
-    "restore": "restore",
-    "search": "search",
-    "export": "export",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

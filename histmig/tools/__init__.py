@@ -35,6 +35,8 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``search``: ``<pkg>.search.SEARCH``, a ``toolkit.search.JsonlSource``: the JSONL files of a session and
   how its lines become records, so ``histmig search`` reads raw bytes and parses only the lines holding
   the phrase; a tool without it is searched through its adapter's read
+- ``pack``: the module ``<pkg>.pack`` itself, its part of ``pack`` / ``unpack`` (``entry``, ``version``,
+  ``place``, ``rows``, ``rule``; histmig/toolkit/pack.py says what each does and the defaults)
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
@@ -73,7 +75,8 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
          "calls": ("calls", "CALLS"), "archive": ("archive", "files"),
          "archive_rows": ("archive", "rows"), "restore_rows": ("archive", "insert_ops"),
-         "current_rows": ("archive", "current_sha256"), "search": ("search", "SEARCH")}
+         "current_rows": ("archive", "current_sha256"), "search": ("search", "SEARCH"),
+         "pack": ("pack", None)}
 
 
 @dataclass(frozen=True)

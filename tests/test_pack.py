@@ -1,0 +1,273 @@
+"""pack / unpack (issue 19, docs/pack.md): the manifest, checksums, re-homing, identical and different
+sessions already there, rows, undo, and a file open for writing."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sqlite3
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from codex_fixtures import state_db, tid
+from histmig.cli.samples import install
+
+REC = "/tmp/histmig-rec/work"          # where the bundled samples were recorded
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    from histmig.cli import main
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def world(isolated_homes, tmp_path):
+    """Home A with the Codex and Claude Code samples, an empty home B, and where the bundle goes."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    install(a, tools=("codex", "claude-code"))
+    b.mkdir()
+    return a, b, tmp_path / "out" / "history.tar.zst"
+
+
+def packed(capsys, world) -> Path:
+    a, _b, bundle = world
+    bundle.parent.mkdir(exist_ok=True)
+    code, out, err = cli(capsys, "--home", str(a), "pack", "--all", "-o", str(bundle))
+    assert code == 0, out + err
+    return bundle
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+def read_bundle(bundle: Path) -> dict[str, bytes]:
+    with open(bundle, "rb") as fh:
+        data = zstandard.ZstdDecompressor().stream_reader(fh).read()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar}
+
+
+def write_bundle(bundle: Path, members: dict[str, bytes]) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    bundle.write_bytes(zstandard.ZstdCompressor().compress(buf.getvalue()))
+
+
+def test_manifest_lists_every_file_with_its_sha256_the_homes_and_versions(capsys, world):
+    a, _b, _ = world
+    members = read_bundle(packed(capsys, world))
+    manifest = json.loads(members["manifest.json"])
+    assert members["manifest.sha256"].strip().decode() == hashlib.sha256(members["manifest.json"]).hexdigest()
+    assert manifest["schema"] == "histmig-bundle/1" and manifest["histmig_version"]
+    from jsonschema_lite import validate
+    schema = json.loads((Path(__file__).resolve().parents[1] / "histmig/schemas/bundle/manifest.json").read_text())
+    assert validate(manifest, schema) == []
+    assert manifest["source"]["homes"] == {"codex": str(a / ".codex"), "claude-code": str(a / ".claude")}
+    assert manifest["tools"]["codex"]["versions"] == ["0.171.0"] and manifest["tools"]["claude-code"]["versions"]
+    assert manifest["totals"]["sessions"] == len(manifest["sessions"]) == 12
+    for f in manifest["files"]:      # byte for byte: the member is the file
+        src = a / (".codex" if f["tool"] == "codex" else ".claude") / f["rel"]
+        assert members[f["name"]] == src.read_bytes()
+        assert f["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest() and f["size"] == src.stat().st_size
+        assert f["mtime_ns"] == src.stat().st_mtime_ns
+    codex = [s for s in manifest["sessions"] if s["tool"] == "codex"]
+    assert all(s["rows"]["threads"][0]["id"] == s["id"] for s in codex)
+
+
+def test_pack_needs_a_choice_and_a_new_file(capsys, world):
+    a, _b, bundle = world
+    code, _, err = cli(capsys, "--home", str(a), "pack", "-o", str(bundle))
+    assert code == 2 and "--all" in err
+    packed(capsys, world)
+    code, _, err = cli(capsys, "--home", str(a), "pack", "--all", "-o", str(bundle))
+    assert code == 2 and "already exists" in err
+
+
+def test_pack_filters_as_scan_does(capsys, world):
+    a, _b, bundle = world
+    bundle.parent.mkdir()
+    code, out, err = cli(capsys, "--home", str(a), "pack", "--tool", "codex", "--cwd", f"{REC}/app", "-o", str(bundle))
+    assert code == 0, err
+    manifest = json.loads(read_bundle(bundle)["manifest.json"])
+    assert {s["tool"] for s in manifest["sessions"]} == {"codex"} and len(manifest["sessions"]) == 5
+
+
+def test_a_file_open_for_writing_is_refused_by_name(capsys, world):
+    a, _b, bundle = world
+    bundle.parent.mkdir()
+    victim = next((a / ".claude" / "projects").rglob("*.jsonl"))
+    with open(victim, "ab"):
+        code, _, err = cli(capsys, "--home", str(a), "pack", "--all", "-o", str(bundle))
+    assert code == 1 and victim.name in err and "open for writing" in err
+    assert not bundle.exists() and not list(bundle.parent.iterdir())
+
+
+def test_one_changed_byte_in_a_member_is_refused_naming_it(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    name = next(n for n in members if n.startswith("files/claude-code/"))
+    data = bytearray(members[name])
+    data[len(data) // 2] ^= 0x01
+    members[name] = bytes(data)
+    write_bundle(bundle, members)
+    before = snapshot(b)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and name in err and "checksum" in err
+    assert snapshot(b) == before
+
+
+@pytest.mark.parametrize("at", [0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+def test_one_changed_byte_of_the_compressed_bundle_is_refused(capsys, world, at):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    raw = bytearray(bundle.read_bytes())
+    raw[int(len(raw) * at)] ^= 0x40
+    bundle.write_bytes(bytes(raw))
+    before = snapshot(b)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and str(bundle) in err and "nothing written" in err
+    assert snapshot(b) == before
+
+
+def test_a_changed_manifest_is_refused(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    members["manifest.json"] = members["manifest.json"].replace(b'"title": "', b'"title": "!', 1)
+    write_bundle(bundle, members)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle))
+    assert code == 1 and "manifest.json" in err
+
+
+def test_unpack_rehomes_places_and_registers(capsys, world):
+    a, b, _ = world
+    bundle = packed(capsys, world)
+    # B's Codex keeps a state database with a thread of its own: the packed threads are added beside it
+    state_db(b / ".codex" / "state_5.sqlite", [{"id": tid(1), "rollout_path": "/elsewhere", "model_provider": "openai"}])
+    (b / "code" / "app").mkdir(parents=True)
+    new = str(b / "code")
+    before = snapshot(b)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}")
+    assert code == 0, out + err
+    assert "checksums verified" in out and "dry run" in out and snapshot(b) == before
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}", "--apply")
+    assert code == 0, out + err
+    code, out, _ = cli(capsys, "--home", str(b), "scan", "--json")
+    sessions = json.loads(out)["sessions"]
+    assert len(sessions) == 12 and all(s["cwd"].startswith(new + "/") for s in sessions)
+    claude = b / ".claude" / "projects" / "-".join(["", *new.strip("/").split("/"), "app"]).replace(".", "-").replace("_", "-")
+    assert claude.is_dir(), sorted(p.name for p in (b / ".claude" / "projects").iterdir())
+    for p in [*(b / ".claude").rglob("*.jsonl"), *(b / ".codex" / "sessions").rglob("*.jsonl")]:
+        for line in p.read_bytes().splitlines():
+            rec = json.loads(line)
+            cwd = rec.get("cwd") or (rec.get("payload") or {}).get("cwd") if isinstance(rec, dict) else None
+            assert not (isinstance(cwd, str) and cwd.startswith(REC)), (p, cwd)
+    con = sqlite3.connect(b / ".codex" / "state_5.sqlite")
+    rows = dict(con.execute("SELECT id, rollout_path FROM threads").fetchall())
+    cwds = dict(con.execute("SELECT id, cwd FROM threads").fetchall())
+    con.close()
+    assert len(rows) == 7 and rows[tid(1)] == "/elsewhere"
+    for t, path in rows.items():
+        if t != tid(1):
+            assert Path(path).is_file() and path.startswith(str(b / ".codex")) and cwds[t].startswith(new)
+    # the same bundle again: every session is there and identical, nothing to do
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}", "--apply")
+    assert code == 0 and "nothing to do" in out + err
+
+
+def test_a_session_that_differs_is_refused_by_name(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    changed = next((b / ".claude" / "projects").rglob("*.jsonl"))
+    changed.write_bytes(changed.read_bytes() + b'{"type":"user"}\n')
+    before = snapshot(b)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and changed.stem in err and "different content" in err
+    assert snapshot(b) == before
+
+
+def test_unpack_merges_and_undo_removes_exactly_what_it_imported(capsys, world, tmp_path):
+    a, b, _ = world
+    bundle = packed(capsys, world)
+    own = tmp_path / "own"
+    install(own, tools=("claude-code",))
+    for p in (own / ".claude").rglob("*.jsonl"):       # B's own history: other sessions, same layout
+        text = p.read_text().replace("e7163394", "f7163394").replace("319df6a0", "419df6a0")
+        dst = b / ".claude" / p.relative_to(own / ".claude")
+        dst = dst.with_name(dst.name.replace("e7163394", "f7163394").replace("319df6a0", "419df6a0"))
+        if dst.name[:8] in ("f7163394", "419df6a0"):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(text)
+    before = snapshot(b)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    after = snapshot(b)
+    assert all(after[k] == v for k, v in before.items())        # B's own files untouched
+    assert len(after) > len(before)
+    code, out, err = cli(capsys, "--home", str(b), "undo")
+    assert code == 0, out + err
+    assert snapshot(b) == before
+
+
+def test_pack_by_session_id_and_until(capsys, world):
+    a, _b, bundle = world
+    bundle.parent.mkdir()
+    code, out, _ = cli(capsys, "--home", str(a), "scan", "--json")
+    first = json.loads(out)["sessions"][0]
+    code, out, err = cli(capsys, "--home", str(a), "pack", first["id"], "-o", str(bundle))
+    assert code == 0, err
+    assert [s["id"] for s in json.loads(read_bundle(bundle)["manifest.json"])["sessions"]] == [first["id"]]
+    code, _, err = cli(capsys, "--home", str(a), "pack", "--until", "2000-01-01", "-o", str(bundle.with_name("x.tar.zst")))
+    assert code == 2 and "no session matches" in err
+
+
+def test_rehome_takes_old_equals_new_and_refuses_windows_paths_for_now(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "/only-old")
+    assert code == 2 and "OLD=NEW" in err
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "C:\\Users\\x=/home/x")
+    assert code == 2 and "Windows" in err
+
+
+def test_unpack_without_rehome_keeps_paths_and_places_files_as_they_were(capsys, world):
+    a, b, _ = world
+    bundle = packed(capsys, world)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    for p in (a / ".claude" / "projects").rglob("*"):
+        if p.is_file():
+            twin = b / ".claude" / p.relative_to(a / ".claude")
+            assert twin.read_bytes() == p.read_bytes() and twin.stat().st_mtime_ns == p.stat().st_mtime_ns
+
+
+def test_a_member_path_that_leaves_the_home_is_refused(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    manifest = json.loads(members["manifest.json"])
+    manifest["files"][0]["rel"] = "../../escaped.jsonl"
+    members["manifest.json"] = json.dumps(manifest).encode()
+    members["manifest.sha256"] = hashlib.sha256(members["manifest.json"]).hexdigest().encode() + b"\n"
+    write_bundle(bundle, members)
+    before = snapshot(b)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and "not a path inside" in err and snapshot(b) == before
