@@ -313,3 +313,17 @@ class ToolName(click.ParamType):
 
 
 TOOL = ToolName()
+
+
+def session_filters(command):
+    """The filters scan's rows are chosen by, as ``search``, ``export`` and ``pack`` take them:
+    ``--tool`` (repeatable), ``--cwd``, ``--since``, ``--until`` (docs/scan-show.md)."""
+    options = (
+        click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable)."),
+        click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it."),
+        click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h)."),
+        click.option("--until", help="Only sessions updated until a date (a date alone: the end of that day) "
+                     "or a duration ago (30d)."))
+    for option in reversed(options):       # click applies decorators bottom-up: keep this order in --help
+        command = option(command)
+    return command

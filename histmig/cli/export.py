@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, Progress, emit_json, info
+from histmig.cli.common import Progress, emit_json, info, session_filters
 from histmig.cli.jsonout import envelope
 
 EXAMPLES = """
@@ -26,10 +26,7 @@ Examples:
 @click.option("--to", "to", required=True, type=click.Choice(["markdown", "html", "atif"]), help="Output format.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write into (made if missing; files of the same name are replaced).")
-@click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable).")
-@click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
-@click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
-@click.option("--until", help="Only sessions updated until a date (2026-11-30) or a duration ago (30d).")
+@session_filters
 @click.option("--all", "all_", is_flag=True, help="Every session of every tool.")
 @click.option("--redact", is_flag=True, help="Mask API keys, tokens and passwords (named patterns) and say how many.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, Progress, emit_json, info
+from histmig.cli.common import Progress, emit_json, info, session_filters
 from histmig.cli.fmt import fmt_size
 
 EXAMPLES = """
@@ -23,16 +23,13 @@ Examples:
 @click.argument("sessions", nargs=-1)
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="The bundle to write (a new file; .tar.zst).")
-@click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable).")
-@click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
-@click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
-@click.option("--until", help="Only sessions updated until a date or a duration ago (7d).")
+@session_filters
 @click.option("--all", "all_", is_flag=True, help="Every session of every tool (or of --tool).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was packed as JSON.")
 @click.pass_obj
 def command(ctx, sessions, output, tools, cwd, since, until, all_, as_json):
     since_ts = api.parse_since(since) if since else None
-    until_ts = api.parse_since(until) if until else None
+    until_ts = api.parse_since(until, flag="--until") if until else None
     refs = api.pack_sessions(ctx.homes, sessions, tools=tools or None, cwd=cwd, since=since_ts, until=until_ts,
                              all_=all_)
     progress = Progress("packing", total=None, enabled=not as_json and not ctx.quiet)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from histmig import api
-from histmig.cli.common import TOOL, emit_json_stream, print_warnings, use_color
+from histmig.cli.common import emit_json_stream, print_warnings, session_filters, use_color
 from histmig.cli.fmt import fmt_time
 from histmig.cli.jsonout import envelope, iso_text, iso_utc
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED
@@ -32,10 +32,7 @@ ROLE_LABEL = {"text": None, "tool_call": "tool call", "tool_result": "tool outpu
 @click.option("-s", "--case-sensitive", "case", flag_value="sensitive", help="Case-sensitive, whatever PATTERN holds.")
 @click.option("--tools", "include_tools", is_flag=True, help="Also search tool calls and their output.")
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="List the matching sessions only.")
-@click.option("--tool", "tools", multiple=True, type=TOOL, help="Only these tools (repeatable).")
-@click.option("--cwd", "cwd", type=click.Path(), help="Only sessions whose cwd is PATH or lies below it.")
-@click.option("--since", help="Only sessions updated since a date (2026-11-01) or a duration (7d, 12h).")
-@click.option("--until", help="Only sessions updated before a date or a duration ago (same forms as --since).")
+@session_filters
 @click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Highlight matches with ANSI colours (auto: only on a terminal, never with NO_COLOR).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document, streamed: one object per match "
