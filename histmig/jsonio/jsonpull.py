@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 import orjson
 
@@ -133,42 +133,37 @@ def pieces(fh: BinaryIO, array_key: str, *, chunk: int | None = None) -> Iterato
     time (``item=True``). Raises :class:`PullError` on a broken skeleton or trailing bytes."""
     r = _Reader(fh, chunk or CHUNK)
     r.expect(b"{")
-    if r.peek() == ord("}"):
-        r.pos += 1
-    else:
-        while True:
-            if r.peek() != 0x22:
-                raise PullError("expected a key", r.base + r.pos)
-            end = r.string_end(r.pos)
-            key = orjson.loads(bytes(r.buf[r.pos:end]))
-            r.pos = end
-            r.expect(b":")
-            if key == array_key and r.peek() == ord("["):
-                r.pos += 1
-                yield from _items(r, key)
-            else:
-                yield r.piece(key, False)
-            r.drop()
-            c = r.peek()
-            r.pos += 1
-            if c == ord("}"):
-                break
-            if c != ord(","):
-                raise PullError("expected ',' or '}'", r.base + r.pos - 1)
+    yield from _sequence(r, b"}", lambda: _member(r, array_key))
     if r.peek() is not None:
         raise PullError("bytes after the document", r.base + r.pos)
 
 
-def _items(r: _Reader, key: str) -> Iterator[Piece]:
-    if r.peek() == ord("]"):
+def _member(r: _Reader, array_key: str) -> Iterator[Piece]:
+    if r.peek() != 0x22:
+        raise PullError("expected a key", r.base + r.pos)
+    end = r.string_end(r.pos)
+    key = orjson.loads(bytes(r.buf[r.pos:end]))
+    r.pos = end
+    r.expect(b":")
+    if key == array_key and r.peek() == ord("["):
+        r.pos += 1
+        yield from _sequence(r, b"]", lambda: (r.piece(key, True),))
+    else:
+        yield r.piece(key, False)
+
+
+def _sequence(r: _Reader, close: bytes, entry: Callable[[], Iterable[Piece]]) -> Iterator[Piece]:
+    """Comma-separated entries up to ``close`` (its opening bracket already read), what was read of
+    each dropped before the next."""
+    if r.peek() == close[0]:
         r.pos += 1
         return
     while True:
-        yield r.piece(key, True)
+        yield from entry()
         r.drop()
         c = r.peek()
         r.pos += 1
-        if c == ord("]"):
+        if c == close[0]:
             return
         if c != ord(","):
-            raise PullError("expected ',' or ']'", r.base + r.pos - 1)
+            raise PullError(f"expected ',' or {close.decode()!r}", r.base + r.pos - 1)
