@@ -10,13 +10,18 @@ signed; and its own ``on_user``, ``on_assistant``, ``on_result``, ``on_usage``, 
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import orjson
 
 from histmig.core.model import Reasoning, ToolCall
+from histmig.core.times import iso_z
 from histmig.toolkit.convert.calls import Mapped, Vocabulary, map_call, safe_tool_id
+from histmig.toolkit.convert.common import Target
 from histmig.toolkit.convert.flatten import Conversation, Item
+from histmig.toolkit.convert.ids import Clock
+from histmig.toolkit.convert.provenance import key_marker
 
 
 def result_text(output: Any, dump: Callable[[Any], str] = lambda o: orjson.dumps(o).decode()) -> str:
@@ -45,6 +50,13 @@ class ItemWriter:
     def items(self) -> None:
         for item in self.conv.items:
             getattr(self, "on_" + item.kind)(item)
+
+    def run(self) -> None:
+        self.items()
+        self.flush()
+
+    def flush(self) -> None:
+        """Write what is still held once the items are done."""
 
     # ---- reasoning ------------------------------------------------------------------------------
     def on_reasoning(self, item: Item) -> None:
@@ -96,6 +108,30 @@ class ItemWriter:
     def add_call(self, holder: Any, cid: str, mapped: Mapped, item: Item) -> Any:
         """Put one mapped call in ``holder``; the return value is what :attr:`issued` keeps for its result."""
         raise NotImplementedError
+
+    def answers(self, call_id: str, *, once: bool = True) -> list[Any]:
+        """What :meth:`add_call` kept for the calls a result answers (``once``: forgotten then, so a second
+        result of the same call is an orphan); none: the result is an orphan, dropped and counted."""
+        issued = self.issued.pop(call_id, None) if once else self.issued.get(call_id)
+        if not issued:
+            self.conv.loss.add("dropped", "tool result without its call")
+        return issued or []
+
+
+class TargetWriter(ItemWriter):
+    """An :class:`ItemWriter` for a :class:`Target`: calls mapped against the cwd as the target records it
+    (its real path), times from the source's clock."""
+
+    def __init__(self, conv: Conversation, t: Target, *, source_calls: Vocabulary | None, target_calls: Vocabulary):
+        self.cwd = os.path.realpath(t.cwd)
+        super().__init__(conv, source=t.source_tool, source_calls=source_calls, target_calls=target_calls,
+                         cwd=self.cwd, keep_reasoning_text=t.keep_reasoning_text)
+        self.t = t
+        self.clock = Clock(conv.source.created, t.ids.time())
+
+    def provenance(self) -> dict[str, Any]:
+        """The mark that lets converting again find this copy (provenance.key_marker), stamped now."""
+        return key_marker(self.t.source_tool, self.t.source_id, iso_z(Clock(None, self.t.ids.time()).last))
 
 
 def args_dict(arguments: Any) -> dict:

@@ -164,9 +164,8 @@ class _Builder(ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        ids = self.issued.get(res.call_id)
+        ids = self.answers(res.call_id, once=False)
         if not ids:
-            self.loss.add("dropped", "tool result without its call")
             return
         msg = self.current("user")
         content = result_content(res.output)

@@ -20,14 +20,12 @@ Both files are whole-file JSON (Cline's format), so the messages are built in me
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from histmig import tools as registry
 from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert import provenance
 from histmig.toolkit.convert import writer
 from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
@@ -59,17 +57,13 @@ def ms(clock: Clock, ts: str | None) -> int:
     return int(clock.at(ts).timestamp() * 1000)
 
 
-class _Writer(writer.ItemWriter):
+class _Writer(writer.TargetWriter):
     """``issued``: source call id -> [(cline call id, the mapped call)]."""
 
     ANSWERED_ONLY = True
 
     def __init__(self, conv: Conversation, t: Target):
-        self.cwd = os.path.realpath(t.cwd)
-        super().__init__(conv, source=t.source_tool, source_calls=registry.hook(t.source_tool, "calls"),
-                         target_calls=CALLS, cwd=self.cwd, keep_reasoning_text=t.keep_reasoning_text)
-        self.t = t
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
         self.messages: list[dict[str, Any]] = []
         self.pending: dict[str, Any] | None = None           # the assistant message being built
         self.results: dict[str, Any] | None = None           # the user message of tool results being built
@@ -94,10 +88,6 @@ class _Writer(writer.ItemWriter):
                 self.pending["modelInfo"] = {"id": model, "provider": self.conv.source.provider or self.t.source_tool}
         return self.pending
 
-    def run(self) -> None:
-        self.items()
-        self.flush()
-
     def on_user(self, item: Item) -> None:
         self.flush()
         msg = self.message("user", item.ts)
@@ -119,9 +109,8 @@ class _Writer(writer.ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         if self.pending is not None:
             self.messages.append(self.pending) if self.pending["content"] else None
@@ -157,8 +146,7 @@ def write(conv: Conversation, t: Target) -> Written:
     last = iso_z(w.clock.last) if w.messages else first
     doc = {"version": 1, "updated_at": last, "agent": "lead", "sessionId": t.sid, "messages": w.messages}
     title = conv.first_prompt
-    mark = provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
-    del mark["type"]
+    mark = w.provenance()
     manifest = {"version": 1, "session_id": t.sid, "source": "cli", "pid": 0, "started_at": first, "ended_at": last,
                 "exit_code": 0, "status": "completed", "interactive": False,
                 "provider": "openai-compatible", "model": w.model or "", "cwd": w.cwd, "workspace_root": w.cwd,

@@ -16,7 +16,6 @@ dropped, or carried as plain text with ``--keep-reasoning-text``. The first even
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,10 @@ import orjson
 from histmig import tools as registry
 from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert import provenance
 from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
-from histmig.toolkit.convert.ids import Clock
-from histmig.toolkit.convert.writer import ItemWriter, args_dict, result_text
+from histmig.toolkit.convert.writer import TargetWriter, args_dict, result_text
 from histmig.tools.copilot import workspace
 from histmig.tools.copilot.calls import CALLS
 
@@ -38,18 +35,15 @@ MARK = "histmigProvenance"
 VERSION = "1.0.102"      # the client version the events imitate (tests/e2e/versions.py)
 
 
-class _Writer(ItemWriter):
+class _Writer(TargetWriter):
     """Events are written in order; only the current assistant message is held (its calls come with it).
     ``issued``: source call id -> [(copilot call id, copilot name)]."""
 
     ANSWERED_ONLY = True
 
     def __init__(self, conv: Conversation, t: Target):
-        self.cwd = os.path.realpath(t.cwd)
-        super().__init__(conv, source=t.source_tool, source_calls=registry.hook(t.source_tool, "calls"),
-                         target_calls=CALLS, cwd=self.cwd, keep_reasoning_text=t.keep_reasoning_text)
-        self.t, self.out = t, t.sink()
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
+        self.out = t.sink()
         self.parent: str | None = None
         self.pending: dict[str, Any] | None = None           # the assistant.message being built
         self.turn = -1
@@ -97,9 +91,7 @@ class _Writer(ItemWriter):
         start = self.event("session.start", self.conv.source.created, {
             "sessionId": self.t.sid, "version": 1, "producer": "copilot-agent", "copilotVersion": VERSION,
             "startTime": self.start, "context": {"cwd": self.cwd}})
-        start[MARK] = provenance.line_marker(self.t.source_tool, self.t.source_id,
-                                             iso_z(Clock(None, self.t.ids.time()).last))
-        del start[MARK]["type"]
+        start[MARK] = self.provenance()
         self.emit(start)
         self.items()
         self.end_turn()
@@ -129,9 +121,8 @@ class _Writer(ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.flush()
         for cid, _name in issued:

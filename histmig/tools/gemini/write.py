@@ -141,9 +141,8 @@ class _Writer(ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        entries = self.issued.get(res.call_id)
+        entries = self.answers(res.call_id, once=False)
         if not entries:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         key = "error" if res.is_error else "output"
         for entry in entries:        # a call split in several answers each with the same result
@@ -185,8 +184,7 @@ def write(conv: Conversation, t: Target) -> Written:
             "histmig": provenance.line_marker(t.source_tool, t.source_id, now)}
     out.write(orjson.dumps(meta) + b"\n")
     w = _Writer(conv, t, out)
-    w.items()
-    w.flush()
+    w.run()
     minute = now[:16].replace(":", "-")
     chats = gdir / "tmp" / slug / "chats"
     short = t.sid[:8]

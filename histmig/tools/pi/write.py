@@ -165,9 +165,8 @@ class _Writer(ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        ids = self.issued.get(res.call_id)
+        ids = self.answers(res.call_id, once=False)
         if not ids:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.assistant = None       # the next assistant text starts a new message
         stamp = self.clock.at(item.ts)
@@ -203,8 +202,7 @@ def write(conv: Conversation, t: Target) -> Written:
     w.line(w.entry(None, type="custom", customType=LINE_TYPE,
                    data={"sourceTool": t.source_tool, "sourceSession": t.source_id, "convertedAt": now,
                          "histmig": __version__}))
-    w.items()
-    w.flush()
+    w.run()
     name = iso_z(created).replace(":", "-").replace(".", "-") + f"_{t.sid}.jsonl"
     path = t.root / "sessions" / pi_slug(cwd) / name
     return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last) if w.any else None, conv.first_prompt)

@@ -26,12 +26,10 @@ import orjson
 from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
 from histmig import tools as registry
-from histmig.toolkit.convert import provenance
 from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
-from histmig.toolkit.convert.ids import Clock
-from histmig.toolkit.convert.writer import ItemWriter, args_dict, result_text
+from histmig.toolkit.convert.writer import TargetWriter, args_dict, result_text
 from histmig.tools.qwen.adapter import qwen_slug
 from histmig.tools.qwen.calls import CALLS
 
@@ -48,18 +46,15 @@ def usage_metadata(u: dict | None) -> dict[str, int]:
             "totalTokenCount": prompt + out + thoughts, "cachedContentTokenCount": u.get("cached", 0)}
 
 
-class _Writer(ItemWriter):
+class _Writer(TargetWriter):
     """Records are written in order; only the current assistant record is held (its usage comes last).
     ``issued``: source call id -> [(qwen call id, qwen name)]."""
 
     ANSWERED_ONLY = True
 
     def __init__(self, conv: Conversation, t: Target):
-        self.cwd = os.path.realpath(t.cwd)
-        super().__init__(conv, source=t.source_tool, source_calls=registry.hook(t.source_tool, "calls"),
-                         target_calls=CALLS, cwd=self.cwd, keep_reasoning_text=t.keep_reasoning_text)
-        self.t, self.out = t, t.sink()
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
+        self.out = t.sink()
         self.parent: str | None = None
         self.pending: dict[str, Any] | None = None          # the assistant record being built
         self.first = True
@@ -77,9 +72,7 @@ class _Writer(ItemWriter):
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.first:
-            rec[MARK] = provenance.line_marker(self.t.source_tool, self.t.source_id,
-                                               iso_z(Clock(None, self.t.ids.time()).last))
-            del rec[MARK]["type"]
+            rec[MARK] = self.provenance()
             self.first = False
         self.out.write(orjson.dumps(rec) + b"\n")
         self.any = True
@@ -97,10 +90,6 @@ class _Writer(ItemWriter):
             if model:
                 self.pending["model"] = model
         return self.pending
-
-    def run(self) -> None:
-        self.items()
-        self.flush()
 
     def on_user(self, item: Item) -> None:
         self.flush()
@@ -121,9 +110,8 @@ class _Writer(ItemWriter):
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.flush()
         status = "error" if res.is_error else "success"
