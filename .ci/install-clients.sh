@@ -43,3 +43,10 @@ if [ -n "${HISTMIG_E2E_CODEX:-}${HISTMIG_E2E_CLAUDE_CODE:-}" ]; then
   "$PY" -m tests.e2e.clients install
   echo "install-clients: overrides installed ($("$PY" -m tests.e2e.versions))" >&2
 fi
+# Chromium from Debian's packages: tests/test_export_browser.py loads `export --to html` pages in it, headless
+if [ ! -x /usr/bin/chromium ]; then
+  echo "install-clients: installing chromium" >&2
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi

@@ -245,6 +245,27 @@ def bench_listings(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     return rows
 
 
+def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
+    """``histmig search`` (issue 18) against ``grep -r -F`` over the same files: a phrase users typed
+    (``step 7 done``: a user prompt and an answer per session), smart case (lower case: any case, so
+    against ``grep -i``) and ``-s``, on the Codex tree and the Claude Code half of the move tree. The scan
+    index is built first (not timed): search reads its metadata there and streams the files."""
+    codex, claude = trees["codex"] / "home", trees["move"] / "home"
+    cases = [(codex, ["search", "step 7 done"], f"grep -r -F -i 'step 7 done' '{codex}/.codex'", "`grep -r -F -i`"),
+             (codex, ["search", "-s", "step 7 done"], f"grep -r -F 'step 7 done' '{codex}/.codex'", "`grep -r -F`"),
+             (claude, ["search", "--tool", "claude-code", "-s", "step 7 in"],
+              f"grep -r -F 'step 7 in' '{claude}/.claude/projects'", "`grep -r -F`")]
+    rows = []
+    for home, args, grep, floor in cases:
+        b.run(b.hm + ["scan", "--json"], home)
+        tree = "Codex" if home == codex else "Claude Code"
+        row = Row(f"`{' '.join(args)}` ({tree})", f"{floor} of the same files")
+        for _ in range(pairs):
+            row.add(b.run(b.hm + args, home, ok=(0, 1)), b.run(grep, home, shell=True, ok=(0, 1)))
+        rows.append(row)
+    return rows
+
+
 def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
     """The files move's plan rewrites (its write_file operations), for the durable-copy floor."""
     plan = b.work / "move-plan.json"
@@ -289,6 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, help="work folder (default: a new temporary one, removed after)")
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "bench.md", help="the page the table is written into")
     ap.add_argument("--no-doc", action="store_true", help="print the table only")
+    ap.add_argument("--only", help="run one step: reads, flip, move, convert, qwen, listings or search")
     ap.add_argument("--no-compile", action="store_true", help="do not compile histmig's bytecode first")
     a = ap.parse_args(argv)
     sessions, pairs = (8, 1) if a.quick else (a.sessions, a.pairs)
@@ -304,7 +326,8 @@ def main(argv=None) -> int:
         print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
         b = Bench(work, a.quick)
         rows = []
-        for step in (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings):
+        steps = (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings, bench_search)
+        for step in (s for s in steps if not a.only or s.__name__ == f"bench_{a.only}"):
             done = step(b, trees, pairs)
             rows += done
             print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)

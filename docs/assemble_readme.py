@@ -18,6 +18,7 @@ PARTS = [
     ("install.md", 1),
     ("demo.md", 1),
     ("scan-show.md", 1),
+    ("search.md", 1),
     ("codex.md", 1),
     ("pi.md", 1),
     ("move.md", 1),
@@ -36,6 +37,8 @@ PARTS = [
     ("e2e.md", 1),
     ("json.md", 1),
     ("decisions.md", 1),
+    ("archive.md", 1),
+    ("export.md", 1),
 ]
 
 

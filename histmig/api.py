@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from histmig.verbs.convert import ConvertOptions, Outcome
     from histmig.verbs.convert.batches import Converted
     from histmig.verbs.doctor import Report
+    from histmig.verbs.search import Search
+    from histmig.verbs.export import ExportReport
     from histmig.verbs.undo.run import UndoResult
 
 # Types a caller builds or catches, loaded on first use like the verbs.
@@ -47,10 +49,32 @@ def scan(homes, *, tools: Iterable[str] | None = None, provider: str | None = No
     return filter_refs(discover_all(homes, tools, use_index=use_index), provider=provider, cwd=cwd, since=since)
 
 
-def parse_since(text: str) -> float:
-    """``7d``, ``12h``, ``30m`` or an ISO date/time -> a Unix time (``scan --since``)."""
+def parse_since(text: str, *, flag: str = "--since") -> float:
+    """``7d``, ``12h``, ``30m`` or an ISO date/time -> a Unix time (``scan --since``; ``flag="--until"``:
+    a date alone is the end of that day)."""
     from histmig.tools.catalog import parse_since as parse
-    return parse(text)
+    return parse(text, flag=flag)
+
+
+def listing(homes, **query: Any) -> Any:
+    """What ``scan`` lists: the sessions filtered (``tools``, ``provider``, ``cwd``, ``since``, ``until``,
+    ``states``), sorted (``sort``, ``reverse``), cut (``limit``), with short ids unique among every
+    session of every tool (histmig/tools/catalog.py ``Listing``)."""
+    from histmig.tools.catalog import listing as run
+    return run(homes, **query)
+
+
+def group_sessions(refs: Iterable[SessionRef], by: str, **order: Any) -> list[Any]:
+    """``scan --by cwd|month|tool|provider``: per group sessions, messages, size, last use, tools."""
+    from histmig.toolkit.listing.groups import group
+    return group(refs, by, **order)
+
+
+def month_chart(refs: Iterable[SessionRef]) -> Any:
+    """Sessions per month and tool, for ``scan --by month``'s chart."""
+    from histmig.tools import FORMATS
+    from histmig.toolkit.listing.groups import month_chart as chart
+    return chart(refs, FORMATS)
 
 
 def find(homes, spec: str, *, tools: Iterable[str] | None = None) -> SessionRef:
@@ -65,6 +89,36 @@ def show(homes, spec: str, *, tools: Iterable[str] | None = None) -> Session:
     ref = find(homes, spec, tools=tools)
     tool = adapter(ref.format)
     return getattr(tool, "stream", tool.read)(ref)
+
+
+def search(homes, pattern: str, *, regex: bool = False, case: str = "smart", tools: Iterable[str] | None = None,
+           cwd: str | None = None, since: float | None = None, until: float | None = None,
+           include_tools: bool = False, files_only: bool = False, use_index: bool = True) -> Search:
+    """Full-text search (histmig/verbs/search): iterate the result for its hits, session by session
+    (newest first); its counters and warnings are filled as it goes. ``case``: smart, ignore or sensitive."""
+    from histmig.verbs.search import Query, Search
+    return Search(homes, Query.make(pattern, regex=regex, case=case), tools=tools, cwd=cwd, since=since,
+                  until=until, include_tools=include_tools, files_only=files_only, use_index=use_index)
+def write_markdown(session: Session, write: Callable[[str], Any], *, injected: bool = False) -> int:
+    """One session as Markdown (``show --format markdown``; the renderer ``export --to markdown`` uses)."""
+    from histmig.toolkit.export.blocks import meta_of
+    from histmig.toolkit.export.markdown import write_markdown as render
+    return render(session, write, meta_of(session), injected=injected)
+
+
+def export_sessions(homes, session: str | None = None, *, tools: Iterable[str] | None = None,
+                    cwd: str | None = None, since: str | None = None, until: str | None = None,
+                    all_: bool = False) -> list[SessionRef]:
+    """The sessions ``export`` takes: the one named, those scan's filters keep, or with ``all_`` every one."""
+    from histmig.verbs.export import choose
+    return choose(homes, session, tools=tools, cwd=cwd, since=since, until=until, all_=all_)
+
+
+def export(homes, refs: list[SessionRef], to: str, out, *, redact: bool = False, injected: bool = False,
+           progress: Callable[[SessionRef], Any] | None = None) -> ExportReport:
+    """Write ``refs`` as Markdown, HTML or ATIF files under ``out`` with an index page (histmig/verbs/export)."""
+    from histmig.verbs.export import export as run
+    return run(homes, refs, to, out, redact=redact, injected=injected, progress=progress)
 
 
 def providers(homes, *, archived: bool = True) -> dict[str, Any]:
@@ -210,3 +264,19 @@ def gc(homes, older_than_s: float, *, apply: bool = False) -> GcResult:
     """Remove (or, by default, list) the backups of old finished transactions."""
     from histmig.apply.gc import gc as run
     return run(homes, older_than_s, apply=apply)
+
+
+# -- archive and restore (histmig/verbs/archive) -------------------------------------------------------
+def archive(homes, *, to: str | None = None, tools: Iterable[str] | None = None,
+            on_session: Callable[[Any], None] | None = None) -> Any:
+    """Copy every session of every tool (or ``tools``) into the archive, storing only new bytes; an ``ArchiveReport``."""
+    from histmig.verbs.archive import run_archive
+    return run_archive(homes, to=to, tools=tools, on_session=on_session)
+
+
+def plan_restore(homes, spec: str | None = None, *, deleted: bool = False, to: str | None = None,
+                 tools: Iterable[str] | None = None, data: str = "count", keep_mtime: bool = False) -> Any:
+    """Archived sessions back where their clients look for them: a ``Restore`` (``.plan``; ``close()`` removes
+    its spool files once applied). ``data``: ``count`` (dry run), ``spool`` (apply), ``memory`` (--plan-out)."""
+    from histmig.verbs.archive.restore import plan_restore as plan
+    return plan(homes, spec, deleted=deleted, to=to, tools=tools, data=data, keep_mtime=keep_mtime)

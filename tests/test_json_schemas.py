@@ -43,6 +43,7 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
         return out[label]
 
     scan = run("scan", "scan", "--json")
+    run("scan --by month", "scan", "--by", "month", "--json")
     sid = scan["sessions"][0]["id"]
     run("show", "show", sid, "--format", "json")
     run("show.native", "show", sid, "--format", "native")
@@ -68,6 +69,11 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     run("gc --apply", "gc", "--older-than", "0", "--apply", "--json")
     run("log (after gc)", "log", "--json")
     run("doctor --repair --apply", "doctor", "--repair", "--apply", "--json")   # the findings re-checked after it
+    run("archive", "archive", "--json")
+    run("restore", "restore", sid, "--json", codes=(0, 3))
+    run("search", "search", "hello from the tool", "--tools", "--json")
+    run("search -l", "search", "-l", "hello", "--json")
+    run("export", "export", "--all", "--to", "markdown", "--out", str(tmp / "exported"), "--redact", "--json")
     return out
 
 
@@ -105,7 +111,7 @@ def test_times_are_iso_8601_utc(outputs):
 
 
 def test_tool_keys_are_canonical_names(outputs):
-    for name in ("scan", "show", "doctor", "convert"):
+    for name in ("scan", "show", "doctor", "convert", "search"):
         tool_def = schema_for(outputs[name])["$defs"]["tool"]
         assert tool_def["enum"] == list(names())                     # a new tool is added to the schemas too
     assert list(outputs["doctor"]["tools"]) == list(names()) and "claude" not in outputs["doctor"]["tools"]

@@ -211,3 +211,23 @@ def test_case9_under_a_600mb_address_limit_a_big_session_shows_and_converts(env,
         out.unlink(missing_ok=True)
         for p in Path(isolated_homes["CODEX_HOME"]).rglob("rollout-*.jsonl"):
             p.unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)   # a memory bound, not a timing
+def test_issue18_export_of_a_big_session_and_a_long_rollout_stays_under_200mb(env, isolated_homes, tmp_path):
+    """``export`` streams a session's records into its page (histmig/verbs/export): a 256 MB transcript
+    of 1 MB lines and a 600,000-line rollout, in every format, with --redact too (measured 29-46 MB)."""
+    home = Path(isolated_homes["HOME"])
+    app = home / "w" / "app"
+    app.mkdir(parents=True)
+    big = big_transcript(Path(isolated_homes["CLAUDE_CONFIG_DIR"]), str(app), size=256 << 20)
+    zst = zst_rollout(Path(isolated_homes["CODEX_HOME"]), str(app), lines=600_000)
+    try:
+        for to in ("markdown", "html", "atif"):
+            _under_limit(["export", "--all", "--to", to, "--out", tmp_path / to], env)
+            shutil.rmtree(tmp_path / to)
+        _under_limit(["export", "--all", "--to", "html", "--out", tmp_path / "r", "--redact"], env)
+    finally:
+        big.unlink()
+        zst.unlink()

@@ -69,3 +69,19 @@ def test_a_folder_that_is_gone_names_the_move_command(tmp_path):
     missing = [f for f in report["tools"]["opencode"] if f["code"] == "opencode.cwd-missing"]
     assert missing[0]["data"] == {"cwd": str(gone), "suggested": None, "sessions": [sid]}
     assert "histmig move" in missing[0]["fix"]
+
+
+def test_sessions_in_another_channels_database_are_named_with_how_to_see_them(tmp_path, monkeypatch):
+    data = resolve_homes().opencode
+    data.mkdir(parents=True)
+    shutil.copy2(SAMPLE, data / "opencode-dev.db")
+    (data / "opencode-empty.db").write_bytes(b"")                 # not a database: no finding
+    report = json.loads(histmig("doctor", "--tool", "opencode", "--json").stdout)
+    [found] = [f for f in report["tools"]["opencode"] if f["code"] == "opencode.channel-db"]
+    assert found["data"]["channel"] == "dev" and found["count"] == 1
+    assert found["path"] == str(data / "opencode-dev.db") and "OPENCODE_DB=" in found["fix"]
+    # looked at through OPENCODE_DB, the channel's sessions are listed, and opencode.db is not reported
+    monkeypatch.setenv("OPENCODE_DB", "opencode-dev.db")
+    assert "ses_" in histmig("scan", "--tool", "opencode").stdout
+    again = json.loads(histmig("doctor", "--tool", "opencode", "--json").stdout)
+    assert not [f for f in again["tools"]["opencode"] if f["code"] == "opencode.channel-db"]

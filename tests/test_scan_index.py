@@ -393,3 +393,40 @@ def test_codex_byte_count_equals_the_full_count(tmp_path_factory, kinds, chunk, 
     finally:
         marks.CHUNK = old
     assert total == full_count(path) == again
+
+
+# ---- Copilot CLI (events.jsonl + workspace.yaml) ------------------------------------------------
+
+def test_copilot_listing_uses_the_index_and_counts_a_grown_file_from_where_it_stopped(isolated_homes, monkeypatch):
+    from histmig.tools.copilot import adapter as cp
+    samples.install(isolated_homes["HOME"], tools=("copilot",))
+    cold = json.loads(histmig("scan", "--tool", "copilot", "--json").stdout)
+    assert cold["sessions"]
+
+    def no_read(*a, **k):
+        raise AssertionError("an unchanged Copilot session was read again")
+    with monkeypatch.context() as m:
+        m.setattr(cp, "count_messages", no_read)
+        m.setattr(cp.workspace, "read", no_read)
+        assert json.loads(histmig("scan", "--tool", "copilot", "--json").stdout) == cold
+
+    first = cold["sessions"][0]
+    events = first["path"]
+    starts = []
+    real = cp.count_messages
+    monkeypatch.setattr(cp, "count_messages", lambda p, **kw: starts.append(kw) or real(p, **kw))
+    size = os.path.getsize(events)
+    with open(events, "ab") as fh:
+        fh.write(b'{"type":"user.message","data":{"content":"more"},"id":"x1","timestamp":"2026-01-01T00:00:00Z",'
+                 b'"parentId":null}\n')
+    grown = {s["id"]: s for s in json.loads(histmig("scan", "--tool", "copilot", "--json").stdout)["sessions"]}
+    assert starts and starts[0]["end"] == size and grown[first["id"]]["messages"] == first["messages"] + 1
+    # workspace.yaml is part of the entry: a changed cwd is read again
+    ws = os.path.join(os.path.dirname(events), "workspace.yaml")
+    text = open(ws).read()
+    with open(ws, "w") as fh:
+        fh.write(text.replace(first["cwd"], first["cwd"] + "-moved"))
+    again = {s["id"]: s for s in json.loads(histmig("scan", "--tool", "copilot", "--json").stdout)["sessions"]}
+    assert again[first["id"]]["cwd"] == first["cwd"] + "-moved"
+    assert json.loads(histmig("scan", "--tool", "copilot", "--json").stdout) == \
+        json.loads(histmig("scan", "--tool", "copilot", "--json", "--no-index").stdout)

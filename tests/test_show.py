@@ -27,7 +27,8 @@ def test_show_by_path_and_markdown_and_native(tmp_path):
     rows = json.loads(run(tmp_path, "scan", "--json", "--tool", "claude-code").stdout)["sessions"]
     row = next(r for r in rows if r["title"] == "Say hello in one short sentence.")
     md = run(tmp_path, "show", row["path"], "--format", "markdown").stdout
-    assert md.startswith("# claude-code session") and "### user" in md
+    assert md.startswith("# Say hello in one short sentence.\n") and "- **tool:** claude-code" in md
+    assert "## user" in md        # issue 18: the export renderer (title, times, single fences)
     native = json.loads(run(tmp_path, "show", row["id"], "--format", "native").stdout)
     with open(row["path"], "rb") as fh:
         original = fh.read()

@@ -16,6 +16,10 @@ COMMANDS = {
     "recover": "tx",
     "gc": "tx",
     "demo": "demo",
+    "archive": "archive",
+    "restore": "restore",
+    "search": "search",
+    "export": "export",
 }
 
 # the commands that read the homes: a follow-up command printed for them gets this run's home flags

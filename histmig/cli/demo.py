@@ -20,7 +20,8 @@ Examples:
 
 
 def _steps(home: Path, first_cwd: str | None) -> list[list[str]]:
-    steps = [["scan"], ["flip", "--list"], ["flip", "openai", "my-provider"]]
+    # the demo goes on after the table: scan pages nothing (a pager would wait for a key mid-demo)
+    steps = [["scan", "--no-pager"], ["flip", "--list"], ["flip", "openai", "my-provider"]]
     if first_cwd:
         steps.append(["move", first_cwd, first_cwd.rstrip("/") + "-moved"])
     steps += [["convert", "--to", "claude-code", "--from", "codex"], ["doctor"]]

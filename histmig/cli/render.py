@@ -1,4 +1,4 @@
-"""Turn a Session into readable text or markdown (``histmig show``)."""
+"""Turn a Session into readable text (``histmig show``; its Markdown is histmig/toolkit/export/markdown.py)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
@@ -92,18 +92,17 @@ class _Joined:
         self.pending = text[len(kept):]
 
 
-def render_text(session: Session, *, verbose: bool = False, markdown: bool = False) -> str:
+def render_text(session: Session, *, verbose: bool = False) -> str:
     out: list[str] = []
-    write_text(session, out.append, verbose=verbose, markdown=markdown)
+    write_text(session, out.append, verbose=verbose)
     return "".join(out)
 
 
-def write_text(session: Session, write: Callable[[str], Any], *, verbose: bool = False,
-               markdown: bool = False) -> None:
+def write_text(session: Session, write: Callable[[str], Any], *, verbose: bool = False) -> None:
     """:func:`render_text` written as it goes: the records are read once to count the hidden ones
     and once to print, one at a time (``session.records`` may be a ``RecordStream``)."""
     out = _Joined(write)
-    out.add(f"{'# ' if markdown else ''}{session.format} session {session.id}")
+    out.add(f"{session.format} session {session.id}")
     out.add(f"cwd: {session.cwd or '-'}" + (f"   provider: {session.provider}" if session.provider else "")
             + (f"   model: {session.model}" if session.model else ""))
     hidden, types = _first_pass(session, verbose)
@@ -129,9 +128,9 @@ def write_text(session: Session, write: Callable[[str], Any], *, verbose: bool =
             continue
         role = rec.role or rec.kind
         stamp = f"  {rec.timestamp}" if rec.timestamp and verbose else ""
-        out.add(f"### {role}{stamp}" if markdown else f"[{role}]{stamp}")
+        out.add(f"[{role}]{stamp}")
         for b in body:
-            out.add(f"```\n{b}\n```" if markdown and b.startswith(("→", "←", "    ")) else b)
+            out.add(b)
         out.add("")
     if opaque:
         out.add(f"({opaque} unreadable line(s) kept byte-for-byte)")

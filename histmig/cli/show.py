@@ -33,7 +33,10 @@ def command(ctx, session, fmt, tools):
         emit_json_stream(envelope("show.native", native_view(sess)))
     elif fmt == "json":
         emit_json_stream(envelope("show", json_view(sess)))
+    elif fmt == "markdown":     # the renderer `export --to markdown` uses (histmig/toolkit/export/markdown.py)
+        with echo_chunks() as write:
+            api.write_markdown(sess, write, injected=ctx.verbose > 0)
     else:
         with echo_chunks() as write:
-            write_text(sess, write, verbose=ctx.verbose > 0, markdown=fmt == "markdown")
+            write_text(sess, write, verbose=ctx.verbose > 0)
     return 0

@@ -64,9 +64,11 @@ def _copy(v: Any) -> Any:
 class ScanIndex:
     """The records of one state dir, loaded once per listing and saved once at its end."""
 
-    def __init__(self, file: str | None, records: dict[str, list] | None = None):
+    def __init__(self, file: str | None, records: dict[str, list] | None = None,
+                 ids: dict[str, list] | None = None):
         self.file = file
         self.records = records or {}
+        self.ids = ids or {}                 # tool -> every session id of its last complete listing
         self.changed = False
         self.touched: set[str] = set()       # paths looked up or stored by this listing
 
@@ -82,9 +84,12 @@ class ScanIndex:
             records = data["records"] if data.get("version") == VERSION else {}
             if not isinstance(records, dict):
                 records = {}
+            ids = data.get("ids") if data.get("version") == VERSION else None
+            if not isinstance(ids, dict) or not all(isinstance(v, list) for v in ids.values()):
+                ids = {}
         except (OSError, ValueError, TypeError, AttributeError, KeyError):
-            records = {}
-        return cls(file, records)
+            records, ids = {}, {}
+        return cls(file, records, ids)
 
     # ---- look-ups -----------------------------------------------------------------------------
 
@@ -136,6 +141,13 @@ class ScanIndex:
             self.records[path] = rec
             self.changed = True
 
+    def store_ids(self, tool: str, ids: list[str]) -> None:
+        """Every session id a complete listing of ``tool`` found: what ``scan --tool X`` tells its short
+        ids apart from (the other tools' sessions; docs/scan-show.md, "Short ids")."""
+        if self.file is not None and self.ids.get(tool) != ids:
+            self.ids[tool] = ids
+            self.changed = True
+
     def forget(self, path: str) -> None:
         if self.records.pop(path, None) is not None:
             self.changed = True
@@ -155,7 +167,7 @@ class ScanIndex:
             os.makedirs(os.path.dirname(self.file), mode=0o700, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps({"version": VERSION, "records": self.records}))
+                fh.write(orjson.dumps({"version": VERSION, "records": self.records, "ids": self.ids}))
             os.replace(tmp, self.file)
         except (OSError, TypeError, ValueError):
             try:

@@ -26,6 +26,8 @@ class Extra:
 
     label: str
     ops: list[Op] = field(default_factory=list)
+    problem: tuple[str, str] | None = None      # (reason, code): keep the session whole instead (its client
+                                                # continued it in rows of its own: they are the user's)
 
 
 class UndoHook:

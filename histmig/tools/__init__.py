@@ -26,6 +26,15 @@ Hooks are found by convention inside the package and imported only when a comman
 - ``calls``: ``<pkg>.calls.CALLS``, a ``toolkit.convert.calls.Vocabulary``: its tool calls to and from the
   neutral call vocabulary (``to_neutral``, ``from_neutral``); convert's writers map every source call
   through it (tools sharing one ``CALLS`` object copy calls between them unchanged)
+- ``archive``: ``<pkg>.archive.files``, ``files(ref) -> [Path]``: the files ``histmig archive`` keeps of one
+  session (default without it: the session's file, or every file below its folder); None: the tool keeps
+  sessions as rows of a shared database, not archived as files (histmig/verbs/archive)
+- ``archive_rows`` / ``restore_rows`` / ``current_rows``: ``<pkg>.archive.rows``, ``insert_ops``,
+  ``current_sha256``: for such a tool, one session's rows as JSON lines (with a key and a version), the
+  inserts that put them back, and the sha256 of its rows as they are now (histmig/tools/opencode/archive.py)
+- ``search``: ``<pkg>.search.SEARCH``, a ``toolkit.search.JsonlSource``: the JSONL files of a session and
+  how its lines become records, so ``histmig search`` reads raw bytes and parses only the lines holding
+  the phrase; a tool without it is searched through its adapter's read
 
 Where a tool keeps its history is declared in its row (``homes=``: :class:`~histmig.core.homes.HomeDir`
 with its env variable, default and CLI flag, :class:`~histmig.core.homes.Derived` paths found from
@@ -62,7 +71,9 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "fields": ("move", "line_fields"), "unowned": ("move", "unowned_fields"), "doctor": ("doctor", "check"),
          "target": ("target", "RULES"), "provenance": ("provenance", None), "flip": ("flip", None),
          "undo": ("undo", "UNDO"), "guards": ("guards", "guards"), "samples": ("samples", "installed"),
-         "calls": ("calls", "CALLS")}
+         "calls": ("calls", "CALLS"), "archive": ("archive", "files"),
+         "archive_rows": ("archive", "rows"), "restore_rows": ("archive", "insert_ops"),
+         "current_rows": ("archive", "current_sha256"), "search": ("search", "SEARCH")}
 
 
 @dataclass(frozen=True)

@@ -12,3 +12,15 @@ class FunctionAdapter:
         self.name = name
         self.lossless_parts = lossless_parts
         self.__dict__.update(operations)
+
+
+def files_below(folder: Any) -> list[Any]:
+    """Every regular file below ``folder``, sorted, symlinks neither followed nor listed (the ``archive``
+    hook of tools that keep a session as a folder: histmig/verbs/archive)."""
+    import os
+    from pathlib import Path
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        out += [p for p in (Path(dirpath) / n for n in sorted(filenames)) if p.is_file() and not p.is_symlink()]
+    return out

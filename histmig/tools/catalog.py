@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from histmig.core.diagnostics import AmbiguousError, NotFoundError, UsageError
 from histmig.core.model import SessionRef
@@ -25,14 +26,40 @@ def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool =
     complete = False
     try:
         for a in chosen:
-            if index is not None and getattr(a, "indexed", False):
-                yield from a.discover(homes, index=index)
-            else:
-                yield from a.discover(homes)
+            found = a.discover(homes, index=index) if index is not None and getattr(a, "indexed", False) \
+                else a.discover(homes)
+            ids = []
+            for ref in found:
+                ids.append(ref.id)
+                yield ref
+            if index is not None:
+                index.store_ids(a.name, sorted(ids))
         complete = not tools
     finally:
         if index is not None:
             index.save(keep=index.touched if complete else None)
+
+
+def known_ids(homes, listed: Iterable[SessionRef], tools: Iterable[str] | None = None, *,
+              use_index: bool = True) -> list[str]:
+    """Every session id of every tool, so a listing of some of them prints short ids that ``show``
+    (which looks among all tools) resolves to one session. ``listed`` is what the listing of ``tools``
+    found; the other tools' ids come from the scan index (their last complete listing), or are
+    listed now when it has none (a first scan, ``--no-index``)."""
+    from histmig.tools import TABLE, canonical
+    ids = [r.id for r in listed]
+    if not tools:
+        return ids
+    chosen = {canonical(t) for t in tools}
+    others = [t for t in TABLE if t not in chosen]
+    stored = _open_index(homes).ids if use_index else {}
+    missing = [t for t in others if not isinstance(stored.get(t), list)]
+    for t in others:
+        if t not in missing:
+            ids += [i for i in stored[t] if isinstance(i, str)]
+    if missing:
+        ids += [r.id for r in discover_all(homes, missing, use_index=use_index)]
+    return ids
 
 
 def _open_index(homes):
@@ -40,8 +67,9 @@ def _open_index(homes):
     return ScanIndex.load(getattr(homes, "state", None))
 
 
-def parse_since(text: str, *, now: float | None = None) -> float:
-    """``7d``, ``12h``, ``30m`` or an ISO date/time → a Unix time."""
+def parse_since(text: str, *, now: float | None = None, flag: str = "--since") -> float:
+    """``7d``, ``12h``, ``30m`` or an ISO date/time → a Unix time. For ``--until`` a date alone means
+    the end of that day (``--until 2026-11-30`` keeps the sessions of the 30th)."""
     now = time.time() if now is None else now
     m = re.fullmatch(r"(\d+)\s*([dhm])", text.strip())
     if m:
@@ -49,9 +77,11 @@ def parse_since(text: str, *, now: float | None = None) -> float:
     try:
         dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"--since: not a date or a duration like 7d: {text!r}") from None
+        raise UsageError(f"{flag}: not a date or a duration like 7d: {text!r}") from None
     if dt.tzinfo is None:
         dt = dt.astimezone()
+    if flag == "--until" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", text.strip()):
+        return dt.timestamp() + 86400 - 1e-6
     return dt.timestamp()
 
 
@@ -66,7 +96,7 @@ def cwd_matches(ref_cwd: str | None, wanted: str) -> bool:
 
 
 def filter_refs(refs: Iterable[SessionRef], *, provider: str | None = None, cwd: str | None = None,
-                since: float | None = None) -> Iterator[SessionRef]:
+                since: float | None = None, until: float | None = None) -> Iterator[SessionRef]:
     for r in refs:
         if provider is not None and r.provider != provider:
             continue
@@ -74,7 +104,42 @@ def filter_refs(refs: Iterable[SessionRef], *, provider: str | None = None, cwd:
             continue
         if since is not None and (r.updated or 0) < since:
             continue
+        if until is not None and (r.updated or 0) > until:
+            continue
         yield r
+
+
+@dataclass
+class Listing:
+    """What ``scan`` shows: the chosen sessions in order, the short id of each (unique among every
+    session of every tool), and how many matched before ``--limit``."""
+    rows: list[SessionRef]
+    short: dict[str, str]
+    matched: int
+
+
+def listing(homes, *, tools: Iterable[str] | None = None, provider: str | None = None, cwd: str | None = None,
+            since: float | None = None, until: float | None = None, states: Iterable[str] = (),
+            sort: str = "updated", reverse: bool = False, limit: int | None = None, use_index: bool = True,
+            on_ref: Callable[[SessionRef], None] | None = None) -> Listing:
+    """The sessions of a ``scan`` (docs/scan-show.md): every session of ``tools`` is listed once (the
+    scan index answers for unchanged files), its id kept for the short ids, then filtered, sorted and
+    cut to ``limit``."""
+    from histmig.core.ids import unique_prefixes
+    from histmig.toolkit.listing.select import check_sort, select
+    check_sort(sort)
+    everything = []
+    for ref in discover_all(homes, tools, use_index=use_index):
+        everything.append(ref)
+        if on_ref is not None:
+            on_ref(ref)
+    short = unique_prefixes(known_ids(homes, everything, tools, use_index=use_index))
+    chosen = select(filter_refs(everything, provider=provider, cwd=cwd, since=since), until=until, states=states,
+                    sort=sort, reverse=reverse)
+    if limit is not None and limit < 0:
+        raise UsageError(f"--limit: a count of 0 or more, not {limit}")
+    rows = chosen if limit is None else chosen[:limit]
+    return Listing(rows, {r.id: short[r.id] for r in rows}, len(chosen))
 
 
 def resolve(homes, spec: str, tools: Iterable[str] | None = None) -> SessionRef:

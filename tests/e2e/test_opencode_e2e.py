@@ -16,7 +16,7 @@ import pytest
 from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
 from .conftest import IN_CI
 from .histmig_run import histmig, new_session_id, shown
-from .opencode_client import db_path, install, opencode_setup, run_opencode
+from .opencode_client import MODEL, db_path, install, opencode_setup, run_opencode
 
 pytestmark = pytest.mark.e2e
 CODEX_ARGS = ("--disable", "responses_websockets")
@@ -134,3 +134,92 @@ def test_an_opencode_session_converted_to_codex_and_to_claude_code_is_continued_
     uses = [b for m in first.body["messages"] if isinstance(m["content"], list) for b in m["content"]
             if b.get("type") == "tool_use"]
     assert [u["name"] for u in uses] == ["Bash"] and uses[0]["input"]["command"] == "echo oc-to-others-marker"
+
+
+# ---- convert to OpenCode (rows in session/message/part, tools/opencode/write.py) ------------------------
+
+def session_list(opencode, scratch, fake_api, cwd) -> str:
+    """``opencode session list`` in ``cwd``: the client's own listing of the folder's project."""
+    from .clients import run
+    from .opencode_client import opencode_env
+    listed = run([str(opencode), "session", "list"], cwd=cwd, env=opencode_env(scratch, fake_api), api=fake_api)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    return listed.stdout + listed.stderr
+
+
+def anthropic_accepted(run_) -> list:
+    reqs = run_.model_requests("anthropic")
+    assert reqs and all(r.status == 200 for r in reqs), [r.error for r in reqs]
+    return reqs
+
+
+def blocks(entry, kind: str) -> list[dict]:
+    return [b for m in entry.body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == kind]
+
+
+def converted_and_undone(scratch, source: str) -> str:
+    """``convert --apply``, ``undo`` (the rows are exactly as before), then ``convert`` again: the new id."""
+    before = rows(scratch)
+    done = histmig(scratch, "convert", "--to", "opencode", "--from", source, "--apply")
+    assert done.returncode == 0, shown(done)
+    assert len(rows(scratch)["session"]) == len(before["session"]) + 1
+    undone = histmig(scratch, "undo")
+    assert undone.returncode == 0, shown(undone)
+    assert rows(scratch) == before                      # exactly the inserted rows went
+    done = histmig(scratch, "convert", "--to", "opencode", "--from", source, "--apply")
+    assert done.returncode == 0, shown(done)
+    new_id = new_session_id(done)
+    assert new_id.startswith("ses_") and f"opencode run -s {new_id}" in done.stdout
+    return new_id
+
+
+def undo_keeps_the_continued_session(scratch, new_id: str) -> None:
+    kept = histmig(scratch, "undo")
+    assert kept.returncode != 0 and "kept-continued" in kept.stdout + kept.stderr, shown(kept)
+    assert new_id in str(rows(scratch)["session"])
+
+
+def test_codex_session_with_a_tool_call_converted_to_opencode_is_listed_continued_and_undone(
+        opencode, clients, fake_api, scratch):
+    opencode_setup(scratch, fake_api)
+    session_list(opencode, scratch, fake_api, scratch.project("elsewhere"))      # the client creates its database
+    codex_setup(clients, scratch, fake_api)
+    app = scratch.project("app")
+    run_codex(clients, scratch, fake_api, "RUN: echo oc-cvt-codex", app, args=CODEX_ARGS).check()
+    new_id = converted_and_undone(scratch, "codex")
+    assert new_id in session_list(opencode, scratch, fake_api, app)
+    again = histmig(scratch, "convert", "--to", "opencode", "--from", "codex", "--apply")
+    assert again.returncode == 0 and "already converted" in again.stdout, shown(again)
+
+    cont = run_opencode(opencode, scratch, fake_api, ["what", "did", "it", "print"], app, session=new_id).check()
+    first = [r for r in anthropic_accepted(cont) if carried(r, "what did it print")][0]
+    assert carried(first, "oc-cvt-codex") and "fakeenc1" not in json.dumps(first.body["messages"])
+    uses = blocks(first, "tool_use")
+    assert [u["name"] for u in uses] == ["bash"] and uses[0]["input"]["command"] == "echo oc-cvt-codex"
+    assert [r["tool_use_id"] for r in blocks(first, "tool_result")] == [uses[0]["id"]]
+    assert [s[0] for s in rows(scratch)["session"]].count(new_id) == 1      # continued, not a new session
+    undo_keeps_the_continued_session(scratch, new_id)
+
+
+def test_claude_session_with_thinking_converted_to_opencode_replays_the_signed_thinking(opencode, clients, fake_api,
+                                                                                       scratch):
+    opencode_setup(scratch, fake_api)
+    session_list(opencode, scratch, fake_api, scratch.project("elsewhere"))
+    claude_setup(scratch)
+    # the model OpenCode asks: its steps replay a thinking block only to the model that made it
+    (scratch.claude_dir / "settings.json").write_text(json.dumps({"model": MODEL.split("/", 1)[1]}))
+    app = scratch.project("app")
+    run_claude(clients, scratch, fake_api, "RUN: echo oc-cvt-claude", app).check()
+    new_id = converted_and_undone(scratch, "claude-code")
+    assert '"signature"' in str(rows(scratch)["part"])
+    assert new_id in session_list(opencode, scratch, fake_api, app)
+
+    cont = run_opencode(opencode, scratch, fake_api, ["and", "then"], app, continue_=True).check()
+    first = [r for r in anthropic_accepted(cont) if carried(r, "and then")][0]
+    assert carried(first, "oc-cvt-claude")
+    assert [u["name"] for u in blocks(first, "tool_use")] == ["bash"]
+    thinking = blocks(first, "thinking")
+    assert thinking and thinking[0]["signature"]       # checked by the fake API: the request was accepted
+    assert [s[0] for s in rows(scratch)["session"]].count(new_id) == 1
+    undo_keeps_the_continued_session(scratch, new_id)

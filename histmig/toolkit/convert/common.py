@@ -23,6 +23,7 @@ class Target:
     provider: str = "openai"      # Codex: the configured model_provider
     model: str | None = None      # Codex: the model to record for resume
     sink: Callable[[], Sink] = Sink   # where each new file's lines go (memory unless the planner says)
+    tables: Any = None            # the rules' ``tables(homes)`` object, read once per run (None without one)
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,5 @@ class Written:
     last_ts: str | None                       # the last record's time (for --keep-times)
     title: str | None
     info: dict[str, Any] = field(default_factory=dict)   # target-specific facts (Codex: row values)
+    location: str | None = None               # a target that writes rows, not files: where the session is
+    row_bytes: int = 0                        # ... and the size of its rows (counted toward a run's batches)

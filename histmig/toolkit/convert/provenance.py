@@ -65,7 +65,8 @@ class Index:
         for folder in self._folders(cwd):
             if str(folder) not in self._scanned:
                 self._scanned.add(str(folder))
-                for path in self.hooks.files(folder) if folder.is_dir() else ():
+                # a folder of session files, or a database whose sessions are rows (named ``<db>#<id>``)
+                for path in self.hooks.files(folder) if folder.exists() else ():
                     mark = self.hooks.marker_of(path)
                     if mark:
                         self.found.setdefault(mark, str(path))

@@ -108,7 +108,8 @@ _TABLE = [
           environment=True),
     Check("claude.cleanup-soon",
           "Transcripts are older than, or within 7 days of, cleanupPeriodDays: Claude deletes them at its next start.",
-          "Raise `cleanupPeriodDays` in settings.json (or back the files up) before starting Claude.",
+          "Raise `cleanupPeriodDays` in settings.json before starting Claude, or keep a copy: `histmig archive` "
+          "(`histmig restore --deleted --apply` puts deleted transcripts back).",
           environment=True),
     # --- mini-cc -------------------------------------------------------------------------------
     Check("mini-cc.broken-lines",
@@ -138,12 +139,14 @@ _TABLE = [
     Check("gemini.retention",
           "Sessions are past (or within 7 days of) general.sessionRetention.maxAge (default 30d): Gemini deletes "
           "them at its next start.",
-          "Set `general.sessionRetention.enabled: false` (or a longer `maxAge`) in ~/.gemini/settings.json first.",
+          "Set `general.sessionRetention.enabled: false` (or a longer `maxAge`) in ~/.gemini/settings.json first, "
+          "or keep a copy: `histmig archive` (`histmig restore --deleted --apply` puts them back).",
           environment=True),
     Check("gemini.stub-short-id",
           "A prompt-less file shares its 8-character short id with a session; Gemini's next start deletes both "
           "(upstream gemini-cli#27368).",
-          "`histmig doctor --repair --apply` deletes the stub now (backed up), so the session survives."),
+          "`histmig doctor --repair --apply` deletes the stub now (backed up), so the session survives; "
+          "`histmig archive` keeps a copy (`histmig restore --deleted --apply` puts it back)."),
     # environment: whether the doubled results are refused depends on the backend (docs/specs/gemini.md §10)
     Check("gemini.repeated-tool-result",
           "Tool results are stored twice (toolCalls[].result and a functionResponse record); a resume sends both.",
@@ -212,6 +215,12 @@ _TABLE = [
           "Failed `opencode run`s left prompts with an empty, unfinished answer; OpenCode sends them again, "
           "merged into the next request.",
           "`histmig doctor --repair` deletes those rows (journaled; `histmig undo` puts them back)."),
+    Check("opencode.channel-db",
+          "Sessions live in `opencode-<channel>.db`, the database of a non-release OpenCode build; release builds "
+          "and histmig read `opencode.db` (or `$OPENCODE_DB`) and do not see them.",
+          "`OPENCODE_DB=<that file> histmig scan --tool opencode` (and move, doctor, convert); the same variable "
+          "makes a release `opencode` use that database.",
+          environment=True),
     # --- Copilot CLI (histmig/tools/copilot/doctor.py) ---------------------------------------------
     Check("copilot.cwd-missing",
           "Sessions list a folder that no longer exists (workspace.yaml cwd, the index row); Copilot still "
@@ -242,6 +251,12 @@ _TABLE = [
     Check("cline.unreadable",
           "A session's messages file or manifest is not valid JSON; Cline cannot list or resume it.",
           "Restore the file from a backup; histmig leaves it as it is."),
+    # --- every tool (histmig/verbs/doctor/archived.py, docs/archive.md) -------------------------------
+    Check("archive.unarchived",
+          "Sessions their client is about to delete (the findings above that name them) have no current copy "
+          "in histmig's archive (<state dir>/archive).",
+          "`histmig archive` now (or from cron); after the client deleted them, `histmig restore --deleted --apply`.",
+          environment=True),
 ]
 
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}

@@ -23,6 +23,9 @@ from histmig.tools.claude_code.files import read_claude_json
 DAY = 86400
 CLEANUP_DEFAULT = 30
 CLEANUP_MARGIN_DAYS = 7
+# sessions a client is about to delete: a finding's data["at_risk"] names them, and doctor adds
+# archive.unarchived when the archive holds no current copy (histmig/verbs/doctor/archived.py)
+KEEP_A_COPY = "or keep a copy first: histmig archive (histmig restore --deleted --apply puts them back)"
 REPAIR = "histmig doctor --repair --apply"
 
 
@@ -172,14 +175,17 @@ def check_cleanup(homes: Homes, folders: dict[Path, list[Transcript]], now: date
     files = [t for ts in folders.values() for t in ts]
     expired = [t for t in files if t.mtime < cutoff]
     soon = [t for t in files if cutoff <= t.mtime < cutoff + CLEANUP_MARGIN_DAYS * DAY]
-    fix = f"raise cleanupPeriodDays (now {days}) in {homes.claude / 'settings.json'} before starting Claude"
+    fix = (f"raise cleanupPeriodDays (now {days}) in {homes.claude / 'settings.json'} before starting Claude; "
+           f"{KEEP_A_COPY}")
     out = []
     if expired:
         out.append(Finding("claude.cleanup-soon", f"{len(expired)} transcript(s) are older than {days} days: Claude "
                            "deletes them at its next start", path=str(homes.claude / "projects"), count=len(expired),
-                           fix=fix, data={"days": days, "paths": [str(t.path) for t in expired]}))
+                           fix=fix, data={"days": days, "paths": [str(t.path) for t in expired],
+                                                "at_risk": [str(t.path) for t in expired]}))
     if soon:
         out.append(Finding("claude.cleanup-soon", f"{len(soon)} transcript(s) reach the {days}-day cleanup within "
                            f"{CLEANUP_MARGIN_DAYS} days", path=str(homes.claude / "projects"), count=len(soon),
-                           fix=fix, data={"days": days, "paths": [str(t.path) for t in soon]}))
+                           fix=fix, data={"days": days, "paths": [str(t.path) for t in soon],
+                                                "at_risk": [str(t.path) for t in soon]}))
     return out

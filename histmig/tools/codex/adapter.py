@@ -522,6 +522,11 @@ def _record(ln: Line) -> Record:
                   extra={"offset": ln.offset, "envelope": obj})
 
 
+def records_from_lines(lines: Iterator[Line]) -> Iterator[Record]:
+    """One Record per line (``histmig search`` parses only the lines that hold its phrase)."""
+    return map(_record, lines)
+
+
 def read(path_or_ref: Any) -> Session:
     """The whole session: one Record per line, every line kept (opaque ones too)."""
     from histmig.core.model import Session, SessionRef

@@ -205,6 +205,8 @@ def detect(path: Any) -> bool:
 
 
 def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
+    """Every session; ``index``: a ``ScanIndex`` (histmig.core.scanindex) that answers for a session whose
+    ``events.jsonl`` and ``workspace.yaml`` are unchanged (docs/scan-show.md, "The scan index")."""
     root = state_root(homes)
     try:
         dirs = sorted(d for d in root.iterdir() if UUID_RE.match(d.name) and d.is_dir() and not d.is_symlink())
@@ -212,33 +214,73 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
         return
     for d in dirs:
         if (d / "events.jsonl").is_file():
-            yield ref_for(d / "events.jsonl")
+            yield ref_for(d / "events.jsonl", index=index)
 
 
-def count_messages(path: Path) -> int:
-    """User and assistant events, by a look at each line's first bytes (one line at a time)."""
+def count_messages(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, dict]:
+    """User and assistant events from byte ``end`` on (``msgs`` counted before it), by a look at each
+    line's first bytes, one line at a time; and where a later count of a grown file resumes (the end
+    of the last complete line)."""
     from histmig.jsonio.jsonl import open_regular
-    n = 0
+    n, at, partial = msgs, end, 0
     with open_regular(path) as fh:
+        fh.seek(end)
         for raw in fh:
-            n += raw[:40].startswith(MESSAGE_TYPES, 1)
-    return n
+            hit = raw[:40].startswith(MESSAGE_TYPES, 1)
+            if not raw.endswith(b"\n"):
+                partial = hit             # the last line, unfinished: counted now, read again next time
+                break
+            n += hit
+            at += len(raw)
+    return n + partial, {"end": at, "msgs": n}
 
 
-def ref_for(path: Path) -> SessionRef:
-    """One session from ``workspace.yaml`` (cwd, title, created) and a count of its message lines."""
+FIELDS = ("cwd", "title", "created", "messages")
+
+
+def ref_for(path: Path, *, index: Any = None) -> SessionRef:
+    """One session from ``workspace.yaml`` (cwd, title, created) and a count of its message lines; the
+    scan index answers while both files are unchanged, and a grown ``events.jsonl`` is counted on from
+    where the last count stopped."""
     ref = SessionRef(format=NAME, id=path.parent.name, path=path)
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        ws = workspace.read(path.parent / "workspace.yaml")
+        ws_path = path.parent / "workspace.yaml"
+        try:
+            from histmig.core.scanindex import key_of
+            ctx = key_of(ws_path.stat())
+        except OSError:
+            ctx = None
+        hit = index.hit(str(path), st, ctx, FIELDS) if index is not None else None
+        if hit is not None:
+            from histmig.core.scanindex import fill
+            return fill(ref, hit)
+        ws = workspace.read(ws_path)
         ref.cwd, ref.title, ref.created = ws.get("cwd"), ws.get("name"), ws.get("created_at")
-        ref.messages = count_messages(path)
+        first = _first_bytes(path) if index is not None else None
+        start: dict = {}
+        if index is not None:
+            from histmig.core.scanindex import head_hash
+            grown = index.grown(str(path), st, ctx)
+            start = grown[0] if grown is not None and grown[1] == head_hash(first) else {}
+        ref.messages, resume = count_messages(path, **start)
+        if index is not None:
+            from histmig.core.scanindex import fields_of
+            index.store(str(path), st, fields_of(ref, FIELDS), ctx=ctx, resume=resume, first=first)
     except (HistmigError, OSError) as e:
         return mark_unreadable(ref, e)
     return ref
 
 
+def _first_bytes(path: Path) -> bytes:
+    from histmig.core.scanindex import HEAD_HASH_BYTES
+    with open(path, "rb") as fh:
+        return fh.read(HEAD_HASH_BYTES)
+
+
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record)
+# discover takes ``index=`` (the scan index, histmig.core.scanindex)
+ADAPTER.indexed = True

@@ -30,6 +30,8 @@ from histmig.tools.gemini.adapter import ref_for, stream
 
 REPAIR = "histmig doctor --repair --apply"
 MARGIN_DAYS = 7
+# data["at_risk"]: the sessions Gemini is about to delete (doctor's archive.unarchived reads it)
+KEEP_A_COPY = "or keep a copy first: histmig archive (histmig restore --deleted --apply puts them back)"
 DEFAULT_MAX_AGE = "30d"
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "m": timedelta(days=30)}
 
@@ -92,9 +94,10 @@ def _stubs(refs: list) -> list[Finding]:
                       reason="prompt-less stub that would take its namesake with it") for s in stubs]
         out.append(Finding("gemini.stub-short-id", f"{len(stubs)} prompt-less file(s) share the short id {short} with "
                            f"{real[0].path.name}: Gemini's next start deletes them and, with them, that session",
-                           path=str(stubs[0].path), count=len(stubs), fix=REPAIR, repair=ops,
+                           path=str(stubs[0].path), count=len(stubs), fix=f"{REPAIR}; {KEEP_A_COPY}", repair=ops,
                            data={"short_id": short, "stubs": [str(s.path) for s in stubs],
-                                 "sessions": [str(r.path) for r in real]}))
+                                 "sessions": [str(r.path) for r in real],
+                                 "at_risk": [str(r.path) for r in real]}))
     return out
 
 
@@ -142,14 +145,15 @@ def _retention(gdir: Path, project: str | None, refs: list, now: datetime) -> li
         elif updated < now - max_age + timedelta(days=MARGIN_DAYS):
             soon.append(r)
     fix = (f'set "general": {{"sessionRetention": {{"enabled": false}}}} in {gdir / "settings.json"} '
-           "(or a longer maxAge) before starting gemini again")
+           "(or a longer maxAge) before starting gemini again; " + KEEP_A_COPY)
     out = []
     for group, what in ((due, "are past"), (soon, f"reach within {MARGIN_DAYS} days")):
         if group:
             out.append(Finding("gemini.retention", f"{len(group)} session(s) of {project or 'an unknown project'} "
                                f"{what} the {max_age.days or max_age}-day session retention: Gemini deletes them at its "
                                "next start", path=str(group[0].path), count=len(group), fix=fix,
-                               data={"paths": [str(r.path) for r in group], "due": group is due}))
+                               data={"paths": [str(r.path) for r in group], "due": group is due,
+                                     "at_risk": [str(r.path) for r in group]}))
     return out
 
 

@@ -4,15 +4,20 @@ OpenCode's own tools (``part.data`` of type ``tool``: ``tool`` and ``state.input
 timeout (ms), workdir, description}``, ``read {filePath, offset, limit}``, ``write {filePath, content}``,
 ``edit {filePath, oldString, newString, replaceAll}``. From OpenCode: bash -> Shell, read -> Read,
 write -> Write, edit -> Edit (one change; ``replaceAll`` keeps it Other), anything else -> Other.
-To OpenCode (no writer yet): every call keeps its name and arguments.
+To OpenCode (tools/opencode/write.py): Shell -> bash (``workdir`` kept, made absolute; ``timeout`` in ms),
+Read -> read, Write -> write, Edit -> one edit per change (``replaceAll`` kept), Patch -> one write per
+added file and one edit per hunk when the patch allows (else ``apply_patch {"input"}``); paths made
+absolute (OpenCode's tools take an absolute ``filePath``); anything else keeps its name and arguments.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from histmig.core.model import ToolCall
-from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Other, Read, Shell, Vocabulary, Write, as_dict,
-                                           safe_tool_name)
+from histmig.toolkit.convert.callmap import Pairs, keep, patch_calls, read_args
+from histmig.toolkit.convert.patch import to_abs
+from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Vocabulary, Write,
+                                           as_dict)
 
 
 def _int(value: Any) -> int | None:
@@ -44,11 +49,40 @@ def to_neutral(call: ToolCall, result: Any = None) -> Call:
 
 
 def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
-    args = as_dict(call.arguments)
-    if args is None:
-        return [Mapped(safe_tool_name(call.name), {"input": call.arguments if isinstance(call.arguments, str) else ""},
-                       [("mapped", f"{call.name} (free-form input kept as 'input')")])]
-    return [Mapped(safe_tool_name(call.name), args, [("mapped", f"{call.name} kept as is")])]
+    if isinstance(call, Shell):
+        args: dict[str, Any] = {"command": call.command, "description": call.description or call.command[:80]}
+        if _int(call.timeout_ms) is not None and call.timeout_ms > 0:
+            args["timeout"] = call.timeout_ms                    # OpenCode: milliseconds, as the neutral form
+        if call.workdir:
+            args["workdir"] = to_abs(call.workdir, cwd)
+        notes: list[Note] = [("mapped", f"{call.name} -> bash")]
+        if call.options:
+            notes.append(("approximated", f"{call.name} options ({', '.join(sorted(call.options))}) dropped"))
+        return [Mapped("bash", args, notes)]
+    if isinstance(call, Patch):
+        return patch_calls(call, cwd, _write, _edits, "write/edit")
+    if isinstance(call, Read):
+        return [Mapped("read", read_args(call, cwd, "filePath"), [("mapped", f"{call.name} -> read")])]
+    if isinstance(call, Write):
+        return [Mapped("write", {"filePath": to_abs(call.path, cwd), "content": call.content},
+                       [("mapped", f"{call.name} -> write")])]
+    if isinstance(call, Edit):
+        pairs = [(c.old, c.new, c.replace_all) for c in call.changes] or \
+            [(h.old(), h.new(), False) for h in call.lines or []]
+        if pairs and all(old for old, _, _ in pairs):
+            return [Mapped("edit", {"filePath": to_abs(call.path, cwd), "oldString": old, "newString": new}
+                           | ({"replaceAll": True} if every else {}), [("mapped", f"{call.name} -> edit")])
+                    for old, new, every in pairs]
+    return [keep(call)]
+
+
+def _write(path: str, content: str) -> Mapped:
+    return Mapped("write", {"filePath": path, "content": content})
+
+
+def _edits(path: str, pairs: Pairs) -> list[Mapped] | None:
+    """One ``edit`` per hunk (OpenCode's edit replaces one string)."""
+    return [Mapped("edit", {"filePath": path, "oldString": o, "newString": n}) for o, n in pairs] or None
 
 
 CALLS = Vocabulary(to_neutral=to_neutral, from_neutral=from_neutral)

@@ -8,13 +8,21 @@ OpenCode sends those prompts with the next request, merged into one user turn. S
 "orphan": the repair deletes its rows (parts first), journaled, so ``histmig undo`` re-inserts them.
 A run still in progress looks the same for a moment; each delete names its expected row count, so a
 turn that gained rows since the plan is refused, not deleted.
+
+OpenCode's non-release builds (a channel other than ``latest``/``beta``/``prod``) keep their sessions
+in ``opencode-<channel>.db`` beside ``opencode.db`` (unless ``OPENCODE_DISABLE_CHANNEL_DB`` is set;
+the 1.18.33 client's database path function). Those sessions are invisible to a release build and to
+histmig, which reads one database: ``opencode.channel-db`` names each such file that holds sessions,
+and how to look at them (``OPENCODE_DB=<file>``, which both OpenCode and histmig honour).
 """
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from contextlib import closing
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from histmig.core.homes import Homes
@@ -24,18 +32,19 @@ from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.opencode.layout import db_path
 
 REASON = "orphan turn of a failed OpenCode run"
+CHANNEL_RE = re.compile(r"^opencode-([A-Za-z0-9._-]+)\.db$")
 
 
 def check(homes: Homes, index: HomeIndex, now: datetime, ignored=lambda code: False) -> list[Finding]:
     """The table's doctor hook (histmig/tools/__init__.py)."""
     db = db_path(homes)
+    out = [] if ignored("opencode.channel-db") else channel_dbs(homes, db)
     if not db.is_file():
-        return []
+        return out
     from histmig.tools.opencode.dbrows import open_db, rows
     con = open_db(db)
     if con is None:
-        return []
-    out: list[Finding] = []
+        return out
     with closing(con):
         sessions = list(rows(con, "SELECT id, directory FROM session ORDER BY id"))
         missing: dict[str, list[str]] = defaultdict(list)
@@ -97,3 +106,34 @@ def orphans(con: Any, db: str, sid: str) -> Finding | None:
                    "answer; OpenCode sends them again, merged into the next request", path=db, count=len(turns),
                    fix="histmig doctor --repair (deletes those rows; histmig undo puts them back)", repair=ops,
                    data={"session": sid, "messages": turns})
+
+
+def channel_dbs(homes: Homes, used: Path) -> list[Finding]:
+    """Other channels' databases in the data folder that hold sessions (the module's docstring)."""
+    folder = Path(homes.opencode)
+    if not folder.is_dir():
+        return []
+    from histmig.core.diagnostics import HistmigInputError
+    from histmig.tools.opencode.dbrows import open_db
+    out = []
+    for path in sorted(folder.glob("opencode*.db")):
+        if path.name != "opencode.db" and not CHANNEL_RE.match(path.name) or path.resolve() == used.resolve():
+            continue
+        try:
+            con = open_db(path)
+        except HistmigInputError:
+            continue
+        if con is None:
+            continue
+        with closing(con):
+            n = con.execute("SELECT count(*) FROM session").fetchone()[0]
+        if not n:
+            continue
+        channel = CHANNEL_RE.match(path.name).group(1) if CHANNEL_RE.match(path.name) else "latest"
+        out.append(Finding("opencode.channel-db", f"{n} session(s) in {path.name}, the database of OpenCode's "
+                           f"'{channel}' channel builds; release builds and histmig read {used.name}",
+                           path=str(path), count=n,
+                           fix=f"OPENCODE_DB={path} histmig scan --tool opencode (and move, doctor, convert); "
+                           f"OPENCODE_DB={path} opencode session list",
+                           data={"db": str(path), "channel": channel, "sessions": n, "in_use": str(used)}))
+    return out

@@ -139,7 +139,8 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
         assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
                keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
-               model=run.model or (session.model if _lends_model(session.format) else None), sink=run.sink)
+               model=run.model or (session.model if _lends_model(session.format) else None), sink=run.sink,
+               tables=run.tables)
     w: Written = WRITERS[run.opts.target](conv, t)
     for path, _ in w.files:
         if not all(safe_component(c) for c in path.relative_to(run.root).parts):
@@ -154,8 +155,11 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
     if run.tables is not None:
         ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
     out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
-    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files)
-    run.index.add(session.format, out.source_id, out.paths[-1])
+    out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files) + w.row_bytes
+    if not out.paths and w.location:      # a target whose session is rows only (its tables' inserts)
+        out.paths = [w.location]
+    if out.paths:
+        run.index.add(session.format, out.source_id, out.paths[-1])
     return out, ops
 
 

@@ -57,7 +57,11 @@ def diagnose(homes: Homes, *, now: datetime | None = None, tools: Iterable[str] 
             for finding in check(homes, index, now, lambda code: _ignored(code, ignore)):
                 finding.tool = name
                 found.append(finding)
-    return Report([f for f in found if not _ignored(f.code, ignore)], tools)
+    kept = [f for f in found if not _ignored(f.code, ignore)]
+    if not _ignored("archive.unarchived", ignore):
+        from histmig.verbs.doctor.archived import unarchived     # the archive is read only when a client is about to delete
+        kept += unarchived(homes, kept)
+    return Report(kept, tools)
 
 
 def _ignored(code: str, ignore: Iterable[str]) -> bool:

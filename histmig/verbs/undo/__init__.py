@@ -275,7 +275,9 @@ def _rows_clients_added(homes, units: Units, hooks: dict[str, UndoHook]) -> None
         if key[0] != "session" or unit.problem or (hook := hooks.get(key[1])) is None:
             continue
         extra = hook.rows_added(homes, unit.session, unit.ops)
-        if extra is not None and extra.ops:
+        if extra is not None and extra.problem:
+            unit.members.append(uf.Member.kept(extra.label, *extra.problem))
+        elif extra is not None and extra.ops:
             unit.members.append(uf.Member(extra.label, extra.ops))
 
 

@@ -1,0 +1,10 @@
+"""``histmig search`` over Codex rollouts: one file per session, ``.jsonl`` or ``.jsonl.zst``
+(histmig/toolkit/search.py, docs/search.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from histmig.tools.codex.adapter import records_from_lines
+from histmig.toolkit.search import JsonlSource
+
+SEARCH = JsonlSource(files=lambda ref: (Path(ref.path),), records=records_from_lines)

@@ -1,0 +1,67 @@
+"""The lines of a JSONL file that may match: the file read in blocks as raw bytes, a line handed on
+only when it holds the query's needle (histmig/verbs/search/query.py). Memory: one block plus the
+line it ends inside, whatever the file's size (docs/search.md, "How it is fast").
+
+Counting every newline would cost as much as the search itself, so a line handed on carries its byte
+``offset`` and the number 0; :func:`line_number` counts for the few lines that need naming (a line
+that does not parse)."""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, open_stream, read_lines
+from histmig.verbs.search.finder import Finder
+
+BLOCK = 1 << 20
+
+
+def candidate_lines(path: str | os.PathLike, find: Finder | None) -> Iterator[Line]:
+    """Lines of ``path`` (``.jsonl`` or ``.jsonl.zst``) holding the needle of ``find`` (one finder
+    for the whole search: it learns which byte is rare once); every line, numbered, without one."""
+    if find is None:
+        yield from read_lines(path)
+        return
+    with open_stream(path) as fh:
+        carry = b""
+        offset = 0                   # of the first byte of ``carry`` in the file
+        while True:
+            block = fh.read(BLOCK)
+            if not block:
+                break
+            data = carry + block if carry else block
+            end = data.rfind(b"\n") + 1
+            if end == 0:             # no line ends in this block yet
+                carry = data
+                if len(carry) > DEFAULT_MAX_LINE_BYTES:
+                    raise HistmigInputError(f"a line longer than {DEFAULT_MAX_LINE_BYTES >> 20} MiB", path=path)
+                continue
+            yield from _matches(data, end, find, offset)
+            offset += end
+            carry = data[end:]
+        if carry:                    # the last line, without its newline
+            yield from _matches(carry, len(carry), find, offset, last=True)
+
+
+def _matches(data: bytes, end: int, find: Finder, offset: int, last: bool = False) -> Iterator[Line]:
+    find.start_block(data)
+    pos = find.first(data, 0, end)
+    while pos >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        stop = end if last else data.find(b"\n", pos, end) + 1
+        yield Line(0, offset + start, data[start:stop])
+        pos = find.first(data, stop, end) if stop < end else -1
+
+
+def line_number(path: str | os.PathLike, offset: int) -> int:
+    """The 1-based number of the line starting at byte ``offset`` of ``path``."""
+    n, at = 1, 0
+    with open_stream(path) as fh:
+        while at < offset:
+            block = fh.read(min(BLOCK, offset - at))
+            if not block:
+                break
+            n += block.count(b"\n")
+            at += len(block)
+    return n
