@@ -9,16 +9,13 @@ per 50 sessions) until the home holds N sessions; the long session repeats a too
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.scan_bench import timed            # noqa: E402
+from bench.scan_bench import head_floor, histmig_env, print_steps, timed, tree_args  # noqa: E402
 from histmig.cli import samples              # noqa: E402
 from histmig.tools.pi.layout import pi_slug   # noqa: E402
 
@@ -50,22 +47,13 @@ def build(home: Path, n: int, mb: int) -> tuple[int, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sessions", type=int, default=5000)
-    ap.add_argument("--mb", type=int, default=200)
-    ap.add_argument("--keep", type=Path)
-    args = ap.parse_args()
-    root = args.keep or Path(tempfile.mkdtemp(prefix="histmig-pi-bench-"))
+    args, root = tree_args("pi", 5000)
     home = root / "home"
     n, big = build(home, args.sessions, args.mb)
     size = sum(f.stat().st_size for f in home.rglob("*.jsonl"))
-    env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(root / "state"))
-    for var in ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"):
-        env.pop(var, None)
-    hm = [sys.executable, "-m", "histmig", "--home", str(home)]
+    env, hm = histmig_env(home, root / "state", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
     steps = [
-        ("baseline: find -exec head -qn1", timed(f"find {home} -name '*.jsonl' -exec head -qn1 {{}} + > /dev/null",
-                                                 env, shell=True)),
+        head_floor(home, env),
         ("histmig scan --tool pi --json", timed([*hm, "scan", "--tool", "pi", "--json"], env)),
         ("histmig move (dry run, 50 sessions + the long one)", timed([*hm, "move", f"{WORK}/p0", f"{WORK}/q0",
                                                                       "--tool", "pi"], env)),
@@ -73,10 +61,7 @@ def main() -> None:
                                                              env, shell=True)),
         (f"histmig show <the {args.mb} MB session>", timed(f"{' '.join(hm)} show {big} > /dev/null", env, shell=True)),
     ]
-    print(f"{n:,} Pi sessions, {size / 1e6:.0f} MB")
-    print(f"{'step':<52}{'wall s':>8}{'peak MB':>9}")
-    for name, (wall, rss) in steps:
-        print(f"{name:<52}{wall:>8.2f}{rss:>9}")
+    print_steps(f"{n:,} Pi sessions, {size / 1e6:.0f} MB", steps)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 

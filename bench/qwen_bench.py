@@ -14,18 +14,15 @@ Copies the recorded samples (histmig/samples/qwen/) until the home holds N sessi
 """
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.scan_bench import timed  # noqa: E402
+from bench.scan_bench import head_floor, histmig_env, print_steps, timed, tree_args  # noqa: E402
 from histmig.tools.qwen.adapter import qwen_slug  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent.parent / "histmig/samples/qwen/resumed/projects"
@@ -48,30 +45,18 @@ def build(home: Path, old: str, n: int, mb: float) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sessions", type=int, default=2000)
-    ap.add_argument("--mb", type=int, default=200)
-    ap.add_argument("--keep", type=Path)
-    args = ap.parse_args()
-    root = args.keep or Path(tempfile.mkdtemp(prefix="histmig-qwen-bench-"))
+    args, root = tree_args("qwen", 2000)
     home, old, new = root / "home", str(root / "work/app"), str(root / "work/app2")
     build(home, old, args.sessions, args.mb)
     Path(new).mkdir(parents=True)     # the project was moved (mv): NEW exists, OLD does not
     size = sum(f.stat().st_size for f in home.rglob("*.jsonl"))
-    env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(root / "state"))
-    for var in ("QWEN_HOME", "QWEN_RUNTIME_DIR"):
-        env.pop(var, None)
-    hm = [sys.executable, "-m", "histmig", "--home", str(home)]
-    rows = [("baseline: find -exec head -qn1",
-             timed(f"find {home} -name '*.jsonl' -exec head -qn1 {{}} + > /dev/null", env, shell=True)),
+    env, hm = histmig_env(home, root / "state", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+    rows = [head_floor(home, env),
             ("histmig scan --tool qwen --json", timed([*hm, "scan", "--tool", "qwen", "--json"], env)),
             ("histmig move --tool qwen (dry run)", timed([*hm, "move", old, new, "--tool", "qwen"], env)),
             ("histmig move --tool qwen --apply", timed([*hm, "move", old, new, "--tool", "qwen", "--apply"], env)),
             ("histmig undo", timed([*hm, "undo"], env))]
-    print(f"{args.sessions:,} Qwen sessions, {size / 1e6:.0f} MB")
-    print(f"{'step':<44}{'wall s':>8}{'peak MB':>9}")
-    for name, (wall, peak) in rows:
-        print(f"{name:<44}{wall:>8.2f}{peak:>9}")
+    print_steps(f"{args.sessions:,} Qwen sessions, {size / 1e6:.0f} MB", rows)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
 

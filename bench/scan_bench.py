@@ -91,6 +91,41 @@ def timed(cmd: list[str] | str, env: dict, shell: bool = False) -> tuple[float, 
     return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
+def tree_args(tool: str, sessions: int) -> tuple[argparse.Namespace, Path]:
+    """``--sessions N --mb MB --keep DIR`` of a one-tool bench, and its work folder (``--keep``, else a
+    temporary one the bench removes)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=sessions)
+    ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--keep", type=Path)
+    args = ap.parse_args()
+    return args, args.keep or Path(tempfile.mkdtemp(prefix=f"histmig-{tool}-bench-"))
+
+
+def histmig_env(home: Path, state: Path, *unset: str) -> tuple[dict, list[str]]:
+    """The environment of a bench run on ``home`` (the tool's own home variables in ``unset`` removed, so
+    ``--home`` decides) and the ``histmig --home`` command line to run in it."""
+    env = dict(os.environ, HOME=str(home), HISTMIG_STATE_DIR=str(state))
+    for var in unset:
+        env.pop(var, None)
+    return env, [sys.executable, "-m", "histmig", "--home", str(home)]
+
+
+def head_floor(home: Path, env: dict) -> tuple[str, tuple[float, int, float]]:
+    """The floor step: open every session file under ``home`` and read its first line."""
+    return ("baseline: find -exec head -qn1",
+            timed(f"find {home} -name '*.jsonl' -exec head -qn1 {{}} + > /dev/null", env, shell=True))
+
+
+def print_steps(title: str, steps: list[tuple[str, tuple[float, int, float]]]) -> None:
+    """A table of :func:`timed` results, one row per step."""
+    width = max(len(name) for name, _ in steps) + 2
+    print(title)
+    print(f"{'step':<{width}}{'wall s':>8}{'peak MB':>9}{'cpu s':>8}")
+    for name, (wall, rss, cpu) in steps:
+        print(f"{name:<{width}}{wall:>8.2f}{rss:>9}{cpu:>8.2f}")
+
+
 def session_files(home: Path) -> list[str]:
     return sorted(str(p) for p in home.rglob("*") if p.name.endswith(SESSION_SUFFIXES) and p.is_file())
 

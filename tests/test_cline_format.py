@@ -94,3 +94,23 @@ def test_homes_and_aliases(monkeypatch, tmp_path):
     assert adapter.sessions_root(homes) == Path(homes.cline) / "data" / "sessions"
     monkeypatch.setenv("CLINE_DATA_DIR", str(tmp_path / "d"))
     assert adapter.sessions_root(resolve_homes()) == tmp_path / "d" / "sessions"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.parts[-5] for p in FILES])
+def test_stream_gives_the_records_of_read_one_message_at_a_time(path):
+    """``stream`` (histmig/jsonio/jsonpull.py) holds one message, not the file: same records, title,
+    warnings and count as ``read``, and the same bytes back while the file is unchanged."""
+    s, streamed = adapter.read(path), adapter.stream(path)
+    assert [(r.raw, r.parts, r.extra) for r in streamed.records] == [(r.raw, r.parts, r.extra) for r in s.records]
+    assert "native" not in streamed.meta and streamed.title == s.title and streamed.warnings == s.warnings
+    assert {k: streamed.meta[k] for k in ("count", "envelope", "order")} == {k: s.meta[k] for k in
+                                                                             ("count", "envelope", "order")}
+    assert adapter.serialize(streamed) == path.read_bytes()
+
+
+def test_a_streamed_session_whose_file_changed_is_re_encoded_not_read_again(tmp_path):
+    path = tmp_path / FILES[0].name
+    path.write_bytes(FILES[0].read_bytes())
+    streamed = adapter.stream(path)
+    path.write_bytes(path.read_bytes() + b" ")
+    assert adapter.serialize(streamed) == FILES[0].read_bytes()     # Cline's own shape, from the records

@@ -111,6 +111,45 @@ def test_the_older_whole_file_json_is_read_and_kept(tmp_path):
     assert gem.ref_for(p).title == "legacy question"
 
 
+def _legacy(tmp_path: Path, text: str) -> Path:
+    chats = tmp_path / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    p = chats / "session-2026-01-02T03-04-abcdef12.json"
+    p.write_text(text)
+    return p
+
+
+CALL = {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success",
+        "result": [{"functionResponse": {"id": "c1", "name": "run_shell_command", "response": {"output": "a b"}}}]}
+REPEAT = {"id": "r1", "type": "user", "content": [{"functionResponse": CALL["result"][0]["functionResponse"]}]}
+
+
+@pytest.mark.parametrize("indent", [None, 2, "\t"])
+def test_the_legacy_json_streams_message_by_message_and_keeps_every_byte(tmp_path, indent):
+    """Members after ``messages`` (summary), a tool call whose result the client repeats, a non-object
+    element: the records read and streamed are the same, their bytes are the file, serialize gives it back."""
+    doc = {"sessionId": META["sessionId"], "startTime": META["startTime"],
+           "messages": [_user("u1", "q \"one\" [x]"), _model("a1", "", toolCalls=[CALL]), REPEAT, 7,
+                        _model("a2", "done")], "summary": "the title"}
+    p = _legacy(tmp_path, json.dumps(doc, indent=indent) + "\n")
+    s, streamed = gem.read(p), gem.stream(p)
+    assert gem.serialize(s) == gem.serialize(streamed) == p.read_bytes()
+    assert b"".join(r.raw or b"" for r in streamed.records) == p.read_bytes()
+    assert [(r.role, r.kind, r.parts) for r in streamed.records] == [(r.role, r.kind, r.parts) for r in s.records]
+    assert [t for _k, _r, t, *_ in core(streamed)][:1] == ['q "one" [x]']
+    assert s.title == "the title" and s.id == META["sessionId"] and s.records[0].extra["summary"] == "the title"
+    ref = gem.ref_for(p)
+    assert ref.title == "the title" and ref.messages == 3 and ref.extra["resumable"] is True
+
+
+@pytest.mark.parametrize("text", ['{"sessionId": "x", "messages": [1, }', '{"messages": {"a": 1}}', '[1]',
+                                  '{"messages": [], "sessionId": "s"}'])
+def test_a_legacy_json_the_pull_reader_refuses_is_read_whole_as_before(tmp_path, text):
+    p = _legacy(tmp_path, text)
+    for s in (gem.read(p), gem.stream(p)):
+        assert gem.serialize(s) == p.read_bytes()
+
+
 def test_a_stub_without_a_prompt_is_listed_as_what_gemini_deletes(tmp_path):
     ctx = {"id": "c", "type": "user", "content": [{"text": "<session_context>\nx\n</session_context>"}]}
     p = _write(tmp_path, [META, {"$set": {"messages": [ctx]}}])

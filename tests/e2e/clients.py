@@ -97,31 +97,34 @@ def _npm_env(prefix: Path) -> dict[str, str]:
                                "npm_config_update_notifier": "false"}
 
 
-def _npm(prefix: Path, specs: list[str]) -> None:
+def _npm(prefix: Path, specs: list[str], *, scripts: bool = False) -> None:
     """``npm install`` the pinned ``specs`` into ``prefix``. No --prefix: it would move npm's global config
-    (and the CA file named there); a package.json in the folder roots it instead."""
+    (and the CA file named there); a package.json in the folder roots it instead. ``scripts``: run the
+    packages' install scripts (a package that fetches its platform binary there)."""
     npm = shutil.which("npm")
     if not npm:
         raise ClientsUnavailable("npm is not on PATH")
     (prefix / "package.json").write_text('{"name": "histmig-e2e-clients", "private": true}\n')
     # --ignore-scripts (Claude's postinstall is run by _npm_install): npm >= 11 may skip install scripts
     # not listed in allowScripts, which leaves a stub `claude` that only prints an error.
-    cmd = [npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", *specs]
+    cmd = [npm, "install", "--no-save", *([] if scripts else ["--ignore-scripts"]), "--no-audit", "--no-fund",
+           "--loglevel=error", *specs]
     _checked(cmd, _npm_env(prefix), prefix, f"npm install {' '.join(specs)}")
 
 
 def install_package(prefix: Path, spec: str, bin_name: str, version_ok: Callable[[Path], bool], *,
-                    marker: bool = True) -> Path:
+                    marker: bool = True, scripts: bool = False) -> Path:
     """One pinned npm package (``name@version``) installed into its own cache sub-folder ``prefix`` once
     (file lock: parallel callers wait); its ``node_modules/.bin/<bin_name>``. ``version_ok(exe)`` says an
-    install is there and right; with ``marker`` a finished install also leaves ``.ok``."""
+    install is there and right; with ``marker`` a finished install also leaves ``.ok``; ``scripts``: the
+    package's install scripts run (see :func:`_npm`)."""
     prefix.mkdir(parents=True, exist_ok=True)
     exe = prefix / "node_modules/.bin" / bin_name
     with open(prefix.parent / f".install-{prefix.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (not marker or (prefix / ".ok").exists()) and version_ok(exe):
             return exe
-        _npm(prefix, [spec])
+        _npm(prefix, [spec], scripts=scripts)
         if not version_ok(exe):
             raise ClientsUnavailable(f"{exe} does not report {spec}")
         if marker:

@@ -10,19 +10,17 @@ the run's process group): :func:`stop_daemons` stops the ones whose HOME is the 
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import pty
 import re
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from . import versions
-from .clients import ClientsUnavailable, Run, Scratch, _checked, cache_root, client_env, run
+from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, run
 from .fake_api import FakeAPI
 
 MODEL = "fake-model"
@@ -44,26 +42,7 @@ def _version_ok(exe: Path) -> bool:
 
 def install(root: Path | None = None) -> Path:
     """The ``cline`` executable of the pinned version (installed once; parallel callers wait)."""
-    import shutil
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    exe = prefix / "node_modules/.bin/cline"
-    with open(prefix.parent / ".install-cline.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (prefix / ".ok").exists() and exe.exists():
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
-                                  "npm_config_update_notifier": "false"}
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-cline", "private": true}\n')
-        _checked([npm, "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
-                  f"cline@{versions.CLINE}"], env, prefix, "npm install cline")
-        if not _version_ok(exe):
-            raise ClientsUnavailable(f"{exe} does not report version {versions.CLINE}")
-        (prefix / ".ok").write_text(f"cline@{versions.CLINE}\n")
-        return exe
+    return install_package(install_dir(root), f"cline@{versions.CLINE}", "cline", _version_ok)
 
 
 def cline_home(scratch: Scratch) -> Path:
@@ -196,10 +175,5 @@ def sessions(scratch: Scratch) -> list[Path]:
     return sorted((cline_home(scratch) / "data" / "sessions").glob("*/*.messages.json"))
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.cline_client install")
-    try:
-        print(f"cline {versions.CLINE}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+if __name__ == "__main__":  # python -m tests.e2e.cline_client install (.ci/install-clients.sh)
+    install_main("cline_client", f"cline {versions.CLINE}", install)

@@ -10,16 +10,13 @@ unless ``COPILOT_CACHE_HOME`` is shared: every run here shares one beside the in
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from . import versions
-from .clients import ClientsUnavailable, Run, Scratch, _checked, cache_root, client_env, run
+from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, run
 from .fake_api import FakeAPI
 
 MODEL = "claude-sonnet-4.5"
@@ -46,26 +43,10 @@ def _version_ok(exe: Path) -> bool:
 
 
 def install(root: Path | None = None) -> Path:
-    """The ``copilot`` executable of the pinned version (installed once; parallel callers wait)."""
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    exe = prefix / "node_modules/.bin/copilot"
-    with open(prefix.parent / ".install-copilot.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (prefix / ".ok").exists() and _version_ok(exe):
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        env = dict(os.environ) | {"npm_config_cache": str(prefix.parent / "npm-cache"),
-                                  "npm_config_update_notifier": "false"}
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-copilot", "private": true}\n')
-        _checked([npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
-                  f"@github/copilot@{versions.COPILOT}"], env, prefix, "npm install @github/copilot")
-        if not _version_ok(exe):
-            raise ClientsUnavailable(f"{exe} does not report version {versions.COPILOT}")
-        (prefix / ".ok").write_text(f"@github/copilot@{versions.COPILOT}\n")
-        return exe
+    """The ``copilot`` executable of the pinned version (installed once; parallel callers wait; its install
+    script runs: it fetches the platform build)."""
+    return install_package(install_dir(root), f"@github/copilot@{versions.COPILOT}", "copilot", _version_ok,
+                           scripts=True)
 
 
 def copilot_home(scratch: Scratch) -> Path:
@@ -94,10 +75,5 @@ def sessions(scratch: Scratch) -> list[Path]:
     return sorted(files, key=lambda p: p.stat().st_mtime_ns)
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.copilot_client install")
-    try:
-        print(f"copilot {versions.COPILOT}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+if __name__ == "__main__":  # python -m tests.e2e.copilot_client install (.ci/install-clients.sh)
+    install_main("copilot_client", f"copilot {versions.COPILOT}", install)

@@ -6,16 +6,11 @@ Command line: ``python -m tests.e2e.opencode_client install`` installs it and pr
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from . import versions
-from .clients import INSTALL_TIMEOUT, RUN_TIMEOUT, ClientsUnavailable, Run, Scratch, cache_root, client_env, run
+from .clients import RUN_TIMEOUT, Run, Scratch, cache_root, client_env, install_main, install_package, run
 from .fake_api import FakeAPI
 
 PACKAGE = "opencode-ai"
@@ -35,26 +30,10 @@ def _version_ok(exe: Path) -> bool:
 
 
 def install(root: Path | None = None) -> Path:
-    """The ``opencode`` executable, installed on first use (file lock: parallel callers wait)."""
-    prefix = install_dir(root)
-    prefix.mkdir(parents=True, exist_ok=True)
-    exe = prefix / "node_modules/.bin/opencode"
-    with open(prefix.parent / ".install-opencode.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _version_ok(exe):
-            return exe
-        npm = shutil.which("npm")
-        if not npm:
-            raise ClientsUnavailable("npm is not on PATH")
-        (prefix / "package.json").write_text('{"name": "histmig-e2e-opencode", "private": true}\n')
-        env = {**dict(os.environ), "npm_config_cache": str(prefix.parent / "npm-cache"),
-               "npm_config_update_notifier": "false"}
-        cmd = [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
-               f"{PACKAGE}@{versions.OPENCODE}"]
-        p = subprocess.run(cmd, env=env, cwd=prefix, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-        if p.returncode != 0 or not _version_ok(exe):
-            raise ClientsUnavailable(f"npm install {PACKAGE}@{versions.OPENCODE} failed: {p.stderr[-2000:]}")
-        return exe
+    """The ``opencode`` executable, installed on first use (file lock: parallel callers wait; its package.json
+    names the version: no ``.ok``; its install script runs: it links the platform binary)."""
+    return install_package(install_dir(root), f"{PACKAGE}@{versions.OPENCODE}", "opencode", _version_ok,
+                           marker=False, scripts=True)
 
 
 def data_dir(scratch: Scratch) -> Path:
@@ -96,10 +75,5 @@ def run_opencode(exe: Path, scratch: Scratch, api: FakeAPI, words: list[str], cw
     return run(cmd, cwd=cwd, env=opencode_env(scratch, api), api=api, timeout=timeout)
 
 
-if __name__ == "__main__":  # python -m tests.e2e.opencode_client install
-    if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.e2e.opencode_client install")
-    try:
-        print(f"opencode {versions.OPENCODE}: {install()}")
-    except ClientsUnavailable as e:
-        sys.exit(f"error: {e}")
+if __name__ == "__main__":  # python -m tests.e2e.opencode_client install (.ci/install-clients.sh)
+    install_main("opencode_client", f"opencode {versions.OPENCODE}", install)

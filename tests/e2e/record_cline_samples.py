@@ -11,14 +11,13 @@ leaves is stopped by its pid.
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 from pathlib import Path
 
+from . import recorder, versions
 from .cline_client import auth, cline_home, install, resume, run_cline, sessions
-from .clients import Scratch
-from .fake_api import FakeAPI
-from .record_samples import REC_ROOT, SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import REC_ROOT, UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 
 def plain(exe, scratch, api):
@@ -44,32 +43,16 @@ def unicode_cwd(exe, scratch, api):
 CASES = {"plain": plain, "tool-call": tool_call, "resumed": resumed, "unicode-cwd": unicode_cwd}
 
 
-def record(case: str, exe: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        auth(exe, scratch, api)
-        CASES[case](exe, scratch, api)
-    out = target / "cline" / case
-    shutil.rmtree(out, ignore_errors=True)
+def record(case: str, fn, exe: Path, target: Path) -> Path:
+    scratch = run_case(REC_ROOT, exe, fn, lambda s, api: auth(exe, s, api))
+    out = fresh_dir(target / "cline" / case)
     shutil.copytree(cline_home(scratch) / "data" / "sessions", out / "data" / "sessions")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*", help=f"some of: {', '.join(CASES)}")
-    ns = ap.parse_args(argv)
-    unknown = [c for c in ns.cases if c not in CASES]
-    if unknown:
-        ap.error(f"unknown case {unknown[0]!r}")
-    exe = install()
-    for case in ns.cases or list(CASES):
-        out = record(case, exe, ns.target)
-        print(f"cline/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="cline", doc=__doc__, cases=CASES, install=install, record=record,
+                         root=REC_ROOT, version=versions.CLINE)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ the client rebuilds its rows), lock files, logs, config.json.
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 from pathlib import Path
 
-from .clients import Scratch
+from . import recorder, versions
 from .copilot_client import copilot_home, install, run_copilot
-from .fake_api import FakeAPI
-from .record_samples import REC_ROOT, SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import REC_ROOT, UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 
 def plain(exe, scratch, api):
@@ -42,13 +41,9 @@ CASES = {"plain": plain, "tool-call": tool_call, "resumed": resumed, "unicode-cw
 KEEP = ("events.jsonl", "workspace.yaml", "checkpoints/index.md", "rewind-file-snapshots/tracking.json")
 
 
-def record(case: str, exe: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        CASES[case](exe, scratch, api)
-    out = target / "copilot" / case
-    shutil.rmtree(out, ignore_errors=True)
+def record(case: str, fn, exe: Path, target: Path) -> Path:
+    scratch = run_case(REC_ROOT, exe, fn)
+    out = fresh_dir(target / "copilot" / case)
     for d in sorted((copilot_home(scratch) / "session-state").iterdir()):
         for name in KEEP:
             if (d / name).is_file():
@@ -58,19 +53,8 @@ def record(case: str, exe: Path, target: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*", help=f"some of: {', '.join(CASES)}")
-    ns = ap.parse_args(argv)
-    unknown = [c for c in ns.cases if c not in CASES]
-    if unknown:
-        ap.error(f"unknown case {unknown[0]!r}")
-    exe = install()
-    for case in ns.cases or list(CASES):
-        out = record(case, exe, ns.target)
-        print(f"copilot/{case}: {sum(1 for p in out.rglob('*') if p.is_file())} files -> {out}")
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="copilot", doc=__doc__, cases=CASES, install=install, record=record,
+                         root=REC_ROOT, version=versions.COPILOT)
 
 
 if __name__ == "__main__":

@@ -9,17 +9,14 @@ the log, the repos cache and the config (port) are left out.
 """
 from __future__ import annotations
 
-import argparse
-import shutil
 import sqlite3
 import sys
 from pathlib import Path
 
-from . import versions
-from .clients import Scratch
-from .fake_api import FakeAPI
+from . import recorder, versions
 from .opencode_client import db_path, install, opencode_setup, run_opencode
-from .record_samples import SAMPLES_SECRET, UNICODE_DIR
+from .record_samples import UNICODE_DIR
+from .recorder import fresh_dir, run_case
 
 REC_ROOT = Path("/tmp/histmig-rec-opencode")     # its own folder: the other recorders clear theirs
 
@@ -47,31 +44,15 @@ def copy_db(src: Path, dst: Path) -> None:
 
 
 def record(case: str, fn, oc: Path, target: Path) -> Path:
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    scratch = Scratch(REC_ROOT).create()
-    with FakeAPI(secret=SAMPLES_SECRET) as api:
-        opencode_setup(scratch, api)
-        fn(oc, scratch, api)
-    out = target / "opencode" / case
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    scratch = run_case(REC_ROOT, oc, fn, opencode_setup)
+    out = fresh_dir(target / "opencode" / case)
     copy_db(db_path(scratch), out / "opencode.db")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", type=Path, default=Path(__file__).resolve().parents[2] / "histmig" / "samples")
-    ap.add_argument("cases", nargs="*")
-    args = ap.parse_args(argv)
-    oc = install()
-    for case, fn in CASES.items():
-        if not args.cases or case in args.cases:
-            out = record(case, fn, oc, args.target)
-            print(f"opencode/{case}: -> {out}")
-    print(f"recorded with opencode {versions.OPENCODE}", file=sys.stderr)
-    shutil.rmtree(REC_ROOT, ignore_errors=True)
-    return 0
+    return recorder.main(argv, tool="opencode", doc=__doc__, cases=CASES, install=install, record=record,
+                         root=REC_ROOT, version=versions.OPENCODE)
 
 
 if __name__ == "__main__":

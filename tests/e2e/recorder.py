@@ -1,7 +1,8 @@
 """What the per-client sample recorders share (tests/e2e/record_pi_samples.py, record_qwen_samples.py,
-record_gemini_samples.py): each case runs from scratch under a path that names nobody against a fake API
-signing with ``SAMPLES_SECRET`` (the rules of tests/e2e/record_samples.py), and a command line that records
-some or all cases into ``histmig/samples/<tool>/<case>/``."""
+record_gemini_samples.py, record_copilot_samples.py, record_cline_samples.py, record_opencode_samples.py):
+each case runs from scratch under a path that names nobody against a fake API signing with
+``SAMPLES_SECRET`` (the rules of tests/e2e/record_samples.py), and a command line that records some or
+all cases into ``histmig/samples/<tool>/<case>/``."""
 from __future__ import annotations
 
 import argparse

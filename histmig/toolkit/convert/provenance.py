@@ -23,6 +23,12 @@ def line_marker(tool: str, source_id: str, at: str) -> dict[str, Any]:
             "histmig": __version__}
 
 
+def key_marker(tool: str, source_id: str, at: str) -> dict[str, Any]:
+    """:func:`line_marker` without its ``type``: the value of a key in a record of the tool's own
+    (``histmigProvenance`` in Qwen, Copilot and Cline files)."""
+    return {k: v for k, v in line_marker(tool, source_id, at).items() if k != "type"}
+
+
 def first_obj(path: Path) -> Any:
     """The first line of a file as an object (None when absent, opaque or unreadable)."""
     try:

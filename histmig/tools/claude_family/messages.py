@@ -16,10 +16,11 @@ from typing import Any, Iterator
 import orjson
 
 from histmig import tools as registry
-from histmig.toolkit.convert.calls import Mapped, safe_tool_id, safe_tool_name, translate
+from histmig.toolkit.convert.calls import Mapped, safe_tool_name, translate
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.tools.claude_family import ANTHROPIC
 from histmig.toolkit.convert.loss import LossReport
+from histmig.toolkit.convert.writer import ItemWriter
 from histmig.tools.claude_family.blocks import part_to_block
 from histmig.core.model import Reasoning, ToolCall, ToolResult
 
@@ -60,23 +61,25 @@ class Options:
     cwd: str | None = None
 
 
-class _Builder:
+class _Builder(ItemWriter):
     """Messages are yielded in order as soon as nothing can change them any more: a message is
     paired once the message after it is complete, and the last assistant message stays (a later
-    usage item attaches to it). Only that short window is held, never the conversation."""
+    usage item attaches to it). Only that short window is held, never the conversation.
+    ``issued``: source call id -> tool_use ids."""
+
+    ID_PREFIX = "toolu_"
+    REASONING_KEPT = "reasoning summary carried as plain text"
 
     def __init__(self, conv: Conversation, target: str, opts: Options):
-        self.conv, self.target, self.opts = conv, target, opts
-        self.source = conv.source.format
+        super().__init__(conv, source=conv.source.format, source_calls=registry.hook(conv.source.format, "calls"),
+                         target_calls=registry.hook(target, "calls"), cwd=opts.cwd,
+                         keep_reasoning_text=opts.keep_reasoning_text)
+        self.target, self.opts = target, opts
         self.loss: LossReport = conv.loss
         self.msgs: list[Msg] = []                    # the window: messages not yielded yet
         self.paired = 0                              # msgs[:paired] are paired
         self.before: Msg | None = None               # the message just before the window
-        self.taken: set[str] = set()
-        self.call_ids: dict[str, list[str]] = {}     # source call id -> tool_use ids
         self.call_names: dict[str, str] = {}         # tool_use id -> target tool name
-        self.calls = registry.hook(target, "calls")                   # the target's tool-call vocabulary
-        self.source_calls = registry.hook(self.source, "calls")
 
     def current(self, role: str, *, prompt: bool = False, rec: int = -1) -> Msg:
         last = self.msgs[-1] if self.msgs else None
@@ -128,43 +131,41 @@ class _Builder:
                 msg.usage = item.usage
                 return
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
+    def signed(self, item: Item, p: Reasoning) -> bool:
         if self.source in ANTHROPIC and (p.signature or (p.redacted and p.encrypted)):
             self.current("assistant").add(part_to_block(p), item.ts)   # genuine: thinking as it was
-            return
-        readable = (p.summary or p.text).strip()
-        if self.opts.keep_reasoning_text and readable:
-            self.current("assistant").add({"type": "text", "text": readable}, item.ts)
-            self.loss.add("approximated", "reasoning summary carried as plain text")
-        elif self.source in ANTHROPIC:
-            self.loss.add("dropped", "thinking without a signature")
-        else:
-            self.loss.add("dropped", f"reasoning ({self.source}: encrypted, bound to its provider)")
+            return True
+        return False
 
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
+    def reasoning_text(self, item: Item, text: str) -> None:
+        self.current("assistant").add({"type": "text", "text": text}, item.ts)
+
+    def reasoning_dropped(self, p: Reasoning) -> str:
+        if self.source in ANTHROPIC:
+            return "thinking without a signature"
+        return f"reasoning ({self.source}: encrypted, bound to its provider)"
+
+    def call_holder(self, item: Item) -> Msg:
         msg = self.current("assistant")
         msg.model = msg.model or item.model
-        for k, mapped in enumerate(self._map(call)):
-            for cat, kind in mapped.notes:
-                self.loss.add(cat, kind)
-            tid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"toolu_{len(self.taken)}")
-            self.call_ids.setdefault(call.call_id, []).append(tid)
-            self.call_names[tid] = mapped.name
-            msg.add({"type": "tool_use", "id": tid, "name": mapped.name, "input": mapped.arguments}, item.ts)
+        return msg
 
-    def _map(self, call: ToolCall) -> list[Mapped]:
-        if self.source_calls is not self.calls:     # another schema: through the neutral vocabulary
-            return translate(call, self.source_calls, self.calls, self.opts.cwd, self.conv.patches.get(call.call_id))
+    def add_call(self, msg: Msg, tid: str, mapped: Mapped, item: Item) -> str:
+        self.call_names[tid] = mapped.name
+        msg.add({"type": "tool_use", "id": tid, "name": mapped.name, "input": mapped.arguments}, item.ts)
+        return tid
+
+    def map(self, call: ToolCall) -> list[Mapped]:
+        if self.source_calls is not self.target_calls:     # another schema: through the neutral vocabulary
+            return translate(call, self.source_calls, self.target_calls, self.opts.cwd,
+                             self.conv.patches.get(call.call_id))
         args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
         return [Mapped(safe_tool_name(call.name), args)]
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        ids = self.call_ids.get(res.call_id)
+        ids = self.answers(res.call_id, once=False)
         if not ids:
-            self.loss.add("dropped", "tool result without its call")
             return
         msg = self.current("user")
         content = result_content(res.output)

@@ -12,7 +12,8 @@ keeps the mode in the record's ``source_type`` (``user/act``) so a re-encoded re
 Both files are whole-file JSON. The messages file is the session's main file: ``serialize`` returns its
 exact bytes while no record changed, else the document re-encoded as ``JSON.stringify(doc, null, 2)``
 writes it (Cline's own shape). Listings read the manifest and count messages by a byte search of the
-messages file, never parsing it (docs/cline.md).
+messages file, never parsing it (docs/cline.md). ``stream`` (show, convert) and doctor read the messages
+one at a time (histmig/jsonio/jsonpull.py), never the whole document.
 """
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+import orjson
+
 from histmig.core.diagnostics import HistmigError, HistmigInputError
-from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, Session, SessionRef, Text, ToolCall,
-                                ToolResult)
+from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text,
+                                ToolCall, ToolResult)
+from histmig.jsonio.jsonpull import PullError, pieces
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.listing import mark_unreadable
 
@@ -205,6 +209,8 @@ def message_of(rec: Record) -> Any:
 def serialize(session: Session) -> bytes:
     """The messages file: its own bytes while every record is unchanged, else re-encoded."""
     native = session.meta.get("native")
+    if native is None and session.meta.get("native_file"):
+        native = _native_again(session.meta["native_file"])
     records = list(session.records)
     if native is not None and len(records) == session.meta.get("count") and all(r.raw is not None for r in records):
         return native
@@ -258,7 +264,74 @@ def read(src: Any) -> Session:
     return session
 
 
-stream = read   # whole-file JSON: one document, read once (its size is the session's)
+def stream(src: Any) -> Session:
+    """:func:`read` with the records parsed again from the file on each iteration, one message at a time
+    (histmig/jsonio/jsonpull.py), so show/convert/doctor hold one message, never the document. The file's
+    bytes are not kept: ``serialize`` reads them again (``native_file``) while the file is unchanged. A
+    file the pull reader or ``orjson`` refuses is read whole (:func:`read`, its error)."""
+    path = messages_path(Path(src.path) if isinstance(src, SessionRef) else Path(src))
+    try:
+        st = path.stat()
+        envelope, order, count, warnings, prompt = _survey(path)
+    except (OSError, PullError, orjson.JSONDecodeError, _Unstreamable):
+        return read(src)
+    manifest = read_manifest(path)
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    records = RecordStream(lambda: (record_of(n, m) for n, m in enumerate(_messages(path), 1)))
+    session = Session(id=session_id(path), format=NAME, path=path, records=records,
+                      cwd=manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None,
+                      created=manifest.get("started_at"), updated=st.st_mtime,
+                      title=meta.get("title") or prompt, provider=manifest.get("provider"),
+                      model=manifest.get("model"))
+    session.meta = {"native_file": [str(path), st.st_size, st.st_mtime_ns], "count": count, "envelope": envelope,
+                    "order": order, "manifest": manifest, "usage": meta.get("usage")}
+    session.warnings = warnings
+    return session
+
+
+class _Unstreamable(Exception):
+    pass
+
+
+def _survey(path: Path) -> tuple[dict, list[str], int, list[str], str | None]:
+    """One pass: the envelope (every member but ``messages``) and its key order, the message count, the
+    broken records' reasons and the first prompt; every message parsed once, none kept."""
+    envelope: dict[str, Any] = {}
+    order: list[str] = []
+    count, warnings, prompt = 0, [], None
+    with open(path, "rb") as fh:
+        for p in pieces(fh, "messages"):
+            if p.key not in order:
+                order.append(p.key)
+            if not p.item:
+                if p.key == "messages":
+                    raise _Unstreamable("messages is not a list")
+                envelope[p.key] = orjson.loads(p.raw)
+                continue
+            count += 1
+            msg = orjson.loads(p.raw)
+            if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+                warnings.append(record_of(count, msg).opaque_reason)
+            elif prompt is None and msg["role"] == "user":
+                prompt = first_prompt([record_of(count, msg)])
+    if "messages" not in order:
+        raise _Unstreamable("no messages list")
+    return envelope, order, count, warnings, prompt
+
+
+def _messages(path: Path) -> Iterator[Any]:
+    with open(path, "rb") as fh:
+        yield from (orjson.loads(p.raw) for p in pieces(fh, "messages") if p.item)
+
+
+def _native_again(native_file: list) -> bytes | None:
+    """The messages file's bytes when it is still the one the session was streamed from."""
+    path, size, mtime_ns = native_file
+    try:
+        st = Path(path).stat()
+        return Path(path).read_bytes() if (st.st_size, st.st_mtime_ns) == (size, mtime_ns) else None
+    except OSError:
+        return None
 
 
 def first_prompt(records: list[Record]) -> str | None:

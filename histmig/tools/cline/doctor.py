@@ -7,8 +7,11 @@ import json
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+import orjson
+
+from histmig.jsonio.jsonpull import PullError, pieces
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.cline.adapter import SID_RE, sessions_root
@@ -55,14 +58,22 @@ def check(homes: Any, index: HomeIndex, now: datetime, ignored=lambda code: Fals
     return out
 
 
+def _unnamed(msgs: Iterable[Any]) -> list[int]:
+    return [n for n, m in enumerate(msgs, 1) if isinstance(m, dict)
+            for b in (m.get("content") if isinstance(m.get("content"), list) else [])
+            if isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("name")]
+
+
 def _messages(path: Path) -> list[Finding]:
-    doc, err = _load(path)
-    if err:
-        return [Finding("cline.unreadable", err, path=str(path))]
-    msgs = doc.get("messages") if isinstance(doc, dict) else None
-    unnamed = [n for n, m in enumerate(msgs if isinstance(msgs, list) else [], 1) if isinstance(m, dict)
-               for b in (m.get("content") if isinstance(m.get("content"), list) else [])
-               if isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("name")]
+    try:        # one message at a time (histmig/jsonio/jsonpull.py); a file it refuses is read whole for the error
+        with open(path, "rb") as fh:
+            unnamed = _unnamed(orjson.loads(p.raw) for p in pieces(fh, "messages") if p.item)
+    except (OSError, PullError, orjson.JSONDecodeError):
+        doc, err = _load(path)
+        if err:
+            return [Finding("cline.unreadable", err, path=str(path))]
+        msgs = doc.get("messages") if isinstance(doc, dict) else None
+        unnamed = _unnamed(msgs if isinstance(msgs, list) else [])
     if not unnamed:
         return []
     return [Finding("cline.tool-result-name", f"{len(unnamed)} tool result(s) without a name (first: message "

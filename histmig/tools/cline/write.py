@@ -20,18 +20,18 @@ Both files are whole-file JSON (Cline's format), so the messages are built in me
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from histmig import tools as registry
-from histmig.core.model import Reasoning, ToolCall, ToolResult
+from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.calls import Mapped, map_call, safe_tool_id
+from histmig.toolkit.convert import writer
+from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
+from histmig.toolkit.convert.writer import args_dict
 from histmig.tools.cline.calls import CALLS
 
 MARK = "histmigProvenance"
@@ -50,28 +50,23 @@ def metrics(u: dict | None) -> dict[str, int]:
 
 
 def result_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return "" if output is None else json.dumps(output, ensure_ascii=False)
+    return writer.result_text(output, lambda o: json.dumps(o, ensure_ascii=False))
 
 
 def ms(clock: Clock, ts: str | None) -> int:
     return int(clock.at(ts).timestamp() * 1000)
 
 
-class _Writer:
+class _Writer(writer.TargetWriter):
+    """``issued``: source call id -> [(cline call id, the mapped call)]."""
+
+    ANSWERED_ONLY = True
+
     def __init__(self, conv: Conversation, t: Target):
-        self.conv, self.t = conv, t
-        self.cwd = os.path.realpath(t.cwd)
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
         self.messages: list[dict[str, Any]] = []
         self.pending: dict[str, Any] | None = None           # the assistant message being built
         self.results: dict[str, Any] | None = None           # the user message of tool results being built
-        self.issued: dict[str, list[tuple[str, Mapped]]] = {}
-        self.taken: set[str] = set()
-        self.source_calls = registry.hook(t.source_tool, "calls")
         self.model = t.model or conv.source.model
 
     def flush(self) -> None:
@@ -93,11 +88,6 @@ class _Writer:
                 self.pending["modelInfo"] = {"id": model, "provider": self.conv.source.provider or self.t.source_tool}
         return self.pending
 
-    def run(self) -> None:
-        for item in self.conv.items:
-            getattr(self, "on_" + item.kind)(item)
-        self.flush()
-
     def on_user(self, item: Item) -> None:
         self.flush()
         msg = self.message("user", item.ts)
@@ -107,37 +97,20 @@ class _Writer:
     def on_assistant(self, item: Item) -> None:
         self.assistant(item)["content"].append({"type": "text", "text": item.text})
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        readable = (p.summary or p.text).strip()
-        if self.t.keep_reasoning_text and readable:
-            self.assistant(item)["content"].append({"type": "text", "text": readable})
-            self.conv.loss.add("approximated", "reasoning carried as plain text")
-        else:
-            self.conv.loss.add("dropped", f"reasoning ({self.t.source_tool}: bound to its provider)")
+    def reasoning_text(self, item: Item, text: str) -> None:
+        self.assistant(item)["content"].append({"type": "text", "text": text})
 
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        if call.call_id not in self.conv.answered:
-            self.conv.loss.add("dropped", "tool call without a result")
-            return
-        msg = self.assistant(item)
-        for k, mapped in enumerate(self._map(call)):
-            for cat, kind in mapped.notes:
-                self.conv.loss.add(cat, kind)
-            cid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
-            self.issued.setdefault(call.call_id, []).append((cid, mapped))
-            args = mapped.arguments if isinstance(mapped.arguments, dict) else {"input": mapped.arguments}
-            msg["content"].append({"type": "tool_use", "id": cid, "name": mapped.name, "input": args})
+    def call_holder(self, item: Item) -> dict[str, Any]:
+        return self.assistant(item)
 
-    def _map(self, call: ToolCall) -> list[Mapped]:
-        return map_call(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+    def add_call(self, msg: dict[str, Any], cid: str, mapped: Mapped, item: Item) -> tuple[str, Mapped]:
+        msg["content"].append({"type": "tool_use", "id": cid, "name": mapped.name, "input": args_dict(mapped.arguments)})
+        return cid, mapped
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         if self.pending is not None:
             self.messages.append(self.pending) if self.pending["content"] else None
@@ -173,8 +146,7 @@ def write(conv: Conversation, t: Target) -> Written:
     last = iso_z(w.clock.last) if w.messages else first
     doc = {"version": 1, "updated_at": last, "agent": "lead", "sessionId": t.sid, "messages": w.messages}
     title = conv.first_prompt
-    mark = provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
-    del mark["type"]
+    mark = w.provenance()
     manifest = {"version": 1, "session_id": t.sid, "source": "cli", "pid": 0, "started_at": first, "ended_at": last,
                 "exit_code": 0, "status": "completed", "interactive": False,
                 "provider": "openai-compatible", "model": w.model or "", "cwd": w.cwd, "workspace_root": w.cwd,

@@ -16,20 +16,18 @@ dropped, or carried as plain text with ``--keep-reasoning-text``. The first even
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from histmig import tools as registry
-from histmig.core.model import Reasoning, ToolCall, ToolResult
+from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.calls import Mapped, safe_tool_id, translate
+from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
-from histmig.toolkit.convert.ids import Clock
+from histmig.toolkit.convert.writer import TargetWriter, args_dict, result_text
 from histmig.tools.copilot import workspace
 from histmig.tools.copilot.calls import CALLS
 
@@ -37,28 +35,19 @@ MARK = "histmigProvenance"
 VERSION = "1.0.102"      # the client version the events imitate (tests/e2e/versions.py)
 
 
-def result_output(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return "" if output is None else orjson.dumps(output).decode()
+class _Writer(TargetWriter):
+    """Events are written in order; only the current assistant message is held (its calls come with it).
+    ``issued``: source call id -> [(copilot call id, copilot name)]."""
 
-
-class _Writer:
-    """Events are written in order; only the current assistant message is held (its calls come with it)."""
+    ANSWERED_ONLY = True
 
     def __init__(self, conv: Conversation, t: Target):
-        self.conv, self.t, self.out = conv, t, t.sink()
-        self.cwd = os.path.realpath(t.cwd)
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
+        self.out = t.sink()
         self.parent: str | None = None
         self.pending: dict[str, Any] | None = None           # the assistant.message being built
-        self.issued: dict[str, list[tuple[str, str, Any]]] = {}   # source call id -> [(id, name, args)]
-        self.taken: set[str] = set()
         self.turn = -1
         self.in_turn = False
-        self.source_calls = registry.hook(t.source_tool, "calls")
         self.model = conv.source.model or t.model
         self.start = iso_z(self.clock.at(conv.source.created))
 
@@ -102,12 +91,9 @@ class _Writer:
         start = self.event("session.start", self.conv.source.created, {
             "sessionId": self.t.sid, "version": 1, "producer": "copilot-agent", "copilotVersion": VERSION,
             "startTime": self.start, "context": {"cwd": self.cwd}})
-        start[MARK] = provenance.line_marker(self.t.source_tool, self.t.source_id,
-                                             iso_z(Clock(None, self.t.ids.time()).last))
-        del start[MARK]["type"]
+        start[MARK] = self.provenance()
         self.emit(start)
-        for item in self.conv.items:
-            getattr(self, "on_" + item.kind)(item)
+        self.items()
         self.end_turn()
 
     def on_user(self, item: Item) -> None:
@@ -122,46 +108,28 @@ class _Writer:
             data = self.assistant(item)["data"]
         data["content"] = data["content"] + ("\n\n" if data["content"] else "") + item.text
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        readable = (p.summary or p.text).strip()
-        if self.t.keep_reasoning_text and readable:
-            self.on_assistant(Item("assistant", item.ts, text=readable, model=item.model))
-            self.conv.loss.add("approximated", "reasoning carried as plain text")
-        else:
-            self.conv.loss.add("dropped", f"reasoning ({self.t.source_tool}: bound to its provider)")
+    def reasoning_text(self, item: Item, text: str) -> None:
+        self.on_assistant(Item("assistant", item.ts, text=text, model=item.model))
 
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        if call.call_id not in self.conv.answered:
-            self.conv.loss.add("dropped", "tool call without a result")
-            return
-        data = self.assistant(item)["data"]
-        for k, mapped in enumerate(self._map(call)):
-            for cat, kind in mapped.notes:
-                self.conv.loss.add(cat, kind)
-            cid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
-            self.issued.setdefault(call.call_id, []).append((cid, mapped.name, mapped.arguments))
-            args = mapped.arguments if isinstance(mapped.arguments, dict) else {"input": mapped.arguments}
-            data["toolRequests"].append({"toolCallId": cid, "name": mapped.name, "arguments": args, "type": "function"})
+    def call_holder(self, item: Item) -> dict[str, Any]:
+        return self.assistant(item)["data"]
 
-    def _map(self, call: ToolCall) -> list:
-        if self.source_calls is CALLS:
-            return [Mapped(call.name, call.arguments)]
-        return translate(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+    def add_call(self, data: dict[str, Any], cid: str, mapped: Mapped, item: Item) -> tuple[str, str]:
+        data["toolRequests"].append({"toolCallId": cid, "name": mapped.name, "arguments": args_dict(mapped.arguments),
+                                     "type": "function"})
+        return cid, mapped.name
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.flush()
-        for cid, _name, _args in issued:
+        for cid, _name in issued:
             data: dict[str, Any] = {"toolCallId": cid, "turnId": str(self.turn), "success": not res.is_error,
-                                    "result": {"content": result_output(res.output)}}
+                                    "result": {"content": result_text(res.output)}}
             if res.is_error:
-                data["error"] = {"message": result_output(res.output)}
+                data["error"] = {"message": result_text(res.output)}
             self.emit(self.event("tool.execution_complete", item.ts, data))
         if self.in_turn:                  # the model's next request is a new turn of the same prompt
             self.emit(self.event("assistant.turn_end", None, {"turnId": str(self.turn)}))

@@ -3,7 +3,8 @@ the older whole-file ``.json`` (``{sessionId, startTime, lastUpdated, messages: 
 
 ``read`` keeps every line byte for byte (serialize(read(f)) == f) and adds the conversation the client
 rebuilds from the log (records.py); ``stream`` gives the same records with bounded memory: a first pass
-keeps where each message of the final list is, the second reads each from its line.
+keeps where each message of the final list is, the second reads each from its line; a legacy ``.json``
+is read one message at a time (legacy.py).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_line
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings
 from histmig.tools.claude_family.listing import HEAD_TAIL, broken_lines_state, mark_unreadable
-from histmig.tools.gemini import files
+from histmig.tools.gemini import files, legacy
 from histmig.tools.gemini.records import (RESOLVED, Resolved, line_kind, line_record, message_records, messages,
                                           resolve)
 
@@ -38,7 +39,7 @@ def is_legacy(path: Path) -> bool:
 def read(src: Any) -> Session:
     path = _path(src)
     if is_legacy(path):
-        return _read_legacy(path)
+        return _read_legacy(path, stream=False)
     lines = list(read_lines(path))
     res = resolve(lines)
     records = [line_record(ln) for ln in lines]
@@ -50,7 +51,7 @@ def stream(src: Any) -> Session:
     """:func:`read` with the records produced again on each iteration (bounded memory for show/convert)."""
     path = _path(src)
     if is_legacy(path):
-        return _read_legacy(path)
+        return _read_legacy(path, stream=True)
     res = resolve(record_lines(path))
 
     def produce() -> Iterator[Record]:
@@ -74,7 +75,17 @@ class _Fetch:
         return self.last[1]
 
 
-def _read_legacy(path: Path) -> Session:
+def _read_legacy(path: Path, *, stream: bool) -> Session:
+    """The whole-file ``.json``, message by message (legacy.py); whole when the pull reader refuses it."""
+    try:
+        meta, first = legacy.survey(path)
+    except legacy.Unstreamable:
+        return _read_legacy_whole(path)
+    records: Any = RecordStream(lambda: legacy.records(path, meta, first))
+    return _session(path, records if stream else list(records), Resolved(meta=meta, metas=1))
+
+
+def _read_legacy_whole(path: Path) -> Session:
     raw = path.read_bytes()
     try:
         obj = orjson.loads(raw)
@@ -132,10 +143,11 @@ def encode_record(rec: Record) -> bytes:
 
 def serialize(session: Session) -> bytes:
     out = []
-    for r in session.records:
-        if r.source_type in (RESOLVED, "repeated-function-response") or (r.raw == b""):
-            continue
-        out.append(r.raw if r.raw is not None else encode_record(r))
+    for r in session.records:      # a legacy .json message's bytes ride on its first resolved record
+        if r.raw:
+            out.append(r.raw)
+        elif r.raw is None and r.source_type not in (RESOLVED, "repeated-function-response"):
+            out.append(encode_record(r))
     return b"".join(out)
 
 
@@ -182,11 +194,7 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
 def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
     try:
         if is_legacy(path):
-            s = read(path)
-            head = [r for r in s.records if r.source_type == RESOLVED]
-            meta: dict[str, Any] = _meta_of(s)
-            opaque = [r for r in s.records if r.opaque]
-            ref.messages = sum(1 for r in head if r.role in ("user", "assistant") and _visible(r))
+            meta, head, opaque, ref.messages = _legacy_facts(stream(path))
         elif st.st_size <= 2 * HEAD_TAIL:      # small: every line once, the messages counted as resolved
             lines = list(read_lines(path))
             meta, head, opaque = _head_facts(lines)
@@ -210,6 +218,25 @@ def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
     if not resumable:
         ref.state.append("no prompt (Gemini deletes it at its next start)")
     ref.state += broken_lines_state(opaque)
+
+
+def _legacy_facts(s: Session) -> tuple[dict, list[Record], list[Record], int]:
+    """What a listing shows of a legacy ``.json``, in one pass holding only the records it needs: user
+    records up to the first prompt, the first assistant record with content, broken records."""
+    head: list[Record] = []
+    opaque: list[Record] = []
+    count = 0
+    for r in s.records:
+        if r.opaque:
+            opaque.append(r)
+        if r.source_type != RESOLVED:
+            continue
+        count += r.role in ("user", "assistant") and _visible(r)
+        if r.role == "user" and not any(_prompt(h) for h in head if h.role == "user"):
+            head.append(r)
+        elif r.role == "assistant" and r.parts and not any(h.role == "assistant" for h in head):
+            head.append(r)
+    return _meta_of(s), head, opaque, count
 
 
 def _meta_of(s: Session) -> dict[str, Any]:

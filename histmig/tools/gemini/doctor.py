@@ -26,7 +26,7 @@ from histmig.core.times import parse_ts
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.gemini import files
-from histmig.tools.gemini.adapter import read, ref_for
+from histmig.tools.gemini.adapter import ref_for, stream
 
 REPAIR = "histmig doctor --repair --apply"
 MARGIN_DAYS = 7
@@ -173,7 +173,7 @@ def _repeated(path: Path) -> list[Finding]:
                 return []
     except OSError:
         return []
-    n = sum(1 for r in read(path).records if r.source_type == "repeated-function-response")
+    n = sum(1 for r in stream(path).records if r.source_type == "repeated-function-response")
     if not n:
         return []
     return [Finding("gemini.repeated-tool-result", f"{n} tool result(s) are stored twice; a resume sends each twice, "

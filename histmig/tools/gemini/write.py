@@ -27,7 +27,7 @@ import orjson
 
 from histmig import tools as registry
 from histmig.core.diagnostics import HistmigError
-from histmig.core.model import Attachment, Reasoning, ToolCall, ToolResult
+from histmig.core.model import Attachment, Reasoning, ToolResult
 from histmig.core.plan import CreateFile
 from histmig.core.times import iso_z
 from histmig.toolkit.convert import provenance
@@ -35,7 +35,8 @@ from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.tools.gemini import files
-from histmig.toolkit.convert.calls import map_call
+from histmig.toolkit.convert.calls import Mapped
+from histmig.toolkit.convert.writer import ItemWriter, result_text
 from histmig.tools.gemini.calls import CALLS
 
 
@@ -56,14 +57,19 @@ def project_slug(gdir: Path, cwd: str) -> tuple[str, bool]:
         n += 1
 
 
-class _Writer:
+class _Writer(ItemWriter):
+    """``issued``: source call id -> its ``toolCalls`` entries (in the model record being built)."""
+
+    REASONING_KEPT = "reasoning summary carried as thought text"
+
     def __init__(self, conv: Conversation, t: Target, out: Any):
-        self.conv, self.t, self.out = conv, t, out
+        # Gemini to Gemini: copied; else through the neutral vocabulary (toolkit/convert/calls.py)
+        super().__init__(conv, source=conv.source.format, source_calls=registry.hook(conv.source.format, "calls"),
+                         target_calls=CALLS, cwd=conv.source.cwd, keep_reasoning_text=t.keep_reasoning_text)
+        self.t, self.out = t, out
         self.clock = Clock(conv.source.created, t.ids.time())
         self.user: dict | None = None
         self.model: dict | None = None        # the gemini record being built
-        self.calls: dict[str, list[dict]] = {}    # source call id -> its toolCalls entries (in self.model)
-        self.source_calls = registry.hook(conv.source.format, "calls")   # the source's call vocabulary
         self.any = False
 
     # records are written once complete: a model record waits for its tool results
@@ -74,7 +80,7 @@ class _Writer:
                     self._close_calls(rec)
                 self.out.write(orjson.dumps(rec) + b"\n")
                 self.any = True
-        self.user, self.model, self.calls = None, None, {}
+        self.user, self.model, self.issued = None, None, {}
 
     def _close_calls(self, rec: dict) -> None:
         for call in rec.get("toolCalls", []):
@@ -114,39 +120,34 @@ class _Writer:
             rec = self._model(item)
         rec["content"] = (rec["content"] + "\n\n" + item.text) if rec["content"] else item.text
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        readable = (p.summary or p.text).strip()
-        if self.t.keep_reasoning_text and readable:
-            rec = self._model(item, after_results=self._has_results())
-            rec.setdefault("thoughts", []).append({"subject": "", "description": readable, "timestamp": self.ts(item)})
-            self.conv.loss.add("approximated", "reasoning summary carried as thought text")
-        else:
-            self.conv.loss.add("dropped", f"reasoning ({self.conv.source.format})")
-
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        # Gemini to Gemini: copied; else through the neutral vocabulary (toolkit/convert/calls.py)
-        mapped = map_call(call, self.source_calls, CALLS, self.conv.source.cwd, self.conv.patches.get(call.call_id))
+    def reasoning_text(self, item: Item, text: str) -> None:
         rec = self._model(item, after_results=self._has_results())
-        for k, m in enumerate(mapped):
-            for cat, kind in m.notes:
-                self.conv.loss.add(cat, kind)
-            entry = {"id": call.call_id + (f"_{k + 1}" if k else ""), "name": m.name, "args": m.arguments,
-                     "status": "success", "timestamp": self.ts(item)}
-            rec.setdefault("toolCalls", []).append(entry)
-            self.calls.setdefault(call.call_id, []).append(entry)
+        rec.setdefault("thoughts", []).append({"subject": "", "description": text, "timestamp": self.ts(item)})
+
+    def reasoning_dropped(self, p: Reasoning) -> str:
+        return f"reasoning ({self.source})"
+
+    def tool_id(self, wanted: str) -> str:
+        return wanted
+
+    def call_holder(self, item: Item) -> dict:
+        return self._model(item, after_results=self._has_results())
+
+    def add_call(self, rec: dict, cid: str, mapped: Mapped, item: Item) -> dict:
+        entry = {"id": cid, "name": mapped.name, "args": mapped.arguments, "status": "success",
+                 "timestamp": self.ts(item)}
+        rec.setdefault("toolCalls", []).append(entry)
+        return entry
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        entries = self.calls.get(res.call_id)
+        entries = self.answers(res.call_id, once=False)
         if not entries:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         key = "error" if res.is_error else "output"
         for entry in entries:        # a call split in several answers each with the same result
             entry["result"] = [{"functionResponse": {"id": entry["id"], "name": entry["name"],
-                                                     "response": {key: _text(res.output)}}}]
+                                                     "response": {key: result_text(res.output)}}}]
             entry["status"] = "error" if res.is_error else "success"
 
     def on_usage(self, item: Item) -> None:
@@ -172,14 +173,6 @@ class _Writer:
             self.conv.loss.add("dropped", "attachment")
 
 
-def _text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return "" if output is None else orjson.dumps(output).decode()
-
-
 def write(conv: Conversation, t: Target) -> Written:
     cwd = os.path.realpath(t.cwd)
     gdir = Path(t.root)
@@ -191,11 +184,7 @@ def write(conv: Conversation, t: Target) -> Written:
             "histmig": provenance.line_marker(t.source_tool, t.source_id, now)}
     out.write(orjson.dumps(meta) + b"\n")
     w = _Writer(conv, t, out)
-    handlers = {"user": w.on_user, "assistant": w.on_assistant, "reasoning": w.on_reasoning, "call": w.on_call,
-                "result": w.on_result, "usage": w.on_usage, "attachment": w.on_attachment}
-    for item in conv.items:
-        handlers[item.kind](item)
-    w.flush()
+    w.run()
     minute = now[:16].replace(":", "-")
     chats = gdir / "tmp" / slug / "chats"
     short = t.sid[:8]

@@ -32,13 +32,15 @@ from typing import Any
 
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError
-from histmig.core.model import Reasoning, ToolCall, ToolResult
+from histmig.core.model import Reasoning, ToolResult
 from histmig.core.times import iso_z
 from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.calls import Mapped, map_call, safe_tool_id
+from histmig.toolkit.convert import writer
+from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
+from histmig.toolkit.convert.writer import args_dict
 from histmig.tools.opencode.calls import CALLS
 
 VERSION = "1.18.33"                                      # the client version the rows are shaped for
@@ -86,11 +88,7 @@ def tokens(u: dict | None) -> dict[str, Any]:
 
 
 def result_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return "" if output is None else json.dumps(output, ensure_ascii=False)
+    return writer.result_text(output, lambda o: json.dumps(o, ensure_ascii=False))
 
 
 def split_model(value: str | None) -> tuple[str | None, str | None]:
@@ -106,20 +104,22 @@ def origin(conv: Conversation, source: str) -> str:
     return ORIGIN.get(source) or ("anthropic" if source in SIGNED_SOURCES else conv.source.provider or source)
 
 
-class _Writer:
+class _Writer(writer.ItemWriter):
+    """``issued``: source call id -> its open tool parts."""
+
+    ANSWERED_ONLY = True
+
     def __init__(self, conv: Conversation, t: Target, model: tuple[str, str], root: str):
-        self.conv, self.t, self.root = conv, t, root
+        super().__init__(conv, source=t.source_tool, source_calls=registry.hook(t.source_tool, "calls"),
+                         target_calls=CALLS, cwd=t.cwd, keep_reasoning_text=t.keep_reasoning_text)
+        self.t, self.root = t, root
         self.clock = Clock(conv.source.created, t.ids.time())
         self.mint = Minter(t.ids)
         self.model = model                        # (provider, model) the user turns ask: what continues it
-        self.source = t.source_tool
         self.origin = origin(conv, t.source_tool)
         self.messages: list[dict[str, Any]] = []   # message rows, each with "parts": its part rows
         self.user: dict[str, Any] | None = None
         self.step: dict[str, Any] | None = None
-        self.tools: dict[str, list[dict[str, Any]]] = {}   # source call id -> its open tool parts
-        self.taken: set[str] = set()
-        self.source_calls = registry.hook(self.source, "calls")
         self.usage = {"input": 0, "output": 0, "reasoning": 0, "cache_read": 0, "cache_write": 0}
 
     def ms(self, ts: str | None) -> int:
@@ -181,52 +181,39 @@ class _Writer:
         ms = self.ms(item.ts)
         self.part(step, ms, {"type": "text", "text": item.text, "time": {"start": ms, "end": ms}})
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        loss = self.conv.loss
-        readable = (p.summary or p.text).strip()
-        if self.source in SIGNED_SOURCES and self.model[0] == "anthropic" and p.signature and not p.redacted:
-            ms = self.ms(item.ts)
-            self.part(self.current(item), ms, {"type": "reasoning", "text": p.text, "time": {"start": ms, "end": ms},
-                                               "metadata": {"anthropic": {"signature": p.signature}}})
-            model = item.model or self.conv.source.model or ""
-            if model != self.model[1]:     # OpenCode replays a thinking block only to the model that made it
-                loss.add("approximated", f"reasoning (made by {model or 'another model'}: OpenCode sends it to "
-                         f"{self.model[1]} as plain text)")
-        elif self.t.keep_reasoning_text and readable:
-            ms = self.ms(item.ts)
-            self.part(self.current(item), ms, {"type": "text", "text": readable, "time": {"start": ms, "end": ms}})
-            loss.add("approximated", "reasoning carried as plain text")
-        elif self.source in SIGNED_SOURCES and p.signature and not p.redacted:
-            loss.add("dropped", f"reasoning ({self.source}: signed for anthropic, the session asks {self.model[0]})")
-        else:
-            loss.add("dropped", f"reasoning ({self.source}: bound to its provider)" if self.source not in SIGNED_SOURCES
-                     else "thinking without a signature")
-
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        if call.call_id not in self.conv.answered:
-            self.conv.loss.add("dropped", "tool call without a result")
-            return
-        step = self.current(item)
+    def signed(self, item: Item, p: Reasoning) -> bool:
+        if not (self.source in SIGNED_SOURCES and self.model[0] == "anthropic" and p.signature and not p.redacted):
+            return False
         ms = self.ms(item.ts)
-        for k, mapped in enumerate(self._map(call)):
-            for cat, kind in mapped.notes:
-                self.conv.loss.add(cat, kind)
-            cid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
-            args = mapped.arguments if isinstance(mapped.arguments, dict) else {"input": mapped.arguments}
-            part = self.part(step, ms, {"type": "tool", "tool": mapped.name, "callID": cid, "state": {
-                "status": "running", "input": args, "time": {"start": ms}}})
-            self.tools.setdefault(call.call_id, []).append(part)
+        self.part(self.current(item), ms, {"type": "reasoning", "text": p.text, "time": {"start": ms, "end": ms},
+                                           "metadata": {"anthropic": {"signature": p.signature}}})
+        model = item.model or self.conv.source.model or ""
+        if model != self.model[1]:     # OpenCode replays a thinking block only to the model that made it
+            self.conv.loss.add("approximated", f"reasoning (made by {model or 'another model'}: OpenCode sends it to "
+                               f"{self.model[1]} as plain text)")
+        return True
 
-    def _map(self, call: ToolCall) -> list[Mapped]:
-        return map_call(call, self.source_calls, CALLS, self.t.cwd, self.conv.patches.get(call.call_id))
+    def reasoning_text(self, item: Item, text: str) -> None:
+        ms = self.ms(item.ts)
+        self.part(self.current(item), ms, {"type": "text", "text": text, "time": {"start": ms, "end": ms}})
+
+    def reasoning_dropped(self, p: Reasoning) -> str:
+        if self.source in SIGNED_SOURCES and p.signature and not p.redacted:
+            return f"reasoning ({self.source}: signed for anthropic, the session asks {self.model[0]})"
+        return super().reasoning_dropped(p) if self.source not in SIGNED_SOURCES else "thinking without a signature"
+
+    def call_holder(self, item: Item) -> tuple[dict[str, Any], int]:
+        return self.current(item), self.ms(item.ts)      # the step, and one time for all its calls
+
+    def add_call(self, holder: tuple[dict[str, Any], int], cid: str, mapped: Mapped, item: Item) -> dict[str, Any]:
+        step, ms = holder
+        return self.part(step, ms, {"type": "tool", "tool": mapped.name, "callID": cid, "state": {
+            "status": "running", "input": args_dict(mapped.arguments), "time": {"start": ms}}})
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        parts = self.tools.pop(res.call_id, None)
+        parts = self.answers(res.call_id)
         if not parts:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         ms = self.ms(item.ts)
         text = result_text(res.output)
@@ -255,10 +242,9 @@ class _Writer:
             self.usage[k] += v
 
     def run(self) -> None:
-        for item in self.conv.items:
-            getattr(self, "on_" + item.kind)(item)
+        self.items()
         self.close_step()
-        for parts in self.tools.values():        # calls whose result never came after them
+        for parts in self.issued.values():        # calls whose result never came after them
             for part in parts:
                 part["data"]["state"].update(status="error", error="(no result recorded)")
                 part["data"]["state"]["time"]["end"] = part["data"]["state"]["time"]["start"]
@@ -288,8 +274,7 @@ def write(conv: Conversation, t: Target) -> Written:
     last = max([first] + [m["time_updated"] for m in w.messages])
     title = (conv.first_prompt or "").strip().splitlines()[0][:100] if (conv.first_prompt or "").strip() else \
         "Converted session"
-    mark = provenance.line_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
-    del mark["type"]
+    mark = provenance.key_marker(t.source_tool, t.source_id, iso_z(Clock(None, t.ids.time()).last))
     path = t.cwd.lstrip("/") if project_id == "global" else _relative(t.cwd, worktree)
     u = w.usage
     session = {"id": t.sid, "project_id": project_id, "slug": "converted-" + t.sid[-6:].lower(),

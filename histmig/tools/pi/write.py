@@ -22,13 +22,14 @@ from typing import Any
 import orjson
 
 from histmig import __version__
-from histmig.core.model import Reasoning, ToolCall, ToolResult
+from histmig.core.model import Reasoning, ToolResult
 from histmig.core.times import iso_z
-from histmig.toolkit.convert.calls import Mapped, map_call, safe_tool_id
+from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.toolkit.convert.provenance import LINE_TYPE
+from histmig.toolkit.convert.writer import ItemWriter
 from histmig.tools import hook
 from histmig.tools.pi.calls import CALLS
 from histmig.tools.pi.layout import pi_slug
@@ -70,18 +71,20 @@ def ms(dt: datetime) -> int:
     return int(dt.timestamp() * 1000)
 
 
-class _Writer:
+class _Writer(ItemWriter):
+    """``issued``: source call id -> [(pi call id, pi tool name)]."""
+
+    REASONING_KEPT = "reasoning carried as unsigned thinking (Pi sends it as text)"
+
     def __init__(self, conv: Conversation, t: Target, cwd: str):
-        self.conv, self.t, self.cwd = conv, t, cwd
-        self.source = conv.source.format
-        self.source_calls = hook(self.source, "calls")      # the source's tool-call vocabulary
+        super().__init__(conv, source=conv.source.format, source_calls=hook(conv.source.format, "calls"),
+                         target_calls=CALLS, cwd=cwd, keep_reasoning_text=t.keep_reasoning_text)
+        self.t, self.cwd = t, cwd
         self.api, self.provider = ORIGIN.get(self.source, ANTHROPIC_ORIGIN if self.source in SIGNED_SOURCES
                                              else (self.source, self.source))
         self.clock = Clock(conv.source.created, t.ids.time())
         self.out = t.sink()
         self.taken_ids: set[str] = set()
-        self.tool_ids: set[str] = set()
-        self.calls: dict[str, list[tuple[str, str]]] = {}     # source call id -> [(pi id, pi tool name)]
         self.parent: str | None = None
         self.pending: list[dict] = []      # entries of the current turn (usage may still arrive)
         self.assistant: dict | None = None     # the assistant message being built (in pending)
@@ -140,38 +143,30 @@ class _Writer:
         self.current_assistant(item)["content"].append({"type": "text", "text": item.text})
         self.any = True
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        loss = self.conv.loss
+    def signed(self, item: Item, p: Reasoning) -> bool:
         if self.source in SIGNED_SOURCES and p.signature and not p.redacted:
             self.current_assistant(item)["content"].append({"type": "thinking", "thinking": p.text,
                                                             "thinkingSignature": p.signature})
-        elif self.t.keep_reasoning_text and (p.summary or p.text).strip():
-            self.current_assistant(item)["content"].append({"type": "thinking", "thinking": (p.summary or p.text).strip()})
-            loss.add("approximated", "reasoning carried as unsigned thinking (Pi sends it as text)")
-        else:
-            loss.add("dropped", f"reasoning ({self.source}: bound to its provider)" if self.source not in SIGNED_SOURCES
-                     else "thinking without a signature")
+            return True
+        return False
 
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        msg = self.current_assistant(item)
-        for k, mapped in enumerate(self.mapped(call)):
-            for cat, kind in mapped.notes:
-                self.conv.loss.add(cat, kind)
-            tid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.tool_ids, f"call_{len(self.tool_ids)}")
-            self.calls.setdefault(call.call_id, []).append((tid, mapped.name))
-            msg["content"].append({"type": "toolCall", "id": tid, "name": mapped.name, "arguments": mapped.arguments})
+    def reasoning_text(self, item: Item, text: str) -> None:
+        self.current_assistant(item)["content"].append({"type": "thinking", "thinking": text})
 
-    def mapped(self, call: ToolCall) -> list[Mapped]:
-        """The call in Pi's own tools (histmig/tools/pi/calls.py), through the neutral vocabulary."""
-        return map_call(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+    def reasoning_dropped(self, p: Reasoning) -> str:
+        return super().reasoning_dropped(p) if self.source not in SIGNED_SOURCES else "thinking without a signature"
+
+    def call_holder(self, item: Item) -> dict:
+        return self.current_assistant(item)
+
+    def add_call(self, msg: dict, tid: str, mapped: Mapped, item: Item) -> tuple[str, str]:
+        msg["content"].append({"type": "toolCall", "id": tid, "name": mapped.name, "arguments": mapped.arguments})
+        return tid, mapped.name
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        ids = self.calls.get(res.call_id)
+        ids = self.answers(res.call_id, once=False)
         if not ids:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.assistant = None       # the next assistant text starts a new message
         stamp = self.clock.at(item.ts)
@@ -207,9 +202,7 @@ def write(conv: Conversation, t: Target) -> Written:
     w.line(w.entry(None, type="custom", customType=LINE_TYPE,
                    data={"sourceTool": t.source_tool, "sourceSession": t.source_id, "convertedAt": now,
                          "histmig": __version__}))
-    for item in conv.items:
-        getattr(w, "on_" + item.kind)(item)
-    w.flush()
+    w.run()
     name = iso_z(created).replace(":", "-").replace(".", "-") + f"_{t.sid}.jsonl"
     path = t.root / "sessions" / pi_slug(cwd) / name
     return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last) if w.any else None, conv.first_prompt)

@@ -23,14 +23,13 @@ from typing import Any
 
 import orjson
 
-from histmig.core.model import Reasoning, ToolCall, ToolResult
+from histmig.core.model import ToolResult
 from histmig.core.times import iso_z
 from histmig import tools as registry
-from histmig.toolkit.convert import provenance
-from histmig.toolkit.convert.calls import map_call, safe_tool_id
+from histmig.toolkit.convert.calls import Mapped
 from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
-from histmig.toolkit.convert.ids import Clock
+from histmig.toolkit.convert.writer import TargetWriter, args_dict, result_text
 from histmig.tools.qwen.adapter import qwen_slug
 from histmig.tools.qwen.calls import CALLS
 
@@ -47,28 +46,19 @@ def usage_metadata(u: dict | None) -> dict[str, int]:
             "totalTokenCount": prompt + out + thoughts, "cachedContentTokenCount": u.get("cached", 0)}
 
 
-def result_output(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "") for b in output if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return "" if output is None else orjson.dumps(output).decode()
+class _Writer(TargetWriter):
+    """Records are written in order; only the current assistant record is held (its usage comes last).
+    ``issued``: source call id -> [(qwen call id, qwen name)]."""
 
-
-class _Writer:
-    """Records are written in order; only the current assistant record is held (its usage comes last)."""
+    ANSWERED_ONLY = True
 
     def __init__(self, conv: Conversation, t: Target):
-        self.conv, self.t, self.out = conv, t, t.sink()
-        self.cwd = os.path.realpath(t.cwd)
-        self.clock = Clock(conv.source.created, t.ids.time())
+        super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
+        self.out = t.sink()
         self.parent: str | None = None
         self.pending: dict[str, Any] | None = None          # the assistant record being built
-        self.issued: dict[str, list[tuple[str, str]]] = {}   # source call id -> [(qwen call id, qwen name)]
-        self.taken: set[str] = set()
         self.first = True
         self.any = False
-        self.source_calls = registry.hook(t.source_tool, "calls")    # the source's tool-call vocabulary
 
     def record(self, kind: str, ts: str | None, message: dict | None, **extra: Any) -> dict[str, Any]:
         uid = self.t.ids.uuid4()
@@ -82,9 +72,7 @@ class _Writer:
 
     def emit(self, rec: dict[str, Any]) -> None:
         if self.first:
-            rec[MARK] = provenance.line_marker(self.t.source_tool, self.t.source_id,
-                                               iso_z(Clock(None, self.t.ids.time()).last))
-            del rec[MARK]["type"]
+            rec[MARK] = self.provenance()
             self.first = False
         self.out.write(orjson.dumps(rec) + b"\n")
         self.any = True
@@ -103,11 +91,6 @@ class _Writer:
                 self.pending["model"] = model
         return self.pending
 
-    def run(self) -> None:
-        for item in self.conv.items:
-            getattr(self, "on_" + item.kind)(item)
-        self.flush()
-
     def on_user(self, item: Item) -> None:
         self.flush()
         self.emit(self.record("user", item.ts, {"role": "user", "parts": [{"text": item.text}]}))
@@ -115,44 +98,25 @@ class _Writer:
     def on_assistant(self, item: Item) -> None:
         self.assistant(item)["message"]["parts"].append({"text": item.text})
 
-    def on_reasoning(self, item: Item) -> None:
-        p: Reasoning = item.part
-        readable = (p.summary or p.text).strip()
-        if self.t.keep_reasoning_text and readable:
-            self.assistant(item)["message"]["parts"].append({"text": readable})
-            self.conv.loss.add("approximated", "reasoning carried as plain text")
-        else:
-            self.conv.loss.add("dropped", f"reasoning ({self.t.source_tool}: bound to its provider)")
+    def reasoning_text(self, item: Item, text: str) -> None:
+        self.assistant(item)["message"]["parts"].append({"text": text})
 
-    def on_call(self, item: Item) -> None:
-        call: ToolCall = item.part
-        if call.call_id not in self.conv.answered:
-            self.conv.loss.add("dropped", "tool call without a result")
-            return
-        rec = self.assistant(item)
-        for k, mapped in enumerate(self._map(call)):
-            for cat, kind in mapped.notes:
-                self.conv.loss.add(cat, kind)
-            cid = safe_tool_id(call.call_id + (f"_{k + 1}" if k else ""), self.taken, f"call_{len(self.taken)}")
-            self.issued.setdefault(call.call_id, []).append((cid, mapped.name))
-            args = mapped.arguments if isinstance(mapped.arguments, dict) else {"input": mapped.arguments}
-            rec["message"]["parts"].append({"functionCall": {"id": cid, "name": mapped.name, "args": args}})
+    def call_holder(self, item: Item) -> dict[str, Any]:
+        return self.assistant(item)
 
-    def _map(self, call: ToolCall) -> list:
-        """The call in Qwen's schema: through the neutral vocabulary (toolkit/convert/calls.py), or as it is
-        when the source already speaks Qwen's."""
-        return map_call(call, self.source_calls, CALLS, self.cwd, self.conv.patches.get(call.call_id))
+    def add_call(self, rec: dict[str, Any], cid: str, mapped: Mapped, item: Item) -> tuple[str, str]:
+        rec["message"]["parts"].append({"functionCall": {"id": cid, "name": mapped.name, "args": args_dict(mapped.arguments)}})
+        return cid, mapped.name
 
     def on_result(self, item: Item) -> None:
         res: ToolResult = item.part
-        issued = self.issued.pop(res.call_id, None)
+        issued = self.answers(res.call_id)
         if not issued:
-            self.conv.loss.add("dropped", "tool result without its call")
             return
         self.flush()
         status = "error" if res.is_error else "success"
         for cid, name in issued:
-            part = {"functionResponse": {"id": cid, "name": name, "response": {"output": result_output(res.output)}}}
+            part = {"functionResponse": {"id": cid, "name": name, "response": {"output": result_text(res.output)}}}
             self.emit(self.record("tool_result", item.ts, {"role": "user", "parts": [part]},
                                   toolCallResult={"callId": cid, "status": status}))
 

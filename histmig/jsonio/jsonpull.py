@@ -1,0 +1,169 @@
+"""A pull reader over one JSON document that is an object holding one long array (a Gemini CLI
+``.json`` session's ``messages``, a Cline ``<sid>.messages.json``): it yields each top-level member's
+value bytes and each element of the named array as its own bytes, with their offsets, reading the
+file a chunk at a time. Memory holds one element (plus a chunk), never the document.
+
+It only finds where values start and end (strings skipped with their escapes, brackets counted);
+whether a value is valid JSON is for the caller's ``orjson.loads`` of its bytes. A document whose
+skeleton is not ``{"key": value, ...}`` raises :class:`PullError` with the byte offset.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterable, Iterator
+
+import orjson
+
+CHUNK = 1 << 20
+WS = b" \t\r\n"
+_STRUCT = re.compile(rb'["{}\[\]]')
+_SCALAR_END = re.compile(rb'[,}\]\s]')
+
+
+class PullError(ValueError):
+    def __init__(self, message: str, offset: int):
+        super().__init__(f"{message} at byte {offset}")
+        self.offset = offset
+
+
+@dataclass
+class Piece:
+    """A member's value (``item`` False) or an element of the streamed array (``item`` True)."""
+
+    key: str
+    start: int          # absolute byte offsets of the value: raw == file[start:end]
+    end: int
+    raw: bytes
+    item: bool = False
+
+
+class _Reader:
+    def __init__(self, fh: BinaryIO, chunk: int):
+        self.fh, self.chunk = fh, chunk
+        self.buf = bytearray()
+        self.base = 0        # absolute offset of buf[0]
+        self.pos = 0         # index into buf
+
+    def more(self) -> bool:
+        data = self.fh.read(self.chunk)
+        if data:
+            self.buf += data
+        return bool(data)
+
+    def drop(self) -> None:
+        """Forget what was read before ``pos`` (called between values, so one value is held at most)."""
+        if self.pos > self.chunk:
+            del self.buf[:self.pos]
+            self.base += self.pos
+            self.pos = 0
+
+    def peek(self) -> int | None:
+        """The next byte that is not white space (``pos`` moved to it), None at the end."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    def expect(self, ch: bytes) -> None:
+        if self.peek() != ch[0]:
+            raise PullError(f"expected {ch.decode()!r}", self.base + self.pos)
+        self.pos += 1
+
+    def string_end(self, start: int) -> int:
+        """Index just past the string whose opening quote is at ``start``."""
+        i = start + 1
+        while True:
+            q = self.buf.find(b'"', i)
+            if q < 0:
+                i = len(self.buf)
+                if not self.more():
+                    raise PullError("unterminated string", self.base + start)
+                continue
+            k = q
+            while self.buf[k - 1] == 0x5C:      # an odd run of backslashes escapes the quote
+                k -= 1
+            if (q - k) % 2 == 0:
+                return q + 1
+            i = q + 1
+
+    def value_end(self) -> int:
+        """Index just past the value starting at ``pos`` (string, container or scalar)."""
+        start = self.pos
+        c = self.buf[start]
+        if c == 0x22:
+            return self.string_end(start)
+        if c not in b"{[":
+            while True:
+                m = _SCALAR_END.search(self.buf, start)
+                if m or not self.more():
+                    return m.start() if m else len(self.buf)
+        depth, i = 0, start
+        while True:
+            m = _STRUCT.search(self.buf, i)
+            if m is None:
+                i = len(self.buf)
+                if not self.more():
+                    raise PullError("unterminated value", self.base + start)
+                continue
+            hit = m.start()
+            c = self.buf[hit]
+            if c == 0x22:
+                i = self.string_end(hit)
+                continue
+            depth += 1 if c in b"{[" else -1
+            i = hit + 1
+            if depth == 0:
+                return i
+
+    def piece(self, key: str, item: bool) -> Piece:
+        if self.peek() is None:
+            raise PullError("expected a value", self.base + self.pos)
+        end = self.value_end()
+        p = Piece(key, self.base + self.pos, self.base + end, bytes(self.buf[self.pos:end]), item)
+        self.pos = end
+        return p
+
+
+def pieces(fh: BinaryIO, array_key: str, *, chunk: int | None = None) -> Iterator[Piece]:
+    """The members of the top-level object in order; the array under ``array_key`` one element at a
+    time (``item=True``). Raises :class:`PullError` on a broken skeleton or trailing bytes."""
+    r = _Reader(fh, chunk or CHUNK)
+    r.expect(b"{")
+    yield from _sequence(r, b"}", lambda: _member(r, array_key))
+    if r.peek() is not None:
+        raise PullError("bytes after the document", r.base + r.pos)
+
+
+def _member(r: _Reader, array_key: str) -> Iterator[Piece]:
+    if r.peek() != 0x22:
+        raise PullError("expected a key", r.base + r.pos)
+    end = r.string_end(r.pos)
+    key = orjson.loads(bytes(r.buf[r.pos:end]))
+    r.pos = end
+    r.expect(b":")
+    if key == array_key and r.peek() == ord("["):
+        r.pos += 1
+        yield from _sequence(r, b"]", lambda: (r.piece(key, True),))
+    else:
+        yield r.piece(key, False)
+
+
+def _sequence(r: _Reader, close: bytes, entry: Callable[[], Iterable[Piece]]) -> Iterator[Piece]:
+    """Comma-separated entries up to ``close`` (its opening bracket already read), what was read of
+    each dropped before the next."""
+    if r.peek() == close[0]:
+        r.pos += 1
+        return
+    while True:
+        yield from entry()
+        r.drop()
+        c = r.peek()
+        r.pos += 1
+        if c == close[0]:
+            return
+        if c != ord(","):
+            raise PullError(f"expected ',' or {close.decode()!r}", r.base + r.pos - 1)
