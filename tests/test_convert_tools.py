@@ -96,7 +96,8 @@ def test_tool_ids_are_made_valid_and_unique_for_anthropic():
 
 # ---- the neutral vocabulary: a call that goes out and comes back is the same call ----------------------
 
-path = line.filter(lambda s: s.strip() and "/" not in s).map(lambda s: f"/w/{s.strip()}")
+# a file's name: not "." or ".." (``/w/.`` is the folder /w itself, no file an edit could name)
+path = line.filter(lambda s: s.strip() not in ("", ".", "..") and "/" not in s).map(lambda s: f"/w/{s.strip()}")
 claude_calls = st.one_of(
     st.builds(lambda p, o, n, r: ("Edit", {"file_path": p, "old_string": o, "new_string": n} | r),
               path, block, block, st.sampled_from([{}, {"replace_all": True}])),
