@@ -23,12 +23,54 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session")
 def clients():
+    return installed("the Codex and Claude Code clients", install)
+
+
+def installed(label: str, install_one):
+    """``install()`` of one client: its path, or the test skipped (outside CI) / failed (in CI) with why."""
     try:
-        return install()
+        return install_one()
     except ClientsUnavailable as e:
         if IN_CI:
-            pytest.fail(f"e2e clients could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"e2e clients unavailable (set CI=true to make this a failure): {e}")
+            pytest.fail(f"{label} could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"{label} unavailable (set CI=true to make this a failure): {e}")
+
+
+# one session fixture per client of the six agents (issues 16, 17): any e2e file may ask for them
+@pytest.fixture(scope="session")
+def gemini():
+    from .gemini_client import install as install_gemini
+    return installed("gemini", install_gemini)
+
+
+@pytest.fixture(scope="session")
+def qwen():
+    from .qwen_client import install as install_qwen
+    return installed("qwen", install_qwen)
+
+
+@pytest.fixture(scope="session")
+def pi():
+    from .pi_client import install as install_pi
+    return installed("Pi", install_pi)
+
+
+@pytest.fixture(scope="session")
+def copilot():
+    from .copilot_client import install as install_copilot
+    return installed("copilot", install_copilot)
+
+
+@pytest.fixture(scope="session")
+def cline():
+    from .cline_client import install as install_cline
+    return installed("cline", install_cline)
+
+
+@pytest.fixture(scope="session")
+def opencode():
+    from .opencode_client import install as install_opencode
+    return installed("OpenCode", install_opencode)
 
 
 @pytest.fixture

@@ -17,22 +17,11 @@ import time
 import pytest
 
 from . import gemini_client as gem
-from .clients import ClientsUnavailable, carried, claude_setup, claude_transcripts, run_claude
-from .conftest import IN_CI
+from .clients import carried, claude_setup, claude_transcripts, run_claude
 from .histmig_run import histmig, ok
 
 pytestmark = pytest.mark.e2e
 OLD = "2026-01-01T00:00:00.000Z"
-
-
-@pytest.fixture(scope="session")
-def gemini():
-    try:
-        return gem.install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"gemini could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"gemini unavailable: {e}")
 
 
 def archive(scratch) -> dict:
@@ -102,17 +91,11 @@ def test_clients_delete_old_sessions_and_restore_puts_them_back(clients, gemini,
     assert asks and any(carried(e, "GEM-ONE remember this") for e in asks), [e.body for e in asks][:1]
 
 
-def test_an_opencode_session_deleted_by_its_client_is_restored_as_rows_and_continued(fake_api, scratch):
+def test_an_opencode_session_deleted_by_its_client_is_restored_as_rows_and_continued(opencode, fake_api, scratch):
     """OpenCode keeps sessions as database rows: ``opencode session delete`` removes them, ``restore
     --deleted --apply`` inserts the archived rows back, and ``opencode run -s ID`` continues the session."""
     import sqlite3
-    from .opencode_client import db_path, install, opencode_setup, run_opencode
-    try:
-        opencode = install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"OpenCode could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"OpenCode unavailable: {e}")
+    from .opencode_client import db_path, opencode_setup, run_opencode
     opencode_setup(scratch, fake_api)
     app = scratch.project("oc")
     run_opencode(opencode, scratch, fake_api, ["first", "oc-archive-marker"], app).check()

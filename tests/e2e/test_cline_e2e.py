@@ -12,24 +12,13 @@ import json
 
 import pytest
 
-from .cline_client import auth, cline_home, daemons, history, install, resume, run_cline, sessions, stop_daemons
-from .clients import (ClientsUnavailable, carried, claude_setup, claude_transcripts, codex_setup, run_claude,
+from .cline_client import auth, cline_home, daemons, history, resume, run_cline, sessions, stop_daemons
+from .clients import (carried, claude_setup, claude_transcripts, codex_setup, run_claude,
                       run_codex)
-from .conftest import IN_CI
 from .histmig_run import histmig, new_session_id, ok
 
 pytestmark = pytest.mark.e2e
 WS = ("--disable", "responses_websockets")
-
-
-@pytest.fixture(scope="session")
-def cline():
-    try:
-        return install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"cline could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"cline unavailable (set CI=true to make this a failure): {e}")
 
 
 @pytest.fixture

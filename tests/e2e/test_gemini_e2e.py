@@ -12,21 +12,10 @@ import shutil
 import pytest
 
 from . import gemini_client as gem
-from .clients import ClientsUnavailable, carried
-from .conftest import IN_CI
+from .clients import carried
 from .histmig_run import histmig, ok
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="session")
-def gemini():
-    try:
-        return gem.install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"gemini could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"gemini unavailable: {e}")
 
 
 def settled(scratch, timeout: float = 15.0) -> None:

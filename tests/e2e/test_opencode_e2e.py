@@ -13,23 +13,12 @@ import subprocess
 
 import pytest
 
-from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
-from .conftest import IN_CI
+from .clients import carried, claude_setup, codex_setup, run_claude, run_codex
 from .histmig_run import histmig, new_session_id, shown
-from .opencode_client import MODEL, db_path, install, opencode_setup, run_opencode
+from .opencode_client import MODEL, db_path, opencode_setup, run_opencode
 
 pytestmark = pytest.mark.e2e
 CODEX_ARGS = ("--disable", "responses_websockets")
-
-
-@pytest.fixture(scope="session")
-def opencode():
-    try:
-        return install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"OpenCode could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"OpenCode unavailable (set CI=true to make this a failure): {e}")
 
 
 def rows(scratch) -> dict:

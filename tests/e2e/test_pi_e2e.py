@@ -11,23 +11,12 @@ import json
 
 import pytest
 
-from .clients import ClientsUnavailable, carried, claude_setup, codex_setup, run_claude, run_codex
-from .conftest import IN_CI
+from .clients import carried, claude_setup, codex_setup, run_claude, run_codex
 from .histmig_run import histmig, new_session_id, shown
-from .pi_client import agent_dir, install, pi_sessions, pi_setup, run_pi
+from .pi_client import agent_dir, pi_sessions, pi_setup, run_pi
 
 pytestmark = pytest.mark.e2e
 CODEX_ARGS = ("--disable", "responses_websockets")
-
-
-@pytest.fixture(scope="session")
-def pi():
-    try:
-        return install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"Pi could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"Pi unavailable (set CI=true to make this a failure): {e}")
 
 
 def files(scratch) -> dict:

@@ -12,24 +12,13 @@ import os
 import pytest
 
 from histmig.tools.qwen.adapter import qwen_slug
-from .clients import (ClientsUnavailable, carried, claude_setup, claude_transcripts, codex_setup, run_claude,
+from .clients import (carried, claude_setup, claude_transcripts, codex_setup, run_claude,
                       run_codex)
-from .conftest import IN_CI
 from .histmig_run import histmig, new_session_id, ok, shown
-from .qwen_client import conversation_requests, install, list_sessions, qwen_home, run_qwen, sessions
+from .qwen_client import conversation_requests, list_sessions, qwen_home, run_qwen, sessions
 
 pytestmark = pytest.mark.e2e
 WS = ("--disable", "responses_websockets")
-
-
-@pytest.fixture(scope="session")
-def qwen():
-    try:
-        return install()
-    except ClientsUnavailable as e:
-        if IN_CI:
-            pytest.fail(f"qwen could not be installed in CI: {e}", pytrace=False)
-        pytest.skip(f"qwen unavailable (set CI=true to make this a failure): {e}")
 
 
 def tree(root) -> dict:
