@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-import orjson
 
 from histmig.cli.jsonout import iso_text
 from histmig.jsonio.jsonstream import Lazy, Later
+from histmig.toolkit.export.blocks import args_text, output_text
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
 RESULT_LINES = 12
@@ -24,21 +24,6 @@ def _shorten(text: str) -> str:
     return cut
 
 
-def _args(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-
-
-def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(b.get("text", "[" + str(b.get("type")) + "]") if isinstance(b, dict) else str(b)
-                         for b in output)
-    return "" if output is None else _args(output)
-
-
 def part_lines(part, *, verbose: bool = False) -> list[str]:
     if isinstance(part, Text):
         if part.injected and not verbose:
@@ -51,10 +36,10 @@ def part_lines(part, *, verbose: bool = False) -> list[str]:
         head = "(reasoning" + (", " + ", ".join(tags) if tags else "") + ")"
         return [head + (" " + what if what else "")]
     if isinstance(part, ToolCall):
-        return [f"→ {part.name} [{part.call_id}]", _indent(_shorten(_args(part.arguments)))]
+        return [f"→ {part.name} [{part.call_id}]", _indent(_shorten(args_text(part.arguments)))]
     if isinstance(part, ToolResult):
         flag = " (error)" if part.is_error else ""
-        return [f"← result [{part.call_id}]{flag}", _indent(_shorten(_output_text(part.output)))]
+        return [f"← result [{part.call_id}]{flag}", _indent(_shorten(output_text(part.output)))]
     if isinstance(part, Attachment):
         return [f"[attachment {part.media_type or ''}]".rstrip()]
     if isinstance(part, Opaque):
