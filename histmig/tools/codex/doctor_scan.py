@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, open_stream
+from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, open_stream, parse_json
 from histmig.tools.codex.adapter import ThreadFacts
 
 CHUNK = 1 << 20
@@ -244,11 +244,16 @@ def _line_at(buf, at: int, end: int) -> tuple[int, int]:
 
 def _parse(buf, start: int, stop: int, base: int) -> Any:
     """The strict parse ``jsonl.Line`` gives this line (a BOM counts on the file's first line only);
-    None for an opaque or over-limit line."""
+    None for an opaque or over-limit line. (``parse_json`` on the line's body, without building a
+    ``Line``: the same rule, a fifth of the cost.)"""
     if stop - start > DEFAULT_MAX_LINE_BYTES:
         return None
-    offset = base + start
-    return Line(1 if offset == 0 else 2, offset, bytes(buf[start:stop])).obj
+    if buf[stop - 1:stop] == b"\n":
+        stop -= 2 if buf[stop - 2:stop] == b"\r\n" and stop - 2 >= start else 1
+    if base + start == 0 and buf[start:start + 3] == BOM:
+        start += 3
+    obj, error = parse_json(bytes(buf[start:stop]))
+    return None if error else obj
 
 
 def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[ThreadFacts, list[Resolved]]:
