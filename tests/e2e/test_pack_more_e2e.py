@@ -1,0 +1,79 @@
+"""Issue 19 acceptance for the tools beside Codex and Claude Code (tests/e2e/test_pack_e2e.py has those two):
+Pi, Qwen Code, Gemini CLI, Copilot CLI, OpenCode and Cline CLI, each the real client against the fake API.
+
+For each tool: a session recorded under home ``A`` in a project under ``A/code``; ``histmig pack --all -o``;
+``histmig unpack --rehome A=B --apply`` into an empty home ``B`` (HOME and the tool's variables at B); the
+client lists the session and continues it non-interactively from the re-homed project folder (the resume
+commands of tests/e2e/test_<tool>_e2e.py), and the fake API's request log shows the earlier turn
+(docs/pack.md). Every client runs in the foreground; Cline's hub daemons are stopped by pid and checked gone.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from .clients import ClientsUnavailable, Scratch, carried
+from .conftest import IN_CI
+from .histmig_run import histmig, shown
+
+pytestmark = pytest.mark.e2e
+
+
+def installed(install: Callable[[], Path], what: str) -> Path:
+    try:
+        return install()
+    except ClientsUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"{what} could not be installed in CI: {e}", pytrace=False)
+        pytest.skip(f"{what} unavailable (set CI=true to make this a failure): {e}")
+
+
+def homes(tmp_path: Path) -> tuple[Scratch, Scratch]:
+    return Scratch(tmp_path / "A").create(), Scratch(tmp_path / "B").create()
+
+
+def code(scratch: Scratch, name: str = "app") -> Path:
+    p = scratch.root / "code" / name
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def carry(a: Scratch, b: Scratch, tool: str, sessions: int = 1) -> None:
+    """``pack --all`` in A, ``unpack --rehome A=B --apply`` in B; histmig's own scan then lists the
+    session(s) under B/code."""
+    bundle = a.root.parent / f"{tool}.tar.zst"
+    packed = histmig(a, "pack", "--all", "-o", str(bundle))
+    assert packed.returncode == 0 and f"packed {sessions} session(s)" in packed.stdout, shown(packed)
+    rehome = f"{a.root}={b.root}"
+    dry = histmig(b, "unpack", str(bundle), "--rehome", rehome)
+    assert dry.returncode == 0 and "checksums verified" in dry.stdout, shown(dry)
+    done = histmig(b, "unpack", str(bundle), "--rehome", rehome, "--apply")
+    assert done.returncode == 0, shown(done)
+    listed = json.loads(histmig(b, "scan", "--tool", tool, "--json").stdout)["sessions"]
+    assert [s["cwd"] for s in listed] == [str(code(b))] * sessions, listed
+
+
+# ---- Pi -----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pi():
+    from .pi_client import install
+    return installed(install, "Pi")
+
+
+def test_pi_session_unpacked_with_rehome_is_continued_from_the_new_folder(pi, fake_api, tmp_path):
+    from .pi_client import pi_sessions, pi_setup, run_pi
+    a, b = homes(tmp_path)
+    pi_setup(a, fake_api)
+    run_pi(pi, a, fake_api, "RUN: echo pi-pack-marker", code(a)).check()
+    carry(a, b, "pi")
+    pi_setup(b, fake_api)
+    [placed] = pi_sessions(b)
+    assert placed.parent.name == "--" + str(code(b))[1:].replace("/", "-") + "--"     # Pi's folder for B/code/app
+    cont = run_pi(pi, b, fake_api, "after unpack PI-B", code(b), continue_=True).check()
+    [req] = cont.model_requests("anthropic")
+    assert req.status == 200 and carried(req, "pi-pack-marker") and carried(req, "PI-B"), req.error
+    assert pi_sessions(b) == [placed]                 # continued, not a new session
