@@ -77,3 +77,27 @@ def test_pi_session_unpacked_with_rehome_is_continued_from_the_new_folder(pi, fa
     [req] = cont.model_requests("anthropic")
     assert req.status == 200 and carried(req, "pi-pack-marker") and carried(req, "PI-B"), req.error
     assert pi_sessions(b) == [placed]                 # continued, not a new session
+
+
+# ---- Qwen Code ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def qwen():
+    from .qwen_client import install
+    return installed(install, "qwen")
+
+
+def test_qwen_session_unpacked_with_rehome_is_listed_and_resumed_by_id(qwen, fake_api, tmp_path):
+    from .qwen_client import conversation_requests, list_sessions, run_qwen, sessions
+    a, b = homes(tmp_path)
+    run_qwen(qwen, a, fake_api, "first turn QW-PACK-ONE", code(a)).check()
+    run_qwen(qwen, a, fake_api, "RUN: echo qw-pack-marker", code(a), continue_=True).check()
+    [recorded] = sessions(a)
+    carry(a, b, "qwen")
+    listed = list_sessions(qwen, b, fake_api, code(b)).check()
+    assert "QW-PACK-ONE" in listed.stdout + listed.stderr
+    after = run_qwen(qwen, b, fake_api, "after unpack QW-B", code(b), resume=recorded.stem).check()
+    reqs = conversation_requests(after)
+    assert reqs and all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in reqs]
+    assert carried(reqs[0], "QW-PACK-ONE") and carried(reqs[0], "qw-pack-marker") and carried(reqs[0], "QW-B")
+    assert [p.stem for p in sessions(b)] == [recorded.stem]        # resumed, not a new session
