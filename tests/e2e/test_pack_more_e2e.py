@@ -101,3 +101,30 @@ def test_qwen_session_unpacked_with_rehome_is_listed_and_resumed_by_id(qwen, fak
     assert reqs and all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in reqs]
     assert carried(reqs[0], "QW-PACK-ONE") and carried(reqs[0], "qw-pack-marker") and carried(reqs[0], "QW-B")
     assert [p.stem for p in sessions(b)] == [recorded.stem]        # resumed, not a new session
+
+
+# ---- Gemini CLI ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gemini():
+    from .gemini_client import install
+    return installed(install, "gemini")
+
+
+def test_gemini_sessions_unpacked_with_rehome_are_listed_and_continued(gemini, fake_api, tmp_path):
+    from . import gemini_client as gem
+    a, b = homes(tmp_path)
+    gem.setup(a)
+    gem.run_gemini(gemini, a, fake_api, "GEM-PACK-ONE remember this", code(a)).check()
+    gem.run_gemini(gemini, a, fake_api, "GEM-PACK-TWO a second session", code(a)).check()
+    ids = {s["id"] for s in json.loads(histmig(a, "scan", "--tool", "gemini", "--json").stdout)["sessions"]}
+    assert len(ids) == 2
+    carry(a, b, "gemini", sessions=2)
+    gem.setup(b)
+    listed = gem.run_gemini(gemini, b, fake_api, None, code(b), args=("--list-sessions",)).check()
+    assert "Available sessions for this project (2)" in listed.stdout, listed.stdout
+    assert all(f"[{sid}]" in listed.stdout for sid in ids), listed.stdout    # the second is listed by a summary
+    run = gem.run_gemini(gemini, b, fake_api, "GEM-B after unpack", code(b), resume="latest").check()
+    asks = run.model_requests("gemini")
+    assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
+    assert any(carried(e, "GEM-PACK-TWO") and carried(e, "GEM-B") for e in asks)
