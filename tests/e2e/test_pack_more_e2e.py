@@ -10,6 +10,8 @@ commands of tests/e2e/test_<tool>_e2e.py), and the fake API's request log shows 
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Callable
 
@@ -128,3 +130,30 @@ def test_gemini_sessions_unpacked_with_rehome_are_listed_and_continued(gemini, f
     asks = run.model_requests("gemini")
     assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
     assert any(carried(e, "GEM-PACK-TWO") and carried(e, "GEM-B") for e in asks)
+
+
+# ---- Copilot CLI --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def copilot():
+    from .copilot_client import install
+    return installed(install, "copilot")
+
+
+def test_copilot_session_unpacked_with_rehome_is_resumed_and_continued(copilot, fake_api, tmp_path):
+    from .copilot_client import RESUME_RE, run_copilot, sessions
+    a, b = homes(tmp_path)
+    first = run_copilot(copilot, a, fake_api, "first turn CP-PACK-ONE", code(a)).check()
+    sid = RESUME_RE.search(first.stdout + first.stderr).group(1)
+    run_copilot(copilot, a, fake_api, "RUN: echo cp-pack-marker", code(a), resume=sid).check()
+    carry(a, b, "copilot")
+    assert [p.parent.name for p in sessions(b)] == [sid]
+    by_id = run_copilot(copilot, b, fake_api, "after unpack CP-B", code(b), resume=sid).check()
+    req = by_id.model_requests("anthropic")[0]
+    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "cp-pack-marker"), req.error
+    cont = run_copilot(copilot, b, fake_api, "continue CP-B2", code(b), continue_=True).check()
+    assert f"--resume={sid}" in cont.stdout + cont.stderr        # the client's own pick of the newest session
+    req = cont.model_requests("anthropic")[0]
+    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "CP-B") and carried(req, "CP-B2")
+    with closing(sqlite3.connect(b.home / ".copilot" / "session-store.db")) as con:     # the client's own index row
+        assert dict(con.execute("SELECT id, cwd FROM sessions")) == {sid: str(code(b))}
