@@ -157,3 +157,43 @@ def test_copilot_session_unpacked_with_rehome_is_resumed_and_continued(copilot, 
     assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "CP-B") and carried(req, "CP-B2")
     with closing(sqlite3.connect(b.home / ".copilot" / "session-store.db")) as con:     # the client's own index row
         assert dict(con.execute("SELECT id, cwd FROM sessions")) == {sid: str(code(b))}
+
+
+# ---- OpenCode -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def opencode():
+    from .opencode_client import install
+    return installed(install, "OpenCode")
+
+
+@pytest.mark.parametrize("kind", ["plain", "git"])
+def test_opencode_session_unpacked_with_rehome_is_listed_and_continued(opencode, fake_api, tmp_path, kind):
+    """A session is rows (docs/pack.md): OpenCode runs once in B (its database), then the rows are inserted.
+    A git project keeps its id (the root commit) when the repository is copied to B."""
+    import shutil
+
+    from .opencode_client import db_path, opencode_setup, run_opencode
+    from .test_opencode_e2e import git_repo, session_list
+    a, b = homes(tmp_path)
+    opencode_setup(a, fake_api)
+    if kind == "git":
+        git_repo(code(a))
+    run_opencode(opencode, a, fake_api, ["RUN:", "echo", "oc-pack-marker"], code(a)).check()
+    run_opencode(opencode, a, fake_api, ["second", "oc-pack-turn"], code(a), continue_=True).check()
+    with closing(sqlite3.connect(db_path(a))) as con:
+        [(sid,)] = con.execute("SELECT id FROM session").fetchall()
+    if kind == "git":
+        shutil.copytree(code(a), code(b), dirs_exist_ok=True)
+    opencode_setup(b, fake_api)
+    assert "oc-pack" not in session_list(opencode, b, fake_api, code(b))      # B's database, empty
+    carry(a, b, "opencode")
+    assert sid in session_list(opencode, b, fake_api, code(b))
+    cont = run_opencode(opencode, b, fake_api, ["after", "unpack", "oc-in-b"], code(b), session=sid).check()
+    [req] = [e for e in cont.model_requests("anthropic") if carried(e, "oc-in-b")]
+    assert req.status == 200 and carried(req, "oc-pack-marker") and carried(req, "oc-pack-turn")
+    again = run_opencode(opencode, b, fake_api, ["continue", "oc-again"], code(b), continue_=True).check()
+    [req] = [e for e in again.model_requests("anthropic") if carried(e, "oc-again")]
+    assert carried(req, "oc-pack-marker") and carried(req, "oc-in-b")
+    with closing(sqlite3.connect(db_path(b))) as con:
+        assert [r[0] for r in con.execute("SELECT id FROM session")] == [sid]       # continued, not a new one
