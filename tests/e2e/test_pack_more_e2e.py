@@ -197,3 +197,35 @@ def test_opencode_session_unpacked_with_rehome_is_listed_and_continued(opencode,
     assert carried(req, "oc-pack-marker") and carried(req, "oc-in-b")
     with closing(sqlite3.connect(db_path(b))) as con:
         assert [r[0] for r in con.execute("SELECT id FROM session")] == [sid]       # continued, not a new one
+
+
+# ---- Cline CLI ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cline():
+    from .cline_client import install
+    return installed(install, "cline")
+
+
+def test_cline_session_unpacked_with_rehome_is_listed_and_continued(cline, fake_api, tmp_path):
+    """``cline --id`` needs a terminal: tests/e2e/cline_client.py ``resume`` drives it in a pty."""
+    from .cline_client import auth, daemons, history, resume, run_cline, sessions, stop_daemons
+    a, b = homes(tmp_path)
+    try:
+        auth(cline, a, fake_api)
+        run_cline(cline, a, fake_api, "first turn CL-PACK-ONE", code(a)).check()
+        [messages] = sessions(a)
+        sid = messages.parent.name
+        stop_daemons(a)
+        carry(a, b, "cline")
+        auth(cline, b, fake_api)
+        listed = json.loads(history(cline, b, fake_api).check().stdout)
+        assert [(e["sessionId"], e["cwd"]) for e in listed] == [(sid, str(code(b)))]
+        after = resume(cline, b, fake_api, sid, "continue CL-PACK-B", code(b))
+        reqs = [e for e in after.requests if e.method == "POST" and e.api == "chat"]
+        assert reqs and all(r.status == 200 for r in reqs), after.stdout[-2000:]
+        assert carried(reqs[0], "CL-PACK-ONE") and carried(reqs[0], "CL-PACK-B")
+    finally:
+        stop_daemons(a)
+        stop_daemons(b)
+    assert not daemons(a) and not daemons(b), "a Cline hub daemon is still running"
