@@ -229,3 +229,31 @@ def test_cline_session_unpacked_with_rehome_is_listed_and_continued(cline, fake_
         stop_daemons(a)
         stop_daemons(b)
     assert not daemons(a) and not daemons(b), "a Cline hub daemon is still running"
+
+
+def test_gemini_session_unpacked_beside_another_app_project_gets_a_slug_of_its_own(gemini, fake_api, tmp_path):
+    """B already has a project whose slug is ``app`` (``B/other/app``): the unpacked ``B/code/app`` goes to
+    a folder Gemini claims for it (``app-1``), both projects list their own session, B's untouched."""
+    from . import gemini_client as gem
+    a, b = homes(tmp_path)
+    gem.setup(a)
+    gem.run_gemini(gemini, a, fake_api, "GEM-A-PACKED remember this", code(a)).check()
+    gem.setup(b)
+    other = b.root / "other" / "app"
+    other.mkdir(parents=True)
+    gem.run_gemini(gemini, b, fake_api, "GEM-B-OWN its own", other).check()
+    own = {str(p): p.read_bytes() for p in gem.chats(b)}
+    bundle = a.root.parent / "gemini.tar.zst"
+    assert histmig(a, "pack", "--all", "-o", str(bundle)).returncode == 0
+    done = histmig(b, "unpack", str(bundle), "--rehome", f"{a.root}={b.root}", "--apply")
+    assert done.returncode == 0, shown(done)
+    assert {str(p): p.read_bytes() for p in gem.chats(b) if str(p) in own} == own
+    assert sorted(p.parent.parent.name for p in gem.chats(b)) == ["app", "app-1"]
+    ids = {s["cwd"]: s["id"] for s in json.loads(histmig(b, "scan", "--tool", "gemini", "--json").stdout)["sessions"]}
+    for folder, mine, theirs in ((code(b), "GEM-A-PACKED", "GEM-B-OWN"), (other, "GEM-B-OWN", "GEM-A-PACKED")):
+        listed = gem.run_gemini(gemini, b, fake_api, None, folder, args=("--list-sessions",)).check()
+        assert "Available sessions for this project (1)" in listed.stdout, listed.stdout
+        assert f"[{ids[str(folder)]}]" in listed.stdout, (ids, listed.stdout)
+        run = gem.run_gemini(gemini, b, fake_api, f"GEM-AFTER in {folder.parent.name}", folder, resume="latest").check()
+        asks = run.model_requests("gemini")
+        assert any(carried(e, mine) for e in asks) and not any(carried(e, theirs) for e in asks)
