@@ -6,7 +6,7 @@ rewrites the marker's path. The registry ``projects.json`` is not carried: Gemin
 by its marker (docs/gemini.md). On unpack a session goes to the slug folder the local Gemini uses for
 its (re-homed) project: the one the local registry or a marker names, else the packed slug when it is
 free here and one Gemini would claim for that path, else the next free one (the client adopts a folder
-whose marker names its cwd, docs/specs/gemini.md §1; histmig/tools/gemini/write.py ``project_slug``).
+whose marker names its cwd, docs/specs/gemini.md §1; ``files.project_slug``).
 """
 from __future__ import annotations
 
@@ -42,8 +42,7 @@ def local_slug(gdir: Path, cwd: str, packed: str) -> str:
     """The slug Gemini uses here for ``cwd``: a known one, else ``packed`` when free here and of the family
     Gemini claims for the path (``app``, ``app-1``, ...: two projects of one bundle keep distinct folders),
     else the first free one."""
-    from histmig.tools.gemini.write import project_slug  # noqa: PLC0415 (the write module: unpack only)
-    slug, known = project_slug(gdir, cwd)
+    slug, known = files.project_slug(gdir, cwd)
     if known:
         return slug
     family = re.fullmatch(re.escape(files.slug_of(cwd)) + r"(-[0-9]+)?", packed)
