@@ -1,5 +1,6 @@
 """Issue 19 acceptance for the tools beside Codex and Claude Code (tests/e2e/test_pack_e2e.py has those two):
-Pi, Qwen Code, Gemini CLI, Copilot CLI, OpenCode and Cline CLI, each the real client against the fake API.
+Copilot CLI, Pi, Gemini CLI, OpenCode, Qwen Code and Cline CLI (quickest first), each the real client against
+the fake API.
 
 For each tool: a session recorded under home ``A`` in a project under ``A/code``; ``histmig pack --all -o``;
 ``histmig unpack --rehome A=B --apply`` into an empty home ``B`` (HOME and the tool's variables at B); the
@@ -58,6 +59,33 @@ def carry(a: Scratch, b: Scratch, tool: str, sessions: int = 1) -> None:
     assert [s["cwd"] for s in listed] == [str(code(b))] * sessions, listed
 
 
+# ---- Copilot CLI --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def copilot():
+    from .copilot_client import install
+    return installed(install, "copilot")
+
+
+def test_copilot_session_unpacked_with_rehome_is_resumed_and_continued(copilot, fake_api, tmp_path):
+    from .copilot_client import RESUME_RE, run_copilot, sessions
+    a, b = homes(tmp_path)
+    first = run_copilot(copilot, a, fake_api, "first turn CP-PACK-ONE", code(a)).check()
+    sid = RESUME_RE.search(first.stdout + first.stderr).group(1)
+    run_copilot(copilot, a, fake_api, "RUN: echo cp-pack-marker", code(a), resume=sid).check()
+    carry(a, b, "copilot")
+    assert [p.parent.name for p in sessions(b)] == [sid]
+    by_id = run_copilot(copilot, b, fake_api, "after unpack CP-B", code(b), resume=sid).check()
+    req = by_id.model_requests("anthropic")[0]
+    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "cp-pack-marker"), req.error
+    cont = run_copilot(copilot, b, fake_api, "continue CP-B2", code(b), continue_=True).check()
+    assert f"--resume={sid}" in cont.stdout + cont.stderr        # the client's own pick of the newest session
+    req = cont.model_requests("anthropic")[0]
+    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "CP-B") and carried(req, "CP-B2")
+    with closing(sqlite3.connect(b.home / ".copilot" / "session-store.db")) as con:     # the client's own index row
+        assert dict(con.execute("SELECT id, cwd FROM sessions")) == {sid: str(code(b))}
+
+
 # ---- Pi -----------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -79,30 +107,6 @@ def test_pi_session_unpacked_with_rehome_is_continued_from_the_new_folder(pi, fa
     [req] = cont.model_requests("anthropic")
     assert req.status == 200 and carried(req, "pi-pack-marker") and carried(req, "PI-B"), req.error
     assert pi_sessions(b) == [placed]                 # continued, not a new session
-
-
-# ---- Qwen Code ----------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def qwen():
-    from .qwen_client import install
-    return installed(install, "qwen")
-
-
-def test_qwen_session_unpacked_with_rehome_is_listed_and_resumed_by_id(qwen, fake_api, tmp_path):
-    from .qwen_client import conversation_requests, list_sessions, run_qwen, sessions
-    a, b = homes(tmp_path)
-    run_qwen(qwen, a, fake_api, "first turn QW-PACK-ONE", code(a)).check()
-    run_qwen(qwen, a, fake_api, "RUN: echo qw-pack-marker", code(a), continue_=True).check()
-    [recorded] = sessions(a)
-    carry(a, b, "qwen")
-    listed = list_sessions(qwen, b, fake_api, code(b)).check()
-    assert "QW-PACK-ONE" in listed.stdout + listed.stderr
-    after = run_qwen(qwen, b, fake_api, "after unpack QW-B", code(b), resume=recorded.stem).check()
-    reqs = conversation_requests(after)
-    assert reqs and all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in reqs]
-    assert carried(reqs[0], "QW-PACK-ONE") and carried(reqs[0], "qw-pack-marker") and carried(reqs[0], "QW-B")
-    assert [p.stem for p in sessions(b)] == [recorded.stem]        # resumed, not a new session
 
 
 # ---- Gemini CLI ---------------------------------------------------------------------------------------
@@ -132,31 +136,32 @@ def test_gemini_sessions_unpacked_with_rehome_are_listed_and_continued(gemini, f
     assert any(carried(e, "GEM-PACK-TWO") and carried(e, "GEM-B") for e in asks)
 
 
-# ---- Copilot CLI --------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def copilot():
-    from .copilot_client import install
-    return installed(install, "copilot")
-
-
-def test_copilot_session_unpacked_with_rehome_is_resumed_and_continued(copilot, fake_api, tmp_path):
-    from .copilot_client import RESUME_RE, run_copilot, sessions
+def test_gemini_session_unpacked_beside_another_app_project_gets_a_slug_of_its_own(gemini, fake_api, tmp_path):
+    """B already has a project whose slug is ``app`` (``B/other/app``): the unpacked ``B/code/app`` goes to
+    a folder Gemini claims for it (``app-1``), both projects list their own session, B's untouched."""
+    from . import gemini_client as gem
     a, b = homes(tmp_path)
-    first = run_copilot(copilot, a, fake_api, "first turn CP-PACK-ONE", code(a)).check()
-    sid = RESUME_RE.search(first.stdout + first.stderr).group(1)
-    run_copilot(copilot, a, fake_api, "RUN: echo cp-pack-marker", code(a), resume=sid).check()
-    carry(a, b, "copilot")
-    assert [p.parent.name for p in sessions(b)] == [sid]
-    by_id = run_copilot(copilot, b, fake_api, "after unpack CP-B", code(b), resume=sid).check()
-    req = by_id.model_requests("anthropic")[0]
-    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "cp-pack-marker"), req.error
-    cont = run_copilot(copilot, b, fake_api, "continue CP-B2", code(b), continue_=True).check()
-    assert f"--resume={sid}" in cont.stdout + cont.stderr        # the client's own pick of the newest session
-    req = cont.model_requests("anthropic")[0]
-    assert req.status == 200 and carried(req, "CP-PACK-ONE") and carried(req, "CP-B") and carried(req, "CP-B2")
-    with closing(sqlite3.connect(b.home / ".copilot" / "session-store.db")) as con:     # the client's own index row
-        assert dict(con.execute("SELECT id, cwd FROM sessions")) == {sid: str(code(b))}
+    gem.setup(a)
+    gem.run_gemini(gemini, a, fake_api, "GEM-A-PACKED remember this", code(a)).check()
+    gem.setup(b)
+    other = b.root / "other" / "app"
+    other.mkdir(parents=True)
+    gem.run_gemini(gemini, b, fake_api, "GEM-B-OWN its own", other).check()
+    own = {str(p): p.read_bytes() for p in gem.chats(b)}
+    bundle = a.root.parent / "gemini.tar.zst"
+    assert histmig(a, "pack", "--all", "-o", str(bundle)).returncode == 0
+    done = histmig(b, "unpack", str(bundle), "--rehome", f"{a.root}={b.root}", "--apply")
+    assert done.returncode == 0, shown(done)
+    assert {str(p): p.read_bytes() for p in gem.chats(b) if str(p) in own} == own
+    assert sorted(p.parent.parent.name for p in gem.chats(b)) == ["app", "app-1"]
+    ids = {s["cwd"]: s["id"] for s in json.loads(histmig(b, "scan", "--tool", "gemini", "--json").stdout)["sessions"]}
+    for folder, mine, theirs in ((code(b), "GEM-A-PACKED", "GEM-B-OWN"), (other, "GEM-B-OWN", "GEM-A-PACKED")):
+        listed = gem.run_gemini(gemini, b, fake_api, None, folder, args=("--list-sessions",)).check()
+        assert "Available sessions for this project (1)" in listed.stdout, listed.stdout
+        assert f"[{ids[str(folder)]}]" in listed.stdout, (ids, listed.stdout)
+        run = gem.run_gemini(gemini, b, fake_api, f"GEM-AFTER in {folder.parent.name}", folder, resume="latest").check()
+        asks = run.model_requests("gemini")
+        assert any(carried(e, mine) for e in asks) and not any(carried(e, theirs) for e in asks)
 
 
 # ---- OpenCode -----------------------------------------------------------------------------------------
@@ -199,6 +204,30 @@ def test_opencode_session_unpacked_with_rehome_is_listed_and_continued(opencode,
         assert [r[0] for r in con.execute("SELECT id FROM session")] == [sid]       # continued, not a new one
 
 
+# ---- Qwen Code ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def qwen():
+    from .qwen_client import install
+    return installed(install, "qwen")
+
+
+def test_qwen_session_unpacked_with_rehome_is_listed_and_resumed_by_id(qwen, fake_api, tmp_path):
+    from .qwen_client import conversation_requests, list_sessions, run_qwen, sessions
+    a, b = homes(tmp_path)
+    run_qwen(qwen, a, fake_api, "first turn QW-PACK-ONE", code(a)).check()
+    run_qwen(qwen, a, fake_api, "RUN: echo qw-pack-marker", code(a), continue_=True).check()
+    [recorded] = sessions(a)
+    carry(a, b, "qwen")
+    listed = list_sessions(qwen, b, fake_api, code(b)).check()
+    assert "QW-PACK-ONE" in listed.stdout + listed.stderr
+    after = run_qwen(qwen, b, fake_api, "after unpack QW-B", code(b), resume=recorded.stem).check()
+    reqs = conversation_requests(after)
+    assert reqs and all(r.status == 200 for r in after.model_requests("chat")), [r.error for r in reqs]
+    assert carried(reqs[0], "QW-PACK-ONE") and carried(reqs[0], "qw-pack-marker") and carried(reqs[0], "QW-B")
+    assert [p.stem for p in sessions(b)] == [recorded.stem]        # resumed, not a new session
+
+
 # ---- Cline CLI ----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -229,31 +258,3 @@ def test_cline_session_unpacked_with_rehome_is_listed_and_continued(cline, fake_
         stop_daemons(a)
         stop_daemons(b)
     assert not daemons(a) and not daemons(b), "a Cline hub daemon is still running"
-
-
-def test_gemini_session_unpacked_beside_another_app_project_gets_a_slug_of_its_own(gemini, fake_api, tmp_path):
-    """B already has a project whose slug is ``app`` (``B/other/app``): the unpacked ``B/code/app`` goes to
-    a folder Gemini claims for it (``app-1``), both projects list their own session, B's untouched."""
-    from . import gemini_client as gem
-    a, b = homes(tmp_path)
-    gem.setup(a)
-    gem.run_gemini(gemini, a, fake_api, "GEM-A-PACKED remember this", code(a)).check()
-    gem.setup(b)
-    other = b.root / "other" / "app"
-    other.mkdir(parents=True)
-    gem.run_gemini(gemini, b, fake_api, "GEM-B-OWN its own", other).check()
-    own = {str(p): p.read_bytes() for p in gem.chats(b)}
-    bundle = a.root.parent / "gemini.tar.zst"
-    assert histmig(a, "pack", "--all", "-o", str(bundle)).returncode == 0
-    done = histmig(b, "unpack", str(bundle), "--rehome", f"{a.root}={b.root}", "--apply")
-    assert done.returncode == 0, shown(done)
-    assert {str(p): p.read_bytes() for p in gem.chats(b) if str(p) in own} == own
-    assert sorted(p.parent.parent.name for p in gem.chats(b)) == ["app", "app-1"]
-    ids = {s["cwd"]: s["id"] for s in json.loads(histmig(b, "scan", "--tool", "gemini", "--json").stdout)["sessions"]}
-    for folder, mine, theirs in ((code(b), "GEM-A-PACKED", "GEM-B-OWN"), (other, "GEM-B-OWN", "GEM-A-PACKED")):
-        listed = gem.run_gemini(gemini, b, fake_api, None, folder, args=("--list-sessions",)).check()
-        assert "Available sessions for this project (1)" in listed.stdout, listed.stdout
-        assert f"[{ids[str(folder)]}]" in listed.stdout, (ids, listed.stdout)
-        run = gem.run_gemini(gemini, b, fake_api, f"GEM-AFTER in {folder.parent.name}", folder, resume="latest").check()
-        asks = run.model_requests("gemini")
-        assert any(carried(e, mine) for e in asks) and not any(carried(e, theirs) for e in asks)
