@@ -93,3 +93,12 @@ def rebased(value: Any, rebase: Rebase) -> Any:
     path), else unchanged."""
     new = rebase(value) if isinstance(value, str) else None
     return value if new is None else new
+
+
+def rehomed_cwd(session: dict[str, Any], rebase: Rebase) -> str | None:
+    """The session's cwd after ``--rehome`` (resolved like the client's ``process.cwd()`` when the folder
+    exists here), or None when it is not re-homed: the tools that keep a folder per project name it
+    after this (docs/pack.md)."""
+    cwd = session.get("cwd")
+    new = rebase(cwd) if isinstance(cwd, str) else None
+    return None if new is None else os.path.realpath(new) if os.path.isdir(new) else new

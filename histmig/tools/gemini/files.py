@@ -77,3 +77,20 @@ def project_root(slug_dir: Path, registry: dict[str, str] | None = None) -> str 
 
 def session_file_name(minute: str, session_id: str, ext: str = "jsonl") -> str:
     return f"session-{minute}-{session_id[:8]}.{ext}"
+
+
+def project_slug(gdir: Path, cwd: str) -> tuple[str, bool]:
+    """(slug, known): the slug Gemini uses for ``cwd``, or the one it would claim (§1)."""
+    registry = read_registry(gdir)
+    if registry.get(cwd) and read_marker(gdir / "tmp" / registry[cwd] / MARKER) in (None, cwd):
+        return registry[cwd], True
+    for slug_dir in slug_dirs(gdir):
+        if read_marker(slug_dir / MARKER) == cwd:
+            return slug_dir.name, True
+    base, taken = slug_of(cwd), set(registry.values())
+    n = 0
+    while True:
+        cand = base if n == 0 else f"{base}-{n}"
+        if cand not in taken and not (gdir / "tmp" / cand).exists() and not (gdir / "history" / cand).exists():
+            return cand, False
+        n += 1

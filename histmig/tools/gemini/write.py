@@ -40,21 +40,7 @@ from histmig.toolkit.convert.writer import ItemWriter, result_text
 from histmig.tools.gemini.calls import CALLS
 
 
-def project_slug(gdir: Path, cwd: str) -> tuple[str, bool]:
-    """(slug, known): the slug Gemini uses for ``cwd``, or the one it would claim (§1)."""
-    registry = files.read_registry(gdir)
-    if registry.get(cwd) and files.read_marker(gdir / "tmp" / registry[cwd] / files.MARKER) in (None, cwd):
-        return registry[cwd], True
-    for slug_dir in files.slug_dirs(gdir):
-        if files.read_marker(slug_dir / files.MARKER) == cwd:
-            return slug_dir.name, True
-    base, taken = files.slug_of(cwd), set(registry.values())
-    n = 0
-    while True:
-        cand = base if n == 0 else f"{base}-{n}"
-        if cand not in taken and not (gdir / "tmp" / cand).exists() and not (gdir / "history" / cand).exists():
-            return cand, False
-        n += 1
+project_slug = files.project_slug      # moved to files.py: unpack uses it without loading the writer
 
 
 class _Writer(ItemWriter):
