@@ -1,0 +1,149 @@
+"""pack / unpack of what lies beside the session files (issue 19, docs/pack.md "What a session takes
+with it"): Codex's thread_history_1.sqlite projection rows (offsets shifted when --rehome changes the
+rollout) and history.jsonl prompt lines; Claude Code's ~/.claude.json project entry and history.jsonl
+prompt lines; bundles from Windows paths."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from histmig.cli.samples import install
+from test_pack import REC, cli, snapshot
+
+HIST_TABLES = ("thread_turns", "thread_items", "thread_history_projection_state")
+
+
+def emptied_dbs(src: Path, dst: Path) -> None:
+    """dst gets src's Codex databases with their tables and no rows (a home where Codex ran, with no threads)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("state_5.sqlite", "thread_history_1.sqlite"):
+        shutil.copy2(src / name, dst / name)
+        con = sqlite3.connect(dst / name)
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name != '_sqlx_migrations'")]
+        for t in tables:
+            con.execute(f"DELETE FROM {t}")
+        con.commit()
+        con.close()
+
+
+def rows_of(db: Path, table: str) -> list[dict]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute(f"SELECT * FROM {table}")]
+    finally:
+        con.close()
+
+
+def rollouts(home: Path) -> dict[str, Path]:
+    return {p.name.split(".")[0][-36:]: p for p in (home / ".codex").rglob("rollout-*.jsonl*")}
+
+
+def plain(p: Path) -> bytes:
+    import zstandard
+    data = p.read_bytes()
+    return zstandard.ZstdDecompressor().stream_reader(data).read() if p.name.endswith(".zst") else data
+
+
+def line_at(data: bytes, at: int) -> bytes:
+    return data[at:data.index(b"\n", at) + 1] if at < len(data) else b""
+
+
+@pytest.fixture
+def codex_world(isolated_homes, tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    install(a, tools=("codex", "claude-code"))
+    emptied_dbs(a / ".codex", b / ".codex")
+    ids = sorted(rollouts(a))
+    # Codex's prompt history: two threads' prompts, and one of a thread that is not packed
+    lines = [{"session_id": ids[0], "ts": 1796000000, "text": "first prompt"},
+             {"session_id": "other-thread", "ts": 1796000001, "text": "not mine"},
+             {"session_id": ids[1], "ts": 1796000002, "text": "ünïcode prompt"},
+             {"session_id": ids[0], "ts": 1796000003, "text": "second prompt"}]
+    (a / ".codex" / "history.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n"
+                                                        for x in lines))
+    return a, b, tmp_path / "out" / "h.tar.zst", ids
+
+
+def pack_all(capsys, a: Path, bundle: Path, *more: str) -> dict:
+    bundle.parent.mkdir(exist_ok=True)
+    code, out, err = cli(capsys, "--home", str(a), "pack", *more, "-o", str(bundle))
+    assert code == 0, out + err
+    from test_pack import read_bundle
+    return json.loads(read_bundle(bundle)["manifest.json"])
+
+
+def test_codex_projection_rows_and_prompt_lines_are_packed(capsys, codex_world):
+    a, _b, bundle, ids = codex_world
+    manifest = pack_all(capsys, a, bundle, "--all")
+    by_id = {s["id"]: s for s in manifest["sessions"] if s["tool"] == "codex"}
+    for t in ids:
+        for table in HIST_TABLES:
+            assert by_id[t]["rows"][table] and all(r["thread_id"] == t for r in by_id[t]["rows"][table])
+    assert [json.loads(r["line"])["text"] for r in by_id[ids[0]]["rows"]["history.jsonl"]] == ["first prompt", "second prompt"]
+    assert [json.loads(r["line"])["text"] for r in by_id[ids[1]]["rows"]["history.jsonl"]] == ["ünïcode prompt"]
+    assert "history.jsonl" not in by_id[ids[2]]["rows"]
+
+
+@pytest.mark.parametrize("rehome", [False, True])
+def test_codex_unpack_inserts_projection_rows_with_offsets_on_the_same_lines(capsys, codex_world, rehome):
+    a, b, bundle, ids = codex_world
+    pack_all(capsys, a, bundle, "--all")
+    new = b / "a-much-longer-project-folder-name" / "code"
+    args = ["--rehome", f"{REC}={new}"] if rehome else []
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), *args, "--apply")
+    assert code == 0, out + err
+    src, dst = rollouts(a), rollouts(b)
+    for table in HIST_TABLES:
+        assert {r["thread_id"] for r in rows_of(b / ".codex" / "thread_history_1.sqlite", table)} == set(ids)
+    old_turns = {(r["thread_id"], r["turn_id"]): r for r in rows_of(a / ".codex" / "thread_history_1.sqlite", "thread_turns")}
+    changed = 0
+    for r in rows_of(b / ".codex" / "thread_history_1.sqlite", "thread_turns"):
+        o = old_turns[(r["thread_id"], r["turn_id"])]
+        before, after = plain(src[r["thread_id"]]), plain(dst[r["thread_id"]])
+        for col in ("rollout_byte_offset", "rollout_end_byte_offset"):
+            # the start of the same line (its number), in the re-homed rollout
+            assert after[:r[col]].count(b"\n") == before[:o[col]].count(b"\n"), (col, r)
+            assert r[col] == 0 or after[r[col] - 1:r[col]] == b"\n"
+            if not rehome:
+                assert line_at(after, r[col]) == line_at(before, o[col])
+            changed += r[col] != o[col]
+    assert changed if rehome else not changed
+    for r in rows_of(b / ".codex" / "thread_history_1.sqlite", "thread_history_projection_state"):
+        assert r["next_rollout_byte_offset"] == len(plain(dst[r["thread_id"]]))
+    history = (b / ".codex" / "history.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["text"] for x in history) == ["first prompt", "second prompt", "ünïcode prompt"]
+    # again: nothing added twice
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), *args, "--apply")
+    assert code == 0 and "nothing to do" in out + err
+    assert (b / ".codex" / "history.jsonl").read_text().splitlines() == history
+
+
+def test_codex_prompt_lines_merge_into_a_history_and_undo_takes_exactly_them_off(capsys, codex_world):
+    a, b, bundle, ids = codex_world
+    pack_all(capsys, a, bundle, "--all")
+    own = b'{"session_id":"mine","ts":1,"text":"my own prompt"}\n'
+    (b / ".codex" / "history.jsonl").write_bytes(own)
+    before = snapshot(b)
+    before_rows = {t: rows_of(b / ".codex" / "thread_history_1.sqlite", t) for t in HIST_TABLES}
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle))
+    assert code == 0 and "shared file" in out, out + err
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    got = (b / ".codex" / "history.jsonl").read_bytes()
+    assert got.startswith(own) and got.count(b"\n") == 4
+    later = b'{"session_id":"mine","ts":2,"text":"typed after the unpack"}\n'
+    with open(b / ".codex" / "history.jsonl", "ab") as fh:     # Codex appends a prompt meanwhile
+        fh.write(later)
+    code, out, err = cli(capsys, "--home", str(b), "undo")
+    assert code == 0, out + err
+    files = lambda snap: {k: v for k, v in snap.items() if not k.endswith(".sqlite")}  # noqa: E731 (db pages move)
+    assert (b / ".codex" / "history.jsonl").read_bytes() == own + later       # exactly the unpacked lines off
+    (b / ".codex" / "history.jsonl").write_bytes(own)
+    assert files(snapshot(b)) == files(before)
+    assert rows_of(b / ".codex" / "state_5.sqlite", "threads") == []
+    assert {t: rows_of(b / ".codex" / "thread_history_1.sqlite", t) for t in HIST_TABLES} == before_rows
