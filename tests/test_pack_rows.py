@@ -147,3 +147,94 @@ def test_codex_prompt_lines_merge_into_a_history_and_undo_takes_exactly_them_off
     assert files(snapshot(b)) == files(before)
     assert rows_of(b / ".codex" / "state_5.sqlite", "threads") == []
     assert {t: rows_of(b / ".codex" / "thread_history_1.sqlite", t) for t in HIST_TABLES} == before_rows
+
+
+# ---- Claude Code: ~/.claude.json project entry, history.jsonl prompt lines ----------------------
+
+INTERACTIVE = "319df6a0-2049-4339-acfe-a86bdc392277"      # the sample typed in the terminal UI: history.jsonl
+
+
+@pytest.fixture
+def claude_world(isolated_homes, tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    install(a, tools=("claude-code",))
+    (a / ".claude" / ".claude.json").rename(a / ".claude.json")     # where Claude keeps it without CLAUDE_CONFIG_DIR
+    (b / ".claude").mkdir(parents=True)
+    own = {"numStartups": 3, "hasCompletedOnboarding": True,
+           "projects": {"/home/b/mine": {"allowedTools": ["Bash"], "hasTrustDialogAccepted": True}}, "userID": "b"}
+    (b / ".claude.json").write_text(json.dumps(own, indent=2))
+    (b / ".claude" / "history.jsonl").write_text(json.dumps({"display": "mine", "pastedContents": {}, "timestamp": 1,
+                                                             "project": "/home/b/mine", "sessionId": "b-own"},
+                                                            separators=(",", ":")) + "\n")
+    return a, b, tmp_path / "out" / "c.tar.zst"
+
+
+def test_claude_project_entry_and_prompt_lines_are_packed(capsys, claude_world):
+    a, _b, bundle = claude_world
+    manifest = pack_all(capsys, a, bundle, "--tool", "claude-code", "--all")
+    entry = json.loads((a / ".claude.json").read_text())["projects"][f"{REC}/app"]
+    by_id = {s["id"]: s for s in manifest["sessions"]}
+    app = [s for s in manifest["sessions"] if s["cwd"] == f"{REC}/app"]
+    assert app and all(s["rows"][".claude.json"] == [{"key": f"{REC}/app", "value": entry}] for s in app)
+    lines = (a / ".claude" / "history.jsonl").read_text().splitlines()
+    assert [r["line"] for r in by_id[INTERACTIVE]["rows"]["history.jsonl"]] == lines
+    assert all("history.jsonl" not in s["rows"] for s in manifest["sessions"] if s["id"] != INTERACTIVE)
+
+
+def test_claude_unpack_adds_the_rehomed_entry_and_lines_beside_the_homes_own_and_undo_takes_them_off(capsys, claude_world):
+    a, b, bundle = claude_world
+    pack_all(capsys, a, bundle, "--tool", "claude-code", "--all")
+    new = "/home/b/code"
+    cfg, hist = b / ".claude.json", b / ".claude" / "history.jsonl"
+    raw_cfg, raw_hist = cfg.read_bytes(), hist.read_bytes()
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}", "--apply")
+    assert code == 0, out + err
+    entry = json.loads((a / ".claude.json").read_text())["projects"][f"{REC}/app"]
+    got = json.loads(cfg.read_text())
+    assert got == {**json.loads(raw_cfg), "projects": {**json.loads(raw_cfg)["projects"], f"{new}/app": entry}}
+    now = cfg.read_bytes()       # one insertion: every byte of the file as it was, before and after it
+    head = next(i for i in range(len(raw_cfg) + 1) if i == len(raw_cfg) or now[i] != raw_cfg[i])
+    assert now.endswith(raw_cfg[head:]) and len(now) > len(raw_cfg)
+    lines = hist.read_bytes()
+    assert lines.startswith(raw_hist)
+    added = [json.loads(x) for x in lines[len(raw_hist):].splitlines()]
+    src = [json.loads(x) for x in (a / ".claude" / "history.jsonl").read_text().splitlines()]
+    assert added == [{**x, "project": f"{new}/app"} for x in src]
+    # again: nothing new
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}")
+    assert code == 0 and "nothing to do" in out + err
+    code, out, err = cli(capsys, "--home", str(b), "undo")
+    assert code == 0, out + err
+    assert cfg.read_bytes() == raw_cfg and hist.read_bytes() == raw_hist
+
+
+def test_claude_entry_already_there_is_kept_and_a_missing_config_is_left_to_claude(capsys, claude_world):
+    a, b, bundle = claude_world
+    pack_all(capsys, a, bundle, "--tool", "claude-code", "--all")
+    cfg = b / ".claude.json"
+    mine = {"projects": {f"{REC}/app": {"allowedTools": ["mine"]}}}
+    cfg.write_text(json.dumps(mine))
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    assert json.loads(cfg.read_text()) == mine
+    assert cli(capsys, "--home", str(b), "undo")[0] == 0
+    cfg.unlink()
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    assert not cfg.exists()          # Claude Code writes its own at its first start
+
+
+def test_undo_takes_the_added_entry_out_of_a_config_claude_saved_since(capsys, claude_world):
+    a, b, bundle = claude_world
+    pack_all(capsys, a, bundle, "--tool", "claude-code", "--all")
+    cfg = b / ".claude.json"
+    new = "/home/b/code"
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", f"{REC}={new}", "--apply")
+    assert code == 0, out + err
+    saved = json.loads(cfg.read_text())      # Claude Code starts and saves its config again
+    saved["numStartups"] = 4
+    cfg.write_text(json.dumps(saved, indent=2))
+    code, out, err = cli(capsys, "--home", str(b), "undo")
+    assert code == 0, out + err
+    got = json.loads(cfg.read_text())
+    assert got["numStartups"] == 4 and list(got["projects"]) == ["/home/b/mine"]

@@ -184,15 +184,22 @@ def _rows(homes, name: str, session, placed, rebase, edits) -> tuple[list, Any]:
     return rows_fn(homes, session, placed, rebase)
 
 
-def _merged(homes, pending: dict[str, list]) -> list:
+def _merged(homes, pending: dict[str, list], args: dict[str, Any]) -> list:
     """Per tool, what its sessions add to files they share (toolkit.pack.Append and the like), made
-    into its writes by the tool's ``merge`` hook: one write per file, whatever the number of sessions."""
+    into its writes by the tool's ``merge`` hook: one write per file, whatever the number of sessions.
+    A hook may also name the entries it adds (path -> keys): kept in the plan's ``args["added"]``
+    (journaled), so undo can take them out of a file its client saved again since."""
     ops: list = []
     for name, items in pending.items():
         mod = hook(name, "pack")
         fn = getattr(mod, "merge", None) if mod is not None else None
         if fn is not None and items:
-            ops += fn(homes, items)
+            got = fn(homes, items)
+            if isinstance(got, tuple):
+                got, added = got
+                if added:
+                    args.setdefault("added", {}).update(added)
+            ops += got
     return ops
 
 
@@ -235,6 +242,8 @@ def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
         s["differ"] = len(differ)
         raise RefusedError(f"{len(differ)} session(s) in the bundle already exist here with different content; "
                            f"nothing written: {'; '.join(differ)}")
-    merged = _merged(homes, pending)
+    merged = _merged(homes, pending, out.plan.args)
     out.plan.operations += merged
     s["shared"] = len(merged)
+    files = {os.path.abspath(f) for f in homes.root_files()}     # ~/.claude.json lies outside the homes
+    out.plan.roots += sorted({p for op in merged for p in op.paths() if os.path.abspath(p) in files} - set(out.plan.roots))
