@@ -238,3 +238,104 @@ def test_undo_takes_the_added_entry_out_of_a_config_claude_saved_since(capsys, c
     assert code == 0, out + err
     got = json.loads(cfg.read_text())
     assert got["numStartups"] == 4 and list(got["projects"]) == ["/home/b/mine"]
+
+
+# ---- a bundle from Windows paths (--rehome 'C:\Users\x=/home/x') ----------------------------------
+
+WIN = "C:\\Users\\x\\code"
+
+
+def windows(value):
+    """Every string that *is* a path under REC as Windows records it (backslashes, drive letter)."""
+    if isinstance(value, str) and (value == REC or value.startswith(REC + "/")):
+        return WIN + value[len(REC):].replace("/", "\\")
+    if isinstance(value, dict):
+        return {k: windows(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [windows(v) for v in value]
+    return value
+
+
+def windows_lines(data: bytes) -> bytes:
+    import orjson
+    out = []
+    for raw in data.splitlines():
+        try:
+            out.append(orjson.dumps(windows(orjson.loads(raw))))
+        except orjson.JSONDecodeError:
+            out.append(raw)
+    return b"".join(x + b"\n" for x in out)
+
+
+def windows_home(a: Path) -> None:
+    """The installed samples as if recorded on Windows under C:\\Users\\x\\code."""
+    import zstandard
+    from histmig.core.paths import claude_slug
+    for p in [*a.rglob("*.jsonl"), *a.rglob("*.jsonl.zst")]:
+        if p.name.endswith(".zst"):
+            data = zstandard.ZstdDecompressor().stream_reader(p.read_bytes()).read()
+            p.write_bytes(zstandard.ZstdCompressor(level=3).compress(windows_lines(data)))
+        else:
+            p.write_bytes(windows_lines(p.read_bytes()))
+    cfg = json.loads((a / ".claude.json").read_text())
+    cfg["projects"] = {windows(k).replace("\\", "/"): v for k, v in cfg["projects"].items()}
+    (a / ".claude.json").write_text(json.dumps(cfg, indent=2))
+    for d in list((a / ".claude" / "projects").iterdir()):
+        cwd = next(json.loads(x)["cwd"] for f in d.glob("*.jsonl") for x in f.read_text().splitlines() if '"cwd"' in x)
+        d.rename(d.with_name(claude_slug(cwd)))
+    con = sqlite3.connect(a / ".codex" / "state_5.sqlite")
+    for tid, cwd in con.execute("SELECT id, cwd FROM threads").fetchall():
+        con.execute("UPDATE threads SET cwd = ? WHERE id = ?", (windows(cwd), tid))
+    con.commit()
+    con.close()
+    con = sqlite3.connect(a / ".codex" / "thread_history_1.sqlite")   # the rewritten lines moved the offsets
+    for t in HIST_TABLES:
+        con.execute(f"DELETE FROM {t}")
+    con.commit()
+    con.close()
+
+
+def test_a_bundle_from_windows_paths_unpacks_into_a_posix_home(capsys, isolated_homes, tmp_path):
+    from histmig.core.paths import claude_slug
+    a, b = tmp_path / "A", tmp_path / "B"
+    install(a, tools=("codex", "claude-code"))
+    (a / ".claude" / ".claude.json").rename(a / ".claude.json")
+    windows_home(a)
+    (a / ".claude" / "history.jsonl").write_bytes(windows_lines((a / ".claude" / "history.jsonl").read_bytes()))
+    assert (a / ".claude" / "projects" / "C--Users-x-code-app").is_dir()
+    manifest = pack_all(capsys, a, tmp_path / "out" / "w.tar.zst", "--all")
+    assert {s["cwd"][:len(WIN)] for s in manifest["sessions"]} == {WIN}
+    (b / ".claude").mkdir(parents=True)
+    (b / ".claude.json").write_text("{}")
+    emptied_dbs(a / ".codex", b / ".codex")
+    new = b / "code"
+    (new / "app").mkdir(parents=True)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(tmp_path / "out" / "w.tar.zst"),
+                         "--rehome", f"C:\\Users\\x\\code={new}", "--apply")
+    assert code == 0, out + err
+    code, out, _ = cli(capsys, "--home", str(b), "scan", "--json")
+    sessions = json.loads(out)["sessions"]
+    assert len(sessions) == 12 and all(s["cwd"].startswith(f"{new}/") for s in sessions), [s["cwd"] for s in sessions]
+    assert {s["cwd"] for s in sessions} >= {f"{new}/app", f"{new}/my app/データ"}
+    folders = {p.name for p in (b / ".claude" / "projects").iterdir()}
+    assert folders == {claude_slug(f"{new}/app"), claude_slug(f"{new}/my app/データ")}, folders
+    for p in [*(b / ".claude").rglob("*.jsonl"), *(b / ".codex" / "sessions").rglob("*.jsonl")]:
+        for line in p.read_bytes().splitlines():
+            rec = json.loads(line)
+            for cwd in (rec.get("cwd"), (rec.get("payload") or {}).get("cwd") if isinstance(rec.get("payload"), dict) else None,
+                        rec.get("project")):
+                assert cwd is None or cwd.startswith(str(new)), (p, cwd)
+    assert {r["cwd"] for r in rows_of(b / ".codex" / "state_5.sqlite", "threads")} <= {f"{new}/app", f"{new}/my app/データ"}
+    assert list(json.loads((b / ".claude.json").read_text())["projects"]) == [f"{new}/app"]
+
+
+def test_a_windows_rehome_needs_a_folder_of_this_machine():
+    from histmig.core.diagnostics import UsageError
+    from histmig.toolkit.winpath import windows_pathmap
+    pm = windows_pathmap("C:\\Users\\x", "/home/x")
+    assert pm.rebase("C:\\Users\\x\\code\\app") == "/home/x/code/app"
+    assert pm.rebase("c:/users/X/code") == "/home/x/code"       # Windows paths: any case, either separator
+    assert pm.rebase("C:\\Users\\xy") is None and pm.rebase("/Users/x") is None
+    for old, new in (("C:\\", "/home/x"), ("C:\\Users\\x", "D:\\y")):
+        with pytest.raises(UsageError):
+            windows_pathmap(old, new)

@@ -11,7 +11,6 @@ goes through the one write path (histmig/apply): journaled, undoable.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from histmig.core.paths import safe_component
 from histmig.core.plan import CreateFile, Op, Plan
 from histmig.toolkit.move.common import PathMap, make_pathmap
 from histmig.toolkit.pack import default_place
+from histmig.toolkit.winpath import is_windows, windows_pathmap
 from histmig.tools import canonical, hook, tool
 from histmig.verbs.pack.bundle import members, verify
 from histmig.verbs.unpack.content import rehome, sha_of, spool_member, suffix_of
@@ -54,12 +54,13 @@ def parse_rehome(specs: list[str]) -> list[tuple[str, str]]:
 
 
 def path_maps(pairs: list[tuple[str, str]]) -> tuple[list[PathMap], list[Warning]]:
-    """One move path map per ``--rehome`` (move's own ``make_pathmap``); a Windows OLD (``C:\\Users\\x``)
-    is named: its sessions come from tools that record such paths, which this build does not re-home."""
+    """One move path map per ``--rehome`` (move's own ``make_pathmap``); a Windows OLD (``C:\\Users\\x``,
+    a bundle packed on Windows) gets the same rule with Windows' spelling (histmig/toolkit/winpath.py)."""
     pms, warnings = [], []
     for old, new in pairs:
-        if re.match(r"^[A-Za-z]:[\\/]", old) or old.startswith("\\\\"):
-            raise UsageError(f"--rehome {old}: Windows paths are not re-homed yet (docs/pack.md)")
+        if is_windows(old):
+            pms.append(windows_pathmap(old, new))
+            continue
         pm, w = make_pathmap(old, new)
         pms.append(pm)
         warnings += [x for x in w if x.code != "paths-missing"]
