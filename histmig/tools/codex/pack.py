@@ -55,20 +55,35 @@ def _history_rows(db: Path, thread_id: str) -> dict[str, list[dict[str, Any]]]:
     """The thread's rows of each projection table (by its indexed ``thread_id``), all columns."""
     out: dict[str, list[dict[str, Any]]] = {}
     try:
-        con = connect_ro(db)
-        try:
-            have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            for table in HISTORY_TABLES:
-                if table in have:
-                    rows = [{k: r[k] for k in r.keys() if not isinstance(r[k], bytes)}
-                            for r in con.execute(f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,))]
-                    if rows:
-                        out[table] = rows
-        finally:
-            con.close()
+        con, tables = _history_con(str(db), _mtime(db))
+        for table in tables:
+            rows = [{k: r[k] for k in r.keys() if not isinstance(r[k], bytes)}
+                    for r in con.execute(f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,))]
+            if rows:
+                out[table] = rows
     except (HistmigError, sqlite3.Error):
         return {}
     return out
+
+
+_HISTORY_CON: dict[str, tuple[int, Any, tuple[str, ...]]] = {}
+
+
+def _history_con(db: str, mtime_ns: int) -> tuple[Any, tuple[str, ...]]:
+    """One read-only connection per history database for a whole pack (opening one per thread cost
+    more than its queries: docs/bench.md), and the projection tables it has; reopened when it changed."""
+    got = _HISTORY_CON.get(db)
+    if got is not None and got[0] == mtime_ns:
+        return got[1], got[2]
+    if got is not None or len(_HISTORY_CON) >= 2:     # the databases of the pack running now, no more
+        for _m, old, _t in _HISTORY_CON.values():
+            old.close()
+        _HISTORY_CON.clear()
+    con = connect_ro(db)
+    have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = tuple(t for t in HISTORY_TABLES if t in have)
+    _HISTORY_CON[db] = (mtime_ns, con, tables)
+    return con, tables
 
 
 @functools.lru_cache(maxsize=2)
