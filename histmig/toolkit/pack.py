@@ -139,7 +139,8 @@ def session_lines(path: Any, key: str, sid: str) -> list[str]:
         return []
     stamp = (str(path), key, st.st_size, st.st_mtime_ns, st.st_ino)
     if stamp not in _INDEX:
-        _INDEX.clear()              # one file at a time: the index of the pack running now
+        if len(_INDEX) >= 4:        # the few files of the pack running now (one per tool), not every pack's
+            _INDEX.clear()
         _INDEX[stamp] = _line_index(str(path), key, stamp)
     spans = _INDEX[stamp].get(sid, [])
     out = []

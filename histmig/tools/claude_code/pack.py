@@ -18,6 +18,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from histmig.core.paths import claude_slug
@@ -83,7 +84,7 @@ def _stamp(path: Any) -> tuple:
 def _projects(path: str, _stamp: tuple) -> dict[str, Any]:
     """``projects`` of ``~/.claude.json``, read once per pack (not once per session)."""
     from histmig.tools.claude_code.files import read_claude_json  # noqa: PLC0415
-    cj = read_claude_json(type("H", (), {"claude_json": path})())
+    cj = read_claude_json(SimpleNamespace(claude_json=path))      # it asks homes for the path only
     projects = cj.data.get("projects") if isinstance(cj.data, dict) else None
     return projects if isinstance(projects, dict) else {}
 
