@@ -239,13 +239,15 @@ def test_pack_by_session_id_and_until(capsys, world):
     assert code == 2 and "no session matches" in err
 
 
-def test_rehome_takes_old_equals_new_and_refuses_windows_paths_for_now(capsys, world):
+def test_rehome_takes_old_equals_new_and_a_windows_old_needs_a_local_new(capsys, world):
     _a, b, _ = world
     bundle = packed(capsys, world)
     code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "/only-old")
     assert code == 2 and "OLD=NEW" in err
-    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "C:\\Users\\x=/home/x")
-    assert code == 2 and "Windows" in err
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "C:\\Users\\x=D:\\y")
+    assert code == 2 and "NEW must be a folder of this machine" in err
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--rehome", "C:\\Users\\x=/home/x")
+    assert code == 0, out + err        # a Windows OLD is taken (tests/test_pack_rows.py); nothing of it here
 
 
 def test_unpack_without_rehome_keeps_paths_and_places_files_as_they_were(capsys, world):

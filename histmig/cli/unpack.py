@@ -45,6 +45,8 @@ def render(ctx, plan) -> None:
         info(ctx, f"{tool:<12} {c['new']:>5} new  {c['identical']:>5} identical (skipped)  {c['partial']:>5} partial")
     info(ctx, f"would create {s['files']} file(s) ({s['bytes']} bytes; {s['fields']} path value(s) re-homed) "
               f"and insert {s['rows']} row(s)")
+    if s.get("shared"):
+        info(ctx, f"and add lines or entries to {s['shared']} shared file(s) (prompt history, project settings)")
     if ctx.verbose:
         for op in plan.operations:
             info(ctx, "would " + op.describe())

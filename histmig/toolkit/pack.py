@@ -102,3 +102,108 @@ def rehomed_cwd(session: dict[str, Any], rebase: Rebase) -> str | None:
     cwd = session.get("cwd")
     new = rebase(cwd) if isinstance(cwd, str) else None
     return None if new is None else os.path.realpath(new) if os.path.isdir(new) else new
+# ---- lines of a file every session shares (a prompt history) -----------------------------------
+
+@dataclass(frozen=True)
+class Append:
+    """Lines one session adds to a file that every session shares (``history.jsonl``): a tool's ``rows``
+    hook returns them beside its row inserts; unpack hands them back to the tool's ``merge`` hook,
+    which makes one write per file (:func:`append_ops`)."""
+
+    path: str
+    lines: tuple[bytes, ...]        # each without its newline
+    session: dict[str, str]
+
+
+def _line_index(path: str, key: str, _stamp: tuple) -> dict[str, list[tuple[int, int]]]:
+    """session id -> (offset, length) of each line whose ``key`` field names it (read once per
+    pack: offsets, not the lines, are kept)."""
+    import orjson  # noqa: PLC0415
+    out: dict[str, list[tuple[int, int]]] = {}
+    pos = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            sid = obj.get(key) if isinstance(obj, dict) else None
+            if isinstance(sid, str) and raw.endswith(b"\n"):
+                out.setdefault(sid, []).append((pos, len(raw) - 1))
+            pos += len(raw)
+    return out
+
+
+_INDEX: dict[tuple, dict[str, list[tuple[int, int]]]] = {}
+
+
+def session_lines(path: Any, key: str, sid: str) -> list[str]:
+    """The whole lines of the JSONL file ``path`` whose ``key`` field is ``sid``, as text (the
+    manifest's ``{"line": ...}`` rows); [] when the file is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    stamp = (str(path), key, st.st_size, st.st_mtime_ns, st.st_ino)
+    if stamp not in _INDEX:
+        if len(_INDEX) >= 4:        # the few files of the pack running now (one per tool), not every pack's
+            _INDEX.clear()
+        _INDEX[stamp] = _line_index(str(path), key, stamp)
+    spans = _INDEX[stamp].get(sid, [])
+    out = []
+    with open(path, "rb") as fh:
+        for at, n in spans:
+            fh.seek(at)
+            out.append(fh.read(n).decode("utf-8", "surrogateescape"))
+    return out
+
+
+def append_ops(appends: list[Append], reason: str) -> list[Any]:
+    """One write per file: the lines of every session appended at its end, except lines the file already
+    has (a bundle unpacked twice adds nothing); a missing file is created (mode 0600, as the clients
+    make it). Undo takes exactly these bytes off again (the apply path's backup, docs/safety.md)."""
+    from histmig.core.plan import CreateFile, Fingerprint, Patch, WriteFile  # noqa: PLC0415
+    by_path: dict[str, list[Append]] = {}
+    for a in appends:
+        by_path.setdefault(a.path, []).append(a)
+    ops: list[Any] = []
+    for path, items in by_path.items():
+        have = _digests(path)
+        new: list[bytes] = []
+        for a in items:
+            for line in a.lines:
+                if (d := _digest(line)) not in have:
+                    have.add(d)
+                    new.append(line)
+        if not new:
+            continue
+        body = b"".join(line + b"\n" for line in new)
+        if not os.path.exists(path):
+            ops.append(CreateFile(path=path, data=body, mode=0o600, reason=reason))
+            continue
+        size = os.path.getsize(path)
+        if size and not _ends_with_newline(path):
+            body = b"\n" + body
+        ops.append(WriteFile(path=path, expect=Fingerprint.of(path), patches=(Patch(size, b"", body),),
+                             reason=reason))
+    return ops
+
+
+def _digest(line: bytes) -> bytes:
+    import hashlib  # noqa: PLC0415
+    return hashlib.blake2b(line, digest_size=16).digest()
+
+
+def _digests(path: str) -> set[bytes]:
+    """A digest of each line the file has (16 bytes a line, not the lines: a long history stays small)."""
+    try:
+        with open(path, "rb") as fh:
+            return {_digest(raw.rstrip(b"\n")) for raw in fh}
+    except OSError:
+        return set()
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"

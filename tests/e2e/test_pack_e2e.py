@@ -58,6 +58,18 @@ def threads(scratch: Scratch) -> dict[str, tuple]:
         return {r[0]: r for r in con.execute("SELECT * FROM threads")}
 
 
+def turns(scratch: Scratch) -> dict[str, list[tuple]]:
+    """thread id -> its thread_history_1.sqlite turn offsets (the paginated projection, docs/specs/codex.md §10)."""
+    db = scratch.codex_home / "thread_history_1.sqlite"
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db) as con:
+        out: dict[str, list[tuple]] = {}
+        for r in con.execute("SELECT thread_id, rollout_byte_offset, rollout_end_byte_offset FROM thread_turns"):
+            out.setdefault(r[0], []).append(r[1:])
+        return out
+
+
 def resumed(clients, api, scratch: Scratch, tool: str, sid: str, folder: Path, prompt: str):
     if tool == "codex":
         return run_codex(clients, scratch, api, prompt, folder, resume=sid, args=CODEX_ARGS).check()
@@ -117,9 +129,18 @@ def test_unpack_merges_into_a_home_with_history_and_undo_removes_it(clients, fak
     assert len(after) > len(before)
     now = threads(c)
     assert {k: now[k] for k in rows} == rows and len(now) == len(rows) + 2     # the two Codex threads added
+    packed_codex = {sid for tool, sid, _ in sessions.values() if tool == "codex"}
+    projected = turns(c)
+    for sid in packed_codex:          # the projection rows came along, pointing at line starts of the placed rollout
+        assert projected.get(sid), (sid, sorted(projected))
+        rollout = next((c.codex_home / "sessions").rglob(f"*{sid}.jsonl"))
+        body = rollout.read_bytes()
+        for start, end in projected[sid]:
+            assert start and body[start - 1:start] == b"\n" and body[end - 1:end] == b"\n", (sid, start, end)
     undone = histmig(c, "undo")
     assert undone.returncode == 0, shown(undone)
     assert snapshot(c) == before and threads(c) == rows       # exactly what was imported is gone
+    assert not packed_codex & set(turns(c))
 
     again = histmig(c, "unpack", str(bundle), "--rehome", rehome, "--apply")
     assert again.returncode == 0, shown(again)

@@ -167,3 +167,86 @@ def _rewrite(raw: bytes, data: dict, new_projects: dict, renames, repos) -> byte
 
 def history_file(homes: Any) -> Path:
     return history_path(homes)
+
+
+# ---- ~/.claude.json: project entries an unpack brings (docs/pack.md) ----------------------------
+
+def add_projects_op(homes: Any, entries: dict[str, Any], *, lock_timeout: float | None = None) -> Any:
+    """The write adding ``projects`` entries for the keys ``~/.claude.json`` has no entry for (one
+    already there is kept as it is): each new member is inserted after the last one, every other byte
+    as it was. None when nothing is new, and when there is no file yet: Claude Code writes its own at
+    its first start (onboarding, then the project's trust question again)."""
+    cj = read_claude_json(homes)
+    if cj.raw is None and cj.error is None:
+        return None
+    if cj.data is None:
+        raise RefusedError(f"{cj.path} is not valid JSON ({cj.error}; maybe being written); nothing changed",
+                           path=str(cj.path))
+    projects = cj.data.get("projects")
+    if projects is not None and not isinstance(projects, dict):
+        return None
+    new = {k: v for k, v in entries.items() if k not in (projects or {})}
+    if not new:
+        return None
+    check_lock(Path(cj.path), timeout=lock_timeout)
+    new_raw = _inserted(cj.raw, projects is not None, new, detect_indent(cj.raw))
+    if orjson.loads(new_raw) != {**cj.data, "projects": {**(projects or {}), **new}}:
+        raise RefusedError("internal error: ~/.claude.json edit did not verify; nothing changed", path=str(cj.path))
+    return WriteFile(path=str(cj.path), expect=Fingerprint.of(cj.path), new_bytes=new_raw,
+                     reason=f"{len(new)} project entr(ies) added")
+
+
+def _inserted(raw: bytes, has_projects: bool, new: dict[str, Any], indent: int | None) -> bytes:
+    """``raw`` with the members of ``new`` added at the end of ``projects`` (or a ``projects`` member
+    added first in the top object)."""
+    if not has_projects:
+        top = raw.index(b"{")
+        sep = b"\n" + b" " * (indent or 0) if indent else b""
+        rest_empty = raw[top + 1:].strip() == b"}"
+        member = sep + b'"projects":' + (b" " if indent else b"") + _encode_at_depth(new, indent, 1)
+        return raw[:top + 1] + member + (b"" if rest_empty else b",") + raw[top + 1:]
+    s, e = find_span(raw, ["projects"])
+    members = list(object_members(raw, s))
+    if not members:
+        return splice_spans(raw, [(s, e, _encode_at_depth(new, indent, 1))])
+    lead = b"\n" + b" " * (indent * 2) if indent else b""
+    colon = b": " if indent else b":"
+    text = b"".join(b"," + lead + orjson.dumps(k) + colon + _encode_at_depth(v, indent, 2) for k, v in new.items())
+    end = members[-1][4]
+    return raw[:end] + text + raw[end:]
+
+
+def remove_projects_op(homes: Any, keys: list[str]) -> WriteFile | None:
+    """Undo of an unpack when Claude Code saved ``~/.claude.json`` since: the ``projects`` members the
+    unpack added (``keys``) cut out of the file as it is now, every other byte kept. None: none left."""
+    cj = read_claude_json(homes)
+    if cj.data is None or not isinstance(cj.data.get("projects"), dict):
+        return None
+    s, _e = find_span(cj.raw, ["projects"])
+    members = list(object_members(cj.raw, s))
+    gone = [m[0] in keys for m in members]
+    if not any(gone):
+        return None
+    if all(gone):
+        new_raw = splice_spans(cj.raw, [(s, _e, b"{}")])
+    else:
+        first = gone.index(False)       # members removed before the first kept one: up to its key
+        cuts = [(members[0][1], members[first][1], b"")] if first else []
+        cuts += [(members[i - 1][4], members[i][4], b"") for i in range(first + 1, len(members)) if gone[i]]
+        new_raw = splice_spans(cj.raw, _merged_cuts(cuts))
+    want = {**cj.data, "projects": {k: v for k, v in cj.data["projects"].items() if k not in keys}}
+    if orjson.loads(new_raw) != want:
+        raise RefusedError("internal error: ~/.claude.json edit did not verify; nothing changed", path=str(cj.path))
+    return WriteFile(path=str(cj.path), expect=Fingerprint.of(cj.path), new_bytes=new_raw,
+                     reason=f"{sum(gone)} unpacked project entr(ies) removed")
+
+
+def _merged_cuts(cuts: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
+    """Adjacent cuts (two removed members in a row) joined, so the spans do not overlap."""
+    out: list[tuple[int, int, bytes]] = []
+    for s, e, b in sorted(cuts):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(e, out[-1][1]), b"")
+        else:
+            out.append((s, e, b))
+    return out

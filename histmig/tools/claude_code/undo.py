@@ -2,7 +2,8 @@
 
 - ``~/.claude.json``: Claude Code saves it at every start; when it changed since a move, its backup
   would throw those changes away, so the move's project keys go NEW -> OLD again on the file as it
-  is now (through the same edit the move used).
+  is now (through the same edit the move used); an unpack's added ``projects`` entries are cut out
+  of it again (the keys the unpack journaled, docs/pack.md).
 - A live session (``<claude home>/sessions/<pid>.json``) keeps its project folder from being renamed
   back whole.
 """
@@ -21,6 +22,13 @@ class ClaudeCodeUndo(UndoHook):
         return set(claude_live_sessions(homes.claude))
 
     def settings_inverse(self, homes: Any, begin: dict[str, Any], path: str) -> list[Op] | None:
+        if begin.get("op") == "unpack" and same_file(path, homes.claude_json):
+            from histmig.tools.claude_code.edits import remove_projects_op
+            keys = ((begin.get("args") or {}).get("added") or {}).get(path)
+            if not keys:
+                return None
+            w = remove_projects_op(homes, keys)
+            return [w] if w is not None else []
         rebase = move_back(begin)
         if rebase is None or not same_file(path, homes.claude_json):
             return None

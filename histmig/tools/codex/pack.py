@@ -17,10 +17,15 @@ from typing import Any
 
 from histmig.core.dbread import connect_ro
 from histmig.core.diagnostics import HistmigError
-from histmig.toolkit.pack import Entry, Rebase, default_entry, first_json, rebased
+from histmig.toolkit.pack import Append, Entry, Rebase, append_ops, default_entry, first_json, rebased, session_lines
 from histmig.tools.codex import state as codex_state
 
 TOOL = "codex"
+# thread_history_1.sqlite tables keyed by thread_id and their primary keys (docs/specs/codex.md §10)
+HISTORY_TABLES = {"thread_turns": ("thread_id", "turn_id"), "thread_items": ("thread_id", "turn_id", "item_id"),
+                  "thread_history_projection_state": ("thread_id",),
+                  "thread_realtime_items": ("thread_id", "item_id")}
+PROMPTS = "history.jsonl"       # the manifest's rows of prompt lines: [{"line": text}]
 
 
 def entry(homes: Any, ref: Any) -> Entry:
@@ -30,7 +35,55 @@ def entry(homes: Any, ref: Any) -> Entry:
         if row is not None:
             out.rows.setdefault("threads", []).append(row)
             break       # one copy: unpack inserts it into every local state database
+    for db in _history_dbs(homes):
+        got = _history_rows(db, ref.id)
+        if got:
+            out.rows.update(got)
+            break
+    lines = session_lines(Path(homes.codex) / PROMPTS, "session_id", ref.id)
+    if lines:
+        out.rows[PROMPTS] = [{"line": line} for line in lines]
     return out
+
+
+@functools.lru_cache(maxsize=2)
+def _history_dbs(homes: Any) -> tuple[Path, ...]:
+    return tuple(codex_state.history_dbs(homes))
+
+
+def _history_rows(db: Path, thread_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The thread's rows of each projection table (by its indexed ``thread_id``), all columns."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    try:
+        con, tables = _history_con(str(db), _mtime(db))
+        for table in tables:
+            rows = [{k: r[k] for k in r.keys() if not isinstance(r[k], bytes)}
+                    for r in con.execute(f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,))]
+            if rows:
+                out[table] = rows
+    except (HistmigError, sqlite3.Error):
+        return {}
+    return out
+
+
+_HISTORY_CON: dict[str, tuple[int, Any, tuple[str, ...]]] = {}
+
+
+def _history_con(db: str, mtime_ns: int) -> tuple[Any, tuple[str, ...]]:
+    """One read-only connection per history database for a whole pack (opening one per thread cost
+    more than its queries: docs/bench.md), and the projection tables it has; reopened when it changed."""
+    got = _HISTORY_CON.get(db)
+    if got is not None and got[0] == mtime_ns:
+        return got[1], got[2]
+    if got is not None or len(_HISTORY_CON) >= 2:     # the databases of the pack running now, no more
+        for _m, old, _t in _HISTORY_CON.values():
+            old.close()
+        _HISTORY_CON.clear()
+    con = connect_ro(db)
+    have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = tuple(t for t in HISTORY_TABLES if t in have)
+    _HISTORY_CON[db] = (mtime_ns, con, tables)
+    return con, tables
 
 
 @functools.lru_cache(maxsize=2)
@@ -69,12 +122,60 @@ def _rows(db: str, _mtime_ns: int) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase) -> tuple[list[Any], bool]:
-    """The ``threads`` inserts for every local state database that lacks the thread; ``present`` when
-    one already has it (the thread was unpacked before, or recorded here)."""
+def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase,
+         edits: dict[str, list] | None = None) -> tuple[list[Any], bool]:
+    """The ``threads`` inserts for every local state database that lacks the thread (``present`` when
+    one already has it: the thread was unpacked before, or recorded here), the projection rows for every
+    local history database that lacks them (offsets shifted by ``edits``: how re-homing changed the
+    rollout), and the prompt lines for ``history.jsonl``."""
+    if not placed:
+        return [], False
+    ops, present = _thread_ops(homes, session, placed, rebase)
+    ops += _projection_ops(homes, session, next(iter(placed)), rebase, edits or {})
+    lines = [r["line"] for r in (session.get("rows") or {}).get(PROMPTS) or [] if isinstance(r.get("line"), str)]
+    if lines:
+        ops.append(Append(str(Path(homes.codex) / PROMPTS), tuple(x.encode("utf-8", "surrogateescape") for x in lines),
+                          {"tool": TOOL, "id": session["id"]}))
+    return ops, present
+
+
+def merge(homes: Any, items: list[Any]) -> list[Any]:
+    """Every unpacked thread's prompt lines: one append to ``history.jsonl``."""
+    return append_ops([a for a in items if isinstance(a, Append)], "prompt history of unpacked threads")
+
+
+def _projection_ops(homes: Any, session: dict[str, Any], rel: str, rebase: Rebase, edits: dict[str, list]) -> list[Any]:
+    from histmig.core.plan import SqlInsert  # noqa: PLC0415
+    packed = session.get("rows") or {}
+    if not any(packed.get(t) for t in HISTORY_TABLES):
+        return []
+    moves = [codex_state.shifter(e) for e in edits.get(rel, [])]
+
+    def shifted(row: dict[str, Any]) -> dict[str, Any]:
+        row = {k: rebased(v, rebase) for k, v in row.items()}
+        for col in (*codex_state.TURN_OFFSETS, codex_state.PROJECTION_OFFSET):
+            if isinstance(row.get(col), int):
+                for moved in moves:       # one pass per --rehome: each pass's offsets are in its input
+                    row[col] = moved(row[col])
+        return row
+    ops = []
+    for db in codex_state.history_dbs(homes):
+        have = _history_rows(db, session["id"])
+        for table, key in HISTORY_TABLES.items():
+            cols = _columns(db, table)
+            if not cols or have.get(table):
+                continue        # no such table here, or the thread's projection is already here
+            for row in packed.get(table) or []:
+                row = shifted(row)
+                ops.append(SqlInsert(str(db), table, {c: row[c] for c in cols if c in row}, key,
+                                     {"tool": TOOL, "id": session["id"]}, "projection of an unpacked thread"))
+    return ops
+
+
+def _thread_ops(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase) -> tuple[list[Any], bool]:
     from histmig.core.plan import SqlInsert  # noqa: PLC0415 (pack, which only reads, never loads the plan model)
     packed = (session.get("rows") or {}).get("threads") or []
-    if not packed or not placed:
+    if not packed:
         return [], False
     row = {k: rebased(v, rebase) for k, v in packed[0].items()}
     rollout = next(iter(placed.values()))
@@ -84,7 +185,7 @@ def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: R
         row["cwd"] = os.path.realpath(cwd)      # as Codex records it (state.cwd_update_ops)
     ops, present = [], False
     for db in codex_state.state_dbs(homes):
-        cols = _columns(db)
+        cols = _columns(db, "threads")
         if not cols:
             continue
         if _rows(str(db), _mtime(db)).get(row["id"]) is not None:
@@ -96,11 +197,11 @@ def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: R
     return ops, present
 
 
-def _columns(db: Path) -> list[str]:
+def _columns(db: Path, table: str) -> list[str]:
     try:
         con = connect_ro(db)
         try:
-            return [r[1] for r in con.execute("PRAGMA table_info(threads)")]
+            return [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
         finally:
             con.close()
     except (HistmigError, sqlite3.Error):

@@ -11,7 +11,6 @@ goes through the one write path (histmig/apply): journaled, undoable.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +18,10 @@ from typing import Any
 
 from histmig.core.diagnostics import HistmigError, RefusedError, Skip, UsageError, Warning
 from histmig.core.paths import safe_component
-from histmig.core.plan import CreateFile, Plan
+from histmig.core.plan import CreateFile, Op, Plan
 from histmig.toolkit.move.common import PathMap, make_pathmap
 from histmig.toolkit.pack import default_place
+from histmig.toolkit.winpath import is_windows, windows_pathmap
 from histmig.tools import canonical, hook, tool
 from histmig.verbs.pack.bundle import members, verify
 from histmig.verbs.unpack.content import rehome, sha_of, spool_member, suffix_of
@@ -35,6 +35,8 @@ class Unpacking:
     manifest: dict[str, Any]
     spool: str
     sessions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # (tool, id) -> rel -> one list of (offset, delta) per --rehome pass that changed the file
+    edits: dict[tuple[str, str], dict[str, list]] = field(default_factory=dict)
 
     def close(self) -> None:
         import shutil  # noqa: PLC0415
@@ -52,12 +54,13 @@ def parse_rehome(specs: list[str]) -> list[tuple[str, str]]:
 
 
 def path_maps(pairs: list[tuple[str, str]]) -> tuple[list[PathMap], list[Warning]]:
-    """One move path map per ``--rehome`` (move's own ``make_pathmap``); a Windows OLD (``C:\\Users\\x``)
-    is named: its sessions come from tools that record such paths, which this build does not re-home."""
+    """One move path map per ``--rehome`` (move's own ``make_pathmap``); a Windows OLD (``C:\\Users\\x``,
+    a bundle packed on Windows) gets the same rule with Windows' spelling (histmig/toolkit/winpath.py)."""
     pms, warnings = [], []
     for old, new in pairs:
-        if re.match(r"^[A-Za-z]:[\\/]", old) or old.startswith("\\\\"):
-            raise UsageError(f"--rehome {old}: Windows paths are not re-homed yet (docs/pack.md)")
+        if is_windows(old):
+            pms.append(windows_pathmap(old, new))
+            continue
         pm, w = make_pathmap(old, new)
         pms.append(pm)
         warnings += [x for x in w if x.code != "paths-missing"]
@@ -120,7 +123,10 @@ def _files(homes, bundle, files, sessions, pms, rebase, out: Unpacking, *, keep:
         target = _place(homes, meta, session, rebase)
         suffix = suffix_of(meta["rel"])
         path = spool_member(fh, out.spool, suffix)
-        path, fields = rehome(path, pms, _rule(meta["tool"], meta["rel"]), out.spool, suffix)
+        shifts: list[list[tuple[int, int]]] = []
+        path, fields = rehome(path, pms, _rule(meta["tool"], meta["rel"]), out.spool, suffix, shifts)
+        if shifts:
+            out.edits.setdefault(key, {})[meta["rel"]] = shifts
         sha, size = sha_of(path)
         state = "new"
         if target.exists() or target.is_symlink():
@@ -166,17 +172,43 @@ def _first(op: Any, inserted: set[tuple]) -> bool:
     return True
 
 
-def _rows(homes, name: str, session, placed, rebase) -> tuple[list, Any]:
-    """The tool's ``rows`` hook: (inserts, present) where present is False, True, "identical" or "differs"."""
+def _rows(homes, name: str, session, placed, rebase, edits) -> tuple[list, Any]:
+    """The tool's ``rows`` hook: (inserts, present) where present is False, True, "identical" or "differs".
+    A hook that takes ``edits`` gets how re-homing changed each file's bytes (rel -> passes)."""
+    import inspect  # noqa: PLC0415
     mod = hook(name, "pack")
     rows_fn = getattr(mod, "rows", None) if mod is not None else None
-    return rows_fn(homes, session, placed, rebase) if rows_fn is not None else ([], False)
+    if rows_fn is None:
+        return [], False
+    if "edits" in inspect.signature(rows_fn).parameters:
+        return rows_fn(homes, session, placed, rebase, edits=edits)
+    return rows_fn(homes, session, placed, rebase)
+
+
+def _merged(homes, pending: dict[str, list], args: dict[str, Any]) -> list:
+    """Per tool, what its sessions add to files they share (toolkit.pack.Append and the like), made
+    into its writes by the tool's ``merge`` hook: one write per file, whatever the number of sessions.
+    A hook may also name the entries it adds (path -> keys): kept in the plan's ``args["added"]``
+    (journaled), so undo can take them out of a file its client saved again since."""
+    ops: list = []
+    for name, items in pending.items():
+        mod = hook(name, "pack")
+        fn = getattr(mod, "merge", None) if mod is not None else None
+        if fn is not None and items:
+            got = fn(homes, items)
+            if isinstance(got, tuple):
+                got, added = got
+                if added:
+                    args.setdefault("added", {}).update(added)
+            ops += got
+    return ops
 
 
 def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
     """Per session: new, identical (skipped), partial (the missing files created) or differs (refused)."""
     differ: list[str] = []
     inserted: set[tuple] = set()
+    pending: dict[str, list] = {}
     s = out.plan.summary
     for key, session in sessions.items():
         by_rel = states.get(key, {})
@@ -188,7 +220,7 @@ def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
         status = "identical" if kinds == {"identical"} else "partial" if "identical" in kinds else "new"
         placed = {rel: target for rel, (_, target) in by_rel.items()}
         try:
-            ops, present = _rows(homes, key[0], session, placed, rebase)
+            ops, present = _rows(homes, key[0], session, placed, rebase, out.edits.get(key, {}))
         except HistmigError as e:       # e.g. no OpenCode database here yet: this session waits, named
             out.plan.skips.append(Skip(e.path or name, f"{name}: {e}", "no-database"))
             out.plan.operations = [op for op in out.plan.operations if getattr(op, "session", None) != {
@@ -203,10 +235,16 @@ def _sessions(homes, sessions, states, rebase, out: Unpacking) -> None:
         per = s["tools"].setdefault(key[0], {"new": 0, "identical": 0, "partial": 0})
         per[status] += 1
         out.sessions.setdefault(status, []).append({"tool": key[0], "id": key[1]})
-        ops = [op for op in ops if _first(op, inserted)]
+        pending.setdefault(key[0], []).extend(op for op in ops if not isinstance(op, Op))
+        ops = [op for op in ops if isinstance(op, Op) and _first(op, inserted)]
         out.plan.operations += ops
         s["rows"] += len(ops)
     if differ:
         s["differ"] = len(differ)
         raise RefusedError(f"{len(differ)} session(s) in the bundle already exist here with different content; "
                            f"nothing written: {'; '.join(differ)}")
+    merged = _merged(homes, pending, out.plan.args)
+    out.plan.operations += merged
+    s["shared"] = len(merged)
+    files = {os.path.abspath(f) for f in homes.root_files()}     # ~/.claude.json lies outside the homes
+    out.plan.roots += sorted({p for op in merged for p in op.paths() if os.path.abspath(p) in files} - set(out.plan.roots))

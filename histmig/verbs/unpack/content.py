@@ -33,10 +33,13 @@ def suffix_of(rel: str) -> str:
     return "".join(Path(name).suffixes[-2:]) if name.endswith(".zst") else Path(name).suffix
 
 
-def rehome(path: str, pms: list[Any], rule: Any, folder: str, suffix: str) -> tuple[str, int]:
+def rehome(path: str, pms: list[Any], rule: Any, folder: str, suffix: str,
+           edits: list[list[tuple[int, int]]] | None = None) -> tuple[str, int]:
     """Apply each path map's edits to the spooled file by the tool's ``rule`` (histmig/toolkit/pack.py:
     ``("lines" | "json", fields_fn)`` or ``("patch", fn)``); returns the final spool file and how many
-    values were re-homed. A file the scan cannot read whole (a line over the limit, bad zstd) is refused."""
+    values were re-homed. A file the scan cannot read whole (a line over the limit, bad zstd) is refused.
+    ``edits`` gets one list per pass that changed the file: ``(offset in that pass's input, length
+    delta)`` of each patch, what a tool needs to shift byte offsets it stores (Codex: docs/specs/codex.md §10)."""
     fields = 0
     if rule is None:
         return path, 0
@@ -52,6 +55,8 @@ def rehome(path: str, pms: list[Any], rule: Any, folder: str, suffix: str) -> tu
             patches, n = scan.patches, scan.fields
         if not patches:
             continue
+        if edits is not None:
+            edits.append([(p.offset, p.delta) for p in patches if p.delta])
         fd, out = tempfile.mkstemp(dir=folder, suffix=suffix)
         os.close(fd)
         _patched_copy(path, out, patches, compressed=jsonl.is_zst(path))
