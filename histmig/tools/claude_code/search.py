@@ -1,5 +1,11 @@
 """``histmig search`` over Claude Code transcripts: the session's file, then its sub-agents' files
-(histmig/toolkit/search.py, docs/search.md)."""
+(histmig/toolkit/search.py, docs/search.md).
+
+``locate`` lists the sessions as ``discover`` does (same folders, order and ids: the file names)
+with one ``stat`` each; ``complete`` fills ``cwd`` and ``title`` only for a session the search shows,
+as ``summarize`` computes them from the same two ends, parsing only the lines they come from: the
+first records up to a ``cwd`` and a prompt, and the lines naming a title record.
+"""
 from __future__ import annotations
 
 import functools
@@ -7,8 +13,13 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from histmig.tools.claude_code.listing import is_agent_file, legacy_agents, subagent_files
-from histmig.tools.claude_code.records import records_from_lines
+from histmig.core.model import SessionRef
+from histmig.jsonio.jsonl import head_lines, lenient, read_lines, tail_lines
+from histmig.tools.claude_code.listing import (FIELDS, NAME, is_agent_file, legacy_agents, projects_root, raw_cwd,
+                                               subagent_files)
+from histmig.tools.claude_code.records import last_prompt, named_title, records_from_lines
+from histmig.tools.claude_family.blocks import first_prompt, first_value
+from histmig.tools.claude_family.listing import HEAD_TAIL, mark_unreadable, session_files, subdirs
 from histmig.toolkit.search import JsonlSource
 
 
@@ -27,4 +38,39 @@ def files(ref: Any) -> Iterator[Path]:
             yield from subagent_files(path, legacy)
 
 
-SEARCH = JsonlSource(files=files, records=records_from_lines)
+def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
+    from histmig.core.scanindex import fill
+    for folder in subdirs(projects_root(homes)):
+        for path in session_files(folder):
+            ref = SessionRef(format=NAME, id=path.stem, path=path)
+            try:
+                st = path.stat()
+            except OSError as e:
+                yield mark_unreadable(ref, e), None
+                continue
+            ref.size, ref.updated = st.st_size, st.st_mtime
+            hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
+            yield (fill(ref, hit), None) if hit is not None else (ref, complete)
+
+
+def complete(ref: SessionRef) -> None:
+    """``cwd`` and ``title`` as ``listing.summarize`` gives them (``scan_ends``' head and tail)."""
+    path = Path(ref.path)
+    if os.stat(path).st_size <= 2 * HEAD_TAIL:
+        head, tail = list(read_lines(path)), []
+    else:
+        head = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+        end = max((ln.offset + (ln.length or 0) for ln in head), default=0)
+        tail = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
+
+    def records(lines: list, marker: bytes | None = None) -> Iterator[Any]:
+        # lazily, so a first value stops the parse; a marker keeps the lines a title record is on
+        chosen = lines if marker is None else [ln for ln in lines if marker in (ln.raw or b"")]
+        return records_from_lines(lenient(chosen))
+    ends = head + tail
+    ref.cwd = first_value(records(head), "cwd") or raw_cwd(list(records(head)))
+    ref.title = named_title(records(ends, b"-title")) or first_prompt(records(head)) \
+        or last_prompt(records(ends, b"last-prompt"))
+
+
+SEARCH = JsonlSource(files=files, records=records_from_lines, locate=locate)
