@@ -11,6 +11,7 @@ unusual (a ``.zst``, no ``session_meta`` first, a head line past the first read)
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,6 +20,7 @@ import orjson
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import SessionRef
 from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
+from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
 from histmig.tools.codex.adapter import (NAME, _hit, _latest_turn_cwd, _title, line_type, make_ref, meta_of,
                                          parse_name, payload, records_from_lines, user_prompt)
@@ -82,45 +84,61 @@ def complete(ref: SessionRef) -> None:
         data = os.pread(fd, 2 * HEAD_BYTES, 0)
     finally:
         os.close(fd)
-    got = _head_fields(data, len(data) < 2 * HEAD_BYTES)
+    end = _head_end(data, len(data) < 2 * HEAD_BYTES)
+    got = None if not end else _head_fields(data, end, _latest_turn_cwd(path) if end < size else None)
     if got is None:
         full = make_ref(path, archived=ref.archived)
-        ref.cwd, ref.title = full.cwd, full.title
-        return
-    cwd, ref.title, covered = got
-    ref.cwd = (_latest_turn_cwd(path) or cwd) if covered < size else cwd
+        got = full.cwd, full.title
+    ref.cwd, ref.title = got
 
 
-def _head_fields(data: bytes, eof: bool) -> tuple[str | None, str | None, int] | None:
-    """``(cwd, title, end of the head)`` from the first bytes of a rollout, over the lines
-    ``head_values`` would give (200 or 128 KB); None when they do not fit in ``data`` or the first
-    line is not a session_meta. Only lines holding a marker of a line type ``_ref_from_objs`` reads
-    for them are parsed (the writer spells the type names as is)."""
+def _head_fields(data: bytes, end: int, tail_cwd: str | None) -> tuple[str | None, str | None] | None:
+    """``(cwd, title)`` from the first bytes of a rollout, over its head (``data[:end]``: the lines
+    ``head_values`` would give; ``tail_cwd``, the tail's, wins over theirs); None when the first line
+    is not a session_meta. Only lines holding a marker of a line type
+    ``_ref_from_objs`` reads are parsed (the writer spells type names as is): the last
+    ``turn_context`` and the message lines up to the first prompt."""
+    first = data.find(b"\n")
+    meta = meta_of(_parse(data, 0, end if first < 0 else min(end, first + 1)))
+    if meta is None:
+        return None
+    turn = None
+    for raw in () if tail_cwd else last_lines_with(data[:end], b'"turn_context"'):
+        obj = _parse(raw, 0, len(raw))
+        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            turn = payload(obj)["cwd"]
+            break
+    cwd = tail_cwd or turn or (meta["cwd"] if isinstance(meta.get("cwd"), str) else None)
+    title, done = None, first + 1
+    for m in PROMPT_MARK.finditer(data, done, end):
+        if m.start() < done:
+            continue                              # a second marker on a line already read
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        done = min(end, data.find(b"\n", m.end()) + 1 or end)
+        obj = _parse(data, ls, done)
+        t = line_type(obj)
+        if t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
+            title = _title(user_prompt(obj))
+            if title is not None:
+                break
+    return cwd, title
+
+
+PROMPT_MARK = re.compile(rb'"message"|user_message')
+
+
+def _head_end(data: bytes, eof: bool) -> int | None:
+    """Where ``head_values``' lines end (0 for no line), or None when ``data`` ends inside them."""
     pos, size, n = 0, len(data), 0
-    meta_cwd = turn_cwd = title = None
     while pos < size:
         nl = data.find(b"\n", pos)
         if nl < 0 and not eof:
             return None
-        end = size if nl < 0 else nl + 1
-        if n == 0:
-            meta = meta_of(_parse(data, pos, end))
-            if meta is None:
-                return None
-            meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
-        elif data.find(b'"turn_context"', pos, end) >= 0 or (title is None and (
-                data.find(b'"message"', pos, end) >= 0 or data.find(b"user_message", pos, end) >= 0)):
-            obj = _parse(data, pos, end)
-            t = line_type(obj)
-            if t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-                turn_cwd = payload(obj)["cwd"]
-            elif title is None and t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
-                title = _title(user_prompt(obj))
+        pos = size if nl < 0 else nl + 1
         n += 1
-        pos = end
-        if n >= HEAD_LINES or end >= HEAD_BYTES:
+        if n >= HEAD_LINES or pos >= HEAD_BYTES:
             break
-    return turn_cwd or meta_cwd, title, pos
+    return pos
 
 
 def _parse(data: bytes, start: int, end: int) -> Any:
