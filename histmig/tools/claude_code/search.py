@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
+from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterator
 
 from histmig.core.model import SessionRef
-from histmig.jsonio.jsonl import head_lines, lenient, read_lines, tail_lines
+from histmig.jsonio.jsonl import head_lines, iter_lines, lenient, open_regular_fd, read_lines, tail_lines
 from histmig.tools.claude_code.listing import (FIELDS, NAME, is_agent_file, legacy_agents, projects_root, raw_cwd,
                                                subagent_files)
 from histmig.tools.claude_code.records import last_prompt, named_title, records_from_lines
@@ -54,8 +55,34 @@ def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
 
 
 def complete(ref: SessionRef) -> None:
-    """``cwd`` and ``title`` as ``listing.summarize`` gives them (``scan_ends``' head and tail)."""
+    """``cwd`` and ``title`` as ``listing.summarize`` gives them from ``scan_ends``' head and tail. When
+    neither end holds a title record's type (``custom-title``, ``ai-title``, ``last-prompt``), the title
+    is the head's first prompt: the head's records are parsed one by one up to it and to a ``cwd``."""
     path = Path(ref.path)
+    fd = open_regular_fd(path)
+    try:
+        size = os.fstat(fd).st_size
+        small = size <= 2 * HEAD_TAIL
+        head = os.pread(fd, size if small else HEAD_TAIL + SLACK, 0)
+        tail = b"" if small else os.pread(fd, HEAD_TAIL, size - HEAD_TAIL)
+    finally:
+        os.close(fd)
+    end = len(head) if small else head.find(b"\n", HEAD_TAIL - 1) + 1      # head_lines' last line ends here
+    if end <= 0 or any(m in head or m in tail for m in TITLE_TYPES):
+        return _complete_ends(ref, path)
+
+    def records() -> Iterator[Any]:
+        return records_from_lines(lenient(iter_lines(BytesIO(memoryview(head)[:end]))))
+    ref.cwd = first_value(records(), "cwd") or raw_cwd(list(records()))
+    ref.title = first_prompt(records())
+
+
+SLACK = 64 * 1024                  # read past the head's 64 KB for the end of the line that crosses it
+TITLE_TYPES = (b"-title", b"last-prompt")
+
+
+def _complete_ends(ref: SessionRef, path: Path) -> None:
+    """The same from the two ends' lines, a title record's lines parsed (named titles win)."""
     if os.stat(path).st_size <= 2 * HEAD_TAIL:
         head, tail = list(read_lines(path)), []
     else:
