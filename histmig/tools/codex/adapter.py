@@ -437,7 +437,6 @@ def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
 
 def _latest_turn_cwd(path: Path) -> str | None:
     """The cwd of the last ``turn_context`` among the complete lines of the last 64 KB (``tail_lines``)."""
-    from histmig.jsonio.marks import last_lines_with, parse_line
     try:
         fd = open_regular_fd(path)
         try:
@@ -448,6 +447,12 @@ def _latest_turn_cwd(path: Path) -> str | None:
             os.close(fd)
     except (HistmigError, OSError):
         return None
+    return tail_turn_cwd(data, start)
+
+
+def tail_turn_cwd(data: bytes, start: int) -> str | None:
+    """``_latest_turn_cwd`` of the file's last bytes ``data``, read from offset ``start``."""
+    from histmig.jsonio.marks import last_lines_with, parse_line
     if start > 0:
         data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
     for raw in last_lines_with(data, b'"turn_context"'):

@@ -10,6 +10,7 @@ unusual (a ``.zst``, no ``session_meta`` first, a head line past the first read)
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -22,8 +23,9 @@ from histmig.core.model import SessionRef
 from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, _hit, _latest_turn_cwd, _title, line_type, make_ref, meta_of,
-                                         parse_name, payload, records_from_lines, user_prompt)
+from histmig.tools.codex.adapter import (NAME, _hit, _title, line_type, make_ref, meta_of,
+                                         parse_name, payload, records_from_lines, tail_turn_cwd,
+                                         user_prompt)
 from histmig.toolkit.search import JsonlSource
 
 HEAD_LINES, HEAD_BYTES = 200, 128 * 1024      # make_ref's head
@@ -37,16 +39,16 @@ def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
         if ref is not None:
             yield ref, None
             continue
-        ref = _first_line_ref(*entry)
-        if ref is None:
+        got = _first_line_ref(*entry)
+        if got is None:
             yield make_ref(entry[0], archived=archived, shadowed=entry[2]), None
         else:
-            yield ref, complete
+            yield got[0], functools.partial(complete, meta_cwd=got[1])
 
 
-def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> SessionRef | None:
-    """The ref of a plain rollout whose first line is its ``session_meta``: id, size and ``updated``
-    (the file's mtime, as the listing gives it); None for anything else."""
+def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[SessionRef, str | None] | None:
+    """The ref of a plain rollout whose first line is its ``session_meta`` (id, size and ``updated``:
+    the file's mtime, as the listing gives it) and that line's cwd; None for anything else."""
     if is_zst(path):
         return None
     try:
@@ -70,45 +72,49 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> Sessio
         return None
     names = parse_name(path.name)
     sid = meta["id"] if isinstance(meta.get("id"), str) else names[1] if names else path.stem
-    return SessionRef(format=NAME, id=sid, path=path, archived=archived, compressed=False,
-                      size=st.st_size, updated=st.st_mtime)
+    ref = SessionRef(format=NAME, id=sid, path=path, archived=archived, compressed=False,
+                     size=st.st_size, updated=st.st_mtime)
+    return ref, meta["cwd"] if isinstance(meta.get("cwd"), str) else None
 
 
-def complete(ref: SessionRef) -> None:
+def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
     """``cwd`` and ``title`` as ``make_ref`` lists them (``_ref_from_objs`` over the head, then the
-    tail's latest ``turn_context``), parsing only the head lines that hold them."""
-    path = Path(ref.path)
+    tail's latest ``turn_context``), parsing only the head lines that hold them. ``meta_cwd``: the
+    first line's (``locate`` parsed it)."""
+    path = ref.path
     fd = open_regular_fd(path)
     try:
         size = os.fstat(fd).st_size
         data = os.pread(fd, 2 * HEAD_BYTES, 0)
+        end = _head_end(data, len(data) < 2 * HEAD_BYTES)
+        tail = None
+        if end and end < size:
+            start = max(0, size - TAIL_BYTES)
+            tail = tail_turn_cwd(os.pread(fd, size - start, start), start)
     finally:
         os.close(fd)
-    end = _head_end(data, len(data) < 2 * HEAD_BYTES)
-    got = None if not end else _head_fields(data, end, _latest_turn_cwd(path) if end < size else None)
-    if got is None:
-        full = make_ref(path, archived=ref.archived)
-        got = full.cwd, full.title
-    ref.cwd, ref.title = got
+    if not end:
+        full = make_ref(Path(path), archived=ref.archived)
+        ref.cwd, ref.title = full.cwd, full.title
+        return
+    ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
 
 
-def _head_fields(data: bytes, end: int, tail_cwd: str | None) -> tuple[str | None, str | None] | None:
-    """``(cwd, title)`` from the first bytes of a rollout, over its head (``data[:end]``: the lines
-    ``head_values`` would give; ``tail_cwd``, the tail's, wins over theirs); None when the first line
-    is not a session_meta. Only lines holding a marker of a line type
-    ``_ref_from_objs`` reads are parsed (the writer spells type names as is): the last
-    ``turn_context`` and the message lines up to the first prompt."""
+TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
+
+
+def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | None) -> tuple[str | None, str | None]:
+    """``(cwd, title)`` from a rollout's head (``data[:end]``: the lines ``head_values`` gives; its
+    first line the session_meta whose cwd is ``meta_cwd``; ``tail_cwd``, the tail's, wins). Only
+    lines holding a marker of a line type ``_ref_from_objs`` reads are parsed (the writer spells type
+    names as is): the last ``turn_context`` and the message lines up to the first prompt."""
     first = data.find(b"\n")
-    meta = meta_of(_parse(data, 0, end if first < 0 else min(end, first + 1)))
-    if meta is None:
-        return None
     turn = None
-    for raw in () if tail_cwd else last_lines_with(data[:end], b'"turn_context"'):
+    for raw in () if tail_cwd else last_lines_with(data[first + 1:end], b'"turn_context"'):
         obj = _parse(raw, 0, len(raw))
         if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             turn = payload(obj)["cwd"]
             break
-    cwd = tail_cwd or turn or (meta["cwd"] if isinstance(meta.get("cwd"), str) else None)
     title, done = None, first + 1
     for m in PROMPT_MARK.finditer(data, done, end):
         if m.start() < done:
@@ -121,23 +127,21 @@ def _head_fields(data: bytes, end: int, tail_cwd: str | None) -> tuple[str | Non
             title = _title(user_prompt(obj))
             if title is not None:
                 break
-    return cwd, title
+    return tail_cwd or turn or meta_cwd, title
 
 
 PROMPT_MARK = re.compile(rb'"message"|user_message')
 
 
 def _head_end(data: bytes, eof: bool) -> int | None:
-    """Where ``head_values``' lines end (0 for no line), or None when ``data`` ends inside them."""
-    pos, size, n = 0, len(data), 0
-    while pos < size:
-        nl = data.find(b"\n", pos)
-        if nl < 0 and not eof:
-            return None
-        pos = size if nl < 0 else nl + 1
-        n += 1
-        if n >= HEAD_LINES or pos >= HEAD_BYTES:
-            break
+    """Where ``head_values``' lines end (200 lines, or the line that reaches 128 KB), or None when
+    ``data`` ends inside them (0: an empty file)."""
+    if data.count(b"\n", 0, HEAD_BYTES - 1) < HEAD_LINES:     # the line reaching 128 KB ends the head
+        nl = data.find(b"\n", HEAD_BYTES - 1)
+        return nl + 1 if nl >= 0 else len(data) if eof else None
+    pos = 0
+    for _ in range(HEAD_LINES):
+        pos = data.find(b"\n", pos) + 1
     return pos
 
 
