@@ -63,15 +63,17 @@ def test_big_heads_and_tails_and_title_records(tmp_path):
                             "payload": {"cwd": "/tail/cwd"}}))
     claude = sorted((h / ".claude" / "projects").rglob("*.jsonl"))
     claude = [f for f in claude if "subagents" not in f.parts and not f.name.startswith("agent-")]
-    for i, f in enumerate(claude[:3]):
+    for i, f in enumerate(claude[:4]):
         body = f.read_bytes()
         first = json.loads(body.splitlines()[0])
         filler = b"".join(_line({"type": "progress", "uuid": f"p{j}", "data": pad, "sessionId": first.get("sessionId")})
                           for j in range(50))
         tail = [b"", _line({"type": "custom-title", "customTitle": "named in the tail"}),
-                _line({"type": "last-prompt", "lastPrompt": "the last prompt"})][i]
-        f.write_bytes(filler + body + filler + tail)   # no prompt in the head: the title is the tail's
+                _line({"type": "last-prompt", "lastPrompt": "the last prompt"}),
+                _line({"type": "ai-title", "aiTitle": "an AI title"})][i]
+        # no prompt in the head (the title is the tail's), or (the last) a prompt in it and an AI title
+        f.write_bytes(filler + body + filler + tail if i < 3 else body + filler + tail)
     assert _same_as_discover(_homes(h)) > 4
     titles = {r.title for r in adapter("claude-code").discover(_homes(h))}
     cwds = {r.cwd for r in adapter("codex").discover(_homes(h))}
-    assert {"named in the tail", "the last prompt"} <= titles and "/tail/cwd" in cwds
+    assert {"named in the tail", "the last prompt", "an AI title"} <= titles and "/tail/cwd" in cwds

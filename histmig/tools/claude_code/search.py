@@ -55,9 +55,11 @@ def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
 
 
 def complete(ref: SessionRef) -> None:
-    """``cwd`` and ``title`` as ``listing.summarize`` gives them from ``scan_ends``' head and tail. When
-    neither end holds a title record's type (``custom-title``, ``ai-title``, ``last-prompt``), the title
-    is the head's first prompt: the head's records are parsed one by one up to it and to a ``cwd``."""
+    """``cwd`` and ``title`` as ``listing.summarize`` gives them from ``scan_ends``' head and tail, read
+    with one open: the head's records are parsed one by one up to a ``cwd`` and the first prompt, and
+    of the rest only the lines naming a title record's type (``custom-title``, ``ai-title``). A
+    session without a prompt in its head (its title: the ``last-prompt`` record) is read as the
+    listing reads it."""
     path = Path(ref.path)
     fd = open_regular_fd(path)
     try:
@@ -68,17 +70,38 @@ def complete(ref: SessionRef) -> None:
     finally:
         os.close(fd)
     end = len(head) if small else head.find(b"\n", HEAD_TAIL - 1) + 1      # head_lines' last line ends here
-    if end <= 0 or any(m in head or m in tail for m in TITLE_TYPES):
+    if end <= 0:
         return _complete_ends(ref, path)
+    nl = tail.find(b"\n")                # tail_lines: the complete lines of the last 64 KB past the head
+    tail_from = len(tail) if nl < 0 else max(nl + 1, end - (size - HEAD_TAIL))
+    titles = _lines_with(head, 0, end, b"-title") + _lines_with(tail, tail_from, len(tail), b"-title")
 
-    def records() -> Iterator[Any]:
-        return records_from_lines(lenient(iter_lines(BytesIO(memoryview(head)[:end]))))
-    ref.cwd = first_value(records(), "cwd") or raw_cwd(list(records()))
-    ref.title = first_prompt(records())
+    def records(data: bytes, stop: int) -> Iterator[Any]:
+        return records_from_lines(lenient(iter_lines(BytesIO(memoryview(data)[:stop]))))
+    # named titles win; then the head's first prompt (records parsed one by one up to it); else the
+    # last-prompt record, from every line of both ends as the listing reads them
+    title = named_title(records(b"".join(titles), None)) or first_prompt(records(head, end))
+    if title is None:
+        return _complete_ends(ref, path)
+    ref.cwd = first_value(records(head, end), "cwd") or raw_cwd(list(records(head, end)))
+    ref.title = title
+
+
+def _lines_with(data: bytes, lo: int, hi: int, marker: bytes) -> list[bytes]:
+    """The lines of ``data[lo:hi]`` (``lo`` a line start) that hold ``marker``, each once, in order."""
+    out, done = [], lo
+    i = data.find(marker, lo, hi)
+    while i >= 0:
+        ls = max(lo, data.rfind(b"\n", lo, i) + 1)
+        le = data.find(b"\n", i, hi)
+        done = hi if le < 0 else le + 1
+        line = data[ls:done]
+        out.append(line if line.endswith(b"\n") else line + b"\n")
+        i = data.find(marker, done, hi)
+    return out
 
 
 SLACK = 64 * 1024                  # read past the head's 64 KB for the end of the line that crosses it
-TITLE_TYPES = (b"-title", b"last-prompt")
 
 
 def _complete_ends(ref: SessionRef, path: Path) -> None:
