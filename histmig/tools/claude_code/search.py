@@ -76,14 +76,22 @@ def complete(ref: SessionRef) -> None:
     tail_from = len(tail) if nl < 0 else max(nl + 1, end - (size - HEAD_TAIL))
     titles = _lines_with(head, 0, end, b"-title") + _lines_with(tail, tail_from, len(tail), b"-title")
 
-    def records(data: bytes, stop: int) -> Iterator[Any]:
-        return records_from_lines(lenient(iter_lines(BytesIO(memoryview(data)[:stop]))))
-    # named titles win; then the head's first prompt (records parsed one by one up to it); else the
-    # last-prompt record, from every line of both ends as the listing reads them
-    title = named_title(records(b"".join(titles), None)) or first_prompt(records(head, end))
+    def records(data: bytes, stop: int | None) -> Iterator[Any]:
+        return records_from_lines(lenient(iter_lines(BytesIO(memoryview(data)[:stop]), chunk_size=8192)))
+    read, parsed = records(head, end), []
+
+    def head_records() -> Iterator[Any]:
+        # the head's records, parsed once and only as far as a reader goes
+        yield from parsed
+        for rec in read:
+            parsed.append(rec)
+            yield rec
+    # named titles win; then the head's first prompt; else the last-prompt record, from every line
+    # of both ends as the listing reads them
+    title = named_title(records(b"".join(titles), None)) or first_prompt(head_records())
     if title is None:
         return _complete_ends(ref, path)
-    ref.cwd = first_value(records(head, end), "cwd") or raw_cwd(list(records(head, end)))
+    ref.cwd = first_value(head_records(), "cwd") or raw_cwd(list(head_records()))
     ref.title = title
 
 
