@@ -23,7 +23,7 @@ from histmig.core.model import SessionRef
 from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, _hit, _title, line_type, make_ref, meta_of,
+from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref, meta_of,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
                                          user_prompt)
 from histmig.toolkit.search import JsonlSource
@@ -35,7 +35,7 @@ FIRST_READ = 64 * 1024                       # the first line (session_meta) fit
 def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
     for path, archived, shadowed in walk.rollouts(homes.codex):
         entry = (Path(path), archived, Path(shadowed) if shadowed is not None else None)
-        ref = _hit(entry, index) if index is not None else None
+        ref = index_hit(entry, index) if index is not None else None
         if ref is not None:
             yield ref, None
             continue
@@ -124,7 +124,7 @@ def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | No
         obj = _parse(data, ls, done)
         t = line_type(obj)
         if t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
-            title = _title(user_prompt(obj))
+            title = prompt_title(user_prompt(obj))
             if title is not None:
                 break
     return tail_cwd or turn or meta_cwd, title
