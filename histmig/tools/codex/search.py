@@ -85,12 +85,16 @@ def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
     fd = open_regular_fd(path)
     try:
         size = os.fstat(fd).st_size
-        data = os.pread(fd, 2 * HEAD_BYTES, 0)
-        end = _head_end(data, len(data) < 2 * HEAD_BYTES)
+        for want in (HEAD_BYTES + HEAD_SLACK, 2 * HEAD_BYTES):    # a head line past the first read: more
+            data = os.pread(fd, want, 0)
+            end = _head_end(data, len(data) < want)
+            if end is not None:
+                break
         tail = None
         if end and end < size:
             start = max(0, size - TAIL_BYTES)
-            tail = tail_turn_cwd(os.pread(fd, size - start, start), start)
+            last = data[start:size] if len(data) >= size else os.pread(fd, size - start, start)
+            tail = tail_turn_cwd(last, start)
     finally:
         os.close(fd)
     if not end:
@@ -101,6 +105,7 @@ def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
 
 
 TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
+HEAD_SLACK = 16 * 1024      # read past 128 KB for the end of the line that reaches it
 
 
 def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | None) -> tuple[str | None, str | None]:
