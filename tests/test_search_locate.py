@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
-
 from clirun import histmig
 from histmig.cli import samples
 from histmig.core.scanindex import ScanIndex
@@ -56,7 +53,7 @@ def test_big_heads_and_tails_and_title_records(tmp_path):
     pad = "x" * 3000
     for f in sorted((h / ".codex" / "sessions").rglob("*.jsonl"))[:2]:
         with open(f, "ab") as fh:        # past the 128 KB head: a turn_context in the tail names the cwd
-            for i in range(60):
+            for _ in range(60):
                 fh.write(_line({"timestamp": "2026-11-30T05:00:00.000Z", "type": "event_msg",
                                 "payload": {"type": "agent_message", "message": pad}}))
             fh.write(_line({"timestamp": "2026-11-30T05:00:00.000Z", "type": "turn_context",
