@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Iterator
@@ -74,7 +75,7 @@ def complete(ref: SessionRef) -> None:
         return _complete_ends(ref, path)
     nl = tail.find(b"\n")                # tail_lines: the complete lines of the last 64 KB past the head
     tail_from = len(tail) if nl < 0 else max(nl + 1, end - (size - HEAD_TAIL))
-    titles = _lines_with(head, 0, end, b"-title") + _lines_with(tail, tail_from, len(tail), b"-title")
+    titles = _lines_with(head, 0, end, TITLE_MARK) + _lines_with(tail, tail_from, len(tail), TITLE_MARK)
 
     def records(data: bytes, stop: int | None) -> Iterator[Any]:
         return records_from_lines(lenient(iter_lines(BytesIO(memoryview(data)[:stop]), chunk_size=8192)))
@@ -95,18 +96,22 @@ def complete(ref: SessionRef) -> None:
     ref.title = title
 
 
-def _lines_with(data: bytes, lo: int, hi: int, marker: bytes) -> list[bytes]:
+def _lines_with(data: bytes, lo: int, hi: int, marker: re.Pattern[bytes]) -> list[bytes]:
     """The lines of ``data[lo:hi]`` (``lo`` a line start) that hold ``marker``, each once, in order."""
-    out, done = [], lo
-    i = data.find(marker, lo, hi)
-    while i >= 0:
-        ls = max(lo, data.rfind(b"\n", lo, i) + 1)
-        le = data.find(b"\n", i, hi)
+    out = []
+    m = marker.search(data, lo, hi)
+    while m is not None:
+        ls = max(lo, data.rfind(b"\n", lo, m.start()) + 1)
+        le = data.find(b"\n", m.start(), hi)
         done = hi if le < 0 else le + 1
         line = data[ls:done]
         out.append(line if line.endswith(b"\n") else line + b"\n")
-        i = data.find(marker, done, hi)
+        m = marker.search(data, done, hi)
     return out
+
+
+# a named title's record type (``custom-title``, ``ai-title``); ``re`` finds a literal faster than bytes.find
+TITLE_MARK = re.compile(rb"-title")
 
 
 SLACK = 64 * 1024                  # read past the head's 64 KB for the end of the line that crosses it
