@@ -105,7 +105,7 @@ def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
 
 
 TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
-HEAD_SLACK = 16 * 1024      # read past 128 KB for the end of the line that reaches it
+HEAD_SLACK = 64 * 1024      # read past 128 KB for the end of the line that reaches it (most end in it)
 
 
 def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | None) -> tuple[str | None, str | None]:
