@@ -55,21 +55,27 @@ def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
             yield (fill(ref, hit), None) if hit is not None else (ref, complete)
 
 
-def complete(ref: SessionRef) -> None:
+def complete(ref: SessionRef, first: bytes | None = None) -> None:
     """``cwd`` and ``title`` as ``listing.summarize`` gives them from ``scan_ends``' head and tail, read
     with one open: the head's records are parsed one by one up to a ``cwd`` and the first prompt, and
     of the rest only the lines naming a title record's type (``custom-title``, ``ai-title``). A
     session without a prompt in its head (its title: the ``last-prompt`` record) is read as the
-    listing reads it."""
+    listing reads it. ``first``: the file's first bytes when the caller has just read them (the whole
+    file when it is that small: no read here)."""
     path = Path(ref.path)
-    fd = open_regular_fd(path)
-    try:
-        size = os.fstat(fd).st_size
+    if first is not None and len(first) >= (ref.size or 0):       # the whole file, just read by the caller
+        size = len(first)
         small = size <= 2 * HEAD_TAIL
-        head = os.pread(fd, size if small else HEAD_TAIL + SLACK, 0)
-        tail = b"" if small else os.pread(fd, HEAD_TAIL, size - HEAD_TAIL)
-    finally:
-        os.close(fd)
+        head, tail = (first, b"") if small else (first[:HEAD_TAIL + SLACK], first[size - HEAD_TAIL:])
+    else:
+        fd = open_regular_fd(path)
+        try:
+            size = os.fstat(fd).st_size
+            small = size <= 2 * HEAD_TAIL
+            head = os.pread(fd, size if small else HEAD_TAIL + SLACK, 0)
+            tail = b"" if small else os.pread(fd, HEAD_TAIL, size - HEAD_TAIL)
+        finally:
+            os.close(fd)
     end = len(head) if small else head.find(b"\n", HEAD_TAIL - 1) + 1      # head_lines' last line ends here
     if end <= 0:
         return _complete_ends(ref, path)

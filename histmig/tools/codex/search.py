@@ -77,11 +77,32 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[
     return ref, meta["cwd"] if isinstance(meta.get("cwd"), str) else None
 
 
-def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
+def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
     """``cwd`` and ``title`` as ``make_ref`` lists them (``_ref_from_objs`` over the head, then the
-    tail's latest ``turn_context``), parsing only the head lines that hold them. ``meta_cwd``: the
-    first line's (``locate`` parsed it)."""
-    path = ref.path
+    tail's latest ``turn_context``), parsing only the head lines that hold them. ``first``: the file's
+    first bytes when the caller has just read them (the whole file when it is that small: no read
+    here); ``meta_cwd``: the first line's (``locate`` parsed it)."""
+    got = _from_bytes(first) if first is not None and len(first) >= (ref.size or 0) else None
+    got = got or _from_file(ref.path)
+    if got is None:
+        full = make_ref(Path(ref.path), archived=ref.archived)
+        ref.cwd, ref.title = full.cwd, full.title
+        return
+    data, end, tail = got
+    ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
+
+
+def _from_bytes(data: bytes) -> tuple[bytes, int, str | None] | None:
+    """``(head bytes, end of the head, the tail's cwd)`` of a file read whole into ``data``."""
+    end, size = _head_end(data, True), len(data)
+    if not end:
+        return None
+    start = max(0, size - TAIL_BYTES)
+    return data, end, tail_turn_cwd(data[start:], start) if end < size else None
+
+
+def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
+    """The same from the file: its head read (192 KB, or 256 KB for a line past it) and its tail."""
     fd = open_regular_fd(path)
     try:
         size = os.fstat(fd).st_size
@@ -90,18 +111,16 @@ def complete(ref: SessionRef, meta_cwd: str | None = None) -> None:
             end = _head_end(data, len(data) < want)
             if end is not None:
                 break
+        if not end:
+            return None
         tail = None
-        if end and end < size:
+        if end < size:
             start = max(0, size - TAIL_BYTES)
             last = data[start:size] if len(data) >= size else os.pread(fd, size - start, start)
             tail = tail_turn_cwd(last, start)
+        return data, end, tail
     finally:
         os.close(fd)
-    if not end:
-        full = make_ref(Path(path), archived=ref.archived)
-        ref.cwd, ref.title = full.cwd, full.title
-        return
-    ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
 
 
 TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's

@@ -83,10 +83,10 @@ class Search:
         chosen.sort(key=lambda r: r.updated or 0, reverse=True)
         return chosen, short
 
-    def _complete(self, ref: SessionRef) -> None:
+    def _complete(self, ref: SessionRef, first: list | None = None) -> None:
         complete = self.pending.pop(id(ref), None)
         if complete is not None:
-            complete(ref)
+            complete(ref, first[0] if first else None)
 
     def __iter__(self) -> Iterator[Hit]:
         refs, short = self.refs()
@@ -96,10 +96,11 @@ class Search:
                 continue
             self.sessions += 1
             found = False
+            first: list = []                   # the session file's first block, once read
             try:
-                for hit in self._session(ref, short[ref.id]):
+                for hit in self._session(ref, short[ref.id], first):
                     if not found:
-                        self._complete(ref)
+                        self._complete(ref, first)
                     found = True
                     self.hits += 1
                     yield hit
@@ -111,13 +112,13 @@ class Search:
 
     # ---- one session ------------------------------------------------------------------------
 
-    def _session(self, ref: SessionRef, short: str) -> Iterator[Hit]:
+    def _session(self, ref: SessionRef, short: str, first: list | None = None) -> Iterator[Hit]:
         if ref.format not in self.sources:
             self.sources[ref.format] = hook(ref.format, "search")
         source = self.sources[ref.format]
         if source is not None:
             for path in source.files(ref):
-                for line in candidate_lines(path, self.finder):
+                for line in candidate_lines(path, self.finder, first if path == ref.path else None):
                     for rec in source.records([line]):
                         yield from self._record(ref, short, rec, path, line.offset if not line.number else None)
             return
