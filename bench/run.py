@@ -250,12 +250,16 @@ def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     """``histmig search`` (issue 18) against ``grep -r -F`` over the same files: a phrase users typed
     (``step 7 done``: a user prompt and an answer per session), smart case (lower case: any case, so
     against ``grep -i``) and ``-s``, on the Codex tree and the Claude Code half of the move tree. The scan
-    index is built first (not timed): search reads its metadata there and streams the files."""
+    index is built first (not timed): search reads its metadata there and streams the files; then the
+    same searches cold, with ``--no-index`` (sessions located by a walk, listing fields read for matches
+    only)."""
     codex, claude = trees["codex"] / "home", trees["move"] / "home"
     cases = [(codex, ["search", "step 7 done"], f"grep -r -F -i 'step 7 done' '{codex}/.codex'", "`grep -r -F -i`"),
              (codex, ["search", "-s", "step 7 done"], f"grep -r -F 'step 7 done' '{codex}/.codex'", "`grep -r -F`"),
              (claude, ["search", "--tool", "claude-code", "-s", "step 7 in"],
               f"grep -r -F 'step 7 in' '{claude}/.claude/projects'", "`grep -r -F`")]
+    # cold: no scan index (a first search; ``--no-index`` neither reads nor writes it), page cache warm
+    cases += [(home, args[:1] + ["--no-index"] + args[1:], grep, floor) for home, args, grep, floor in cases]
     rows = []
     for home, args, grep, floor in cases:
         b.run(b.hm + ["scan", "--json"], home)

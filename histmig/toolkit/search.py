@@ -21,3 +21,10 @@ class JsonlSource:
 
     files: Callable[[Any], Iterable[Path]]
     records: Callable[[Iterable[Any]], Iterable[Any]]
+    # ``locate(homes, index)``: every session in the listing's order as ``(ref, complete)`` without reading
+    # what a search does not need (message counts; titles of sessions that do not match): the ref has
+    # its id, path, size and ``updated`` as the listing gives them, and ``complete(ref, first)`` (None
+    # when the ref is already the listing's) fills the rest of what search shows (``cwd``, ``title``)
+    # as the listing computes them (``first``: the file's first bytes the search just read, or None).
+    # ``index``: the scan index (None: not used), whose hits are full refs.
+    locate: Callable[[Any, Any], Iterable[tuple[Any, Callable[[Any], None] | None]]] | None = None

@@ -40,6 +40,36 @@ def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool =
             index.save(keep=index.touched if complete else None)
 
 
+def locate_all(homes, tools: Iterable[str] | None = None, *,
+               use_index: bool = True) -> Iterator[tuple[SessionRef, Callable[[SessionRef], None] | None]]:
+    """Every session like ``discover_all`` (same order, ids, sizes and ``updated``), as ``(ref,
+    complete)``: a tool whose ``search`` hook can ``locate`` (histmig/toolkit/search.py) lists its
+    sessions without reading what a search may not need, and ``complete(ref)`` fills the ref's
+    ``cwd`` and ``title`` later; ``complete`` is None for a ref that is already the listing's. Message
+    counts are not made, so the scan index is read (its hits are full refs) but only the other tools'
+    listings add to it; it is never pruned here."""
+    from histmig.tools import hook
+    chosen = [adapter(t) for t in tools] if tools else list(adapters())
+    index = _open_index(homes) if use_index else None
+    try:
+        for a in chosen:
+            source = hook(a.name, "search")
+            if getattr(source, "locate", None) is not None:
+                yield from source.locate(homes, index)
+                continue
+            found = a.discover(homes, index=index) if index is not None and getattr(a, "indexed", False) \
+                else a.discover(homes)
+            ids = []
+            for ref in found:
+                ids.append(ref.id)
+                yield ref, None
+            if index is not None:
+                index.store_ids(a.name, sorted(ids))
+    finally:
+        if index is not None:
+            index.save()
+
+
 def known_ids(homes, listed: Iterable[SessionRef], tools: Iterable[str] | None = None, *,
               use_index: bool = True) -> list[str]:
     """Every session id of every tool, so a listing of some of them prints short ids that ``show``

@@ -245,7 +245,7 @@ def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, sha
         elif t is None or not t.startswith("legacy:"):
             continue
         if ref.title is None:      # (only these line types hold prompts and messages)
-            ref.title = _title(user_prompt(obj))
+            ref.title = prompt_title(user_prompt(obj))
         msgs += is_conversation_message(obj)
     if meta is not None:
         ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
@@ -261,7 +261,7 @@ def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, sha
     return ref
 
 
-def _title(text: str | None) -> str | None:
+def prompt_title(text: str | None) -> str | None:
     if text is None:
         return None
     text = text.removeprefix("## My request for Codex:").strip()
@@ -437,7 +437,6 @@ def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
 
 def _latest_turn_cwd(path: Path) -> str | None:
     """The cwd of the last ``turn_context`` among the complete lines of the last 64 KB (``tail_lines``)."""
-    from histmig.jsonio.marks import last_lines_with, parse_line
     try:
         fd = open_regular_fd(path)
         try:
@@ -448,6 +447,12 @@ def _latest_turn_cwd(path: Path) -> str | None:
             os.close(fd)
     except (HistmigError, OSError):
         return None
+    return tail_turn_cwd(data, start)
+
+
+def tail_turn_cwd(data: bytes, start: int) -> str | None:
+    """``_latest_turn_cwd`` of the file's last bytes ``data``, read from offset ``start``."""
+    from histmig.jsonio.marks import last_lines_with, parse_line
     if start > 0:
         data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
     for raw in last_lines_with(data, b'"turn_context"'):
@@ -575,7 +580,7 @@ def _describe(session: Session, path: Path, lines: Iterator[Line], keep: list | 
             turn_cwd = payload(obj).get("cwd") or turn_cwd
             model = payload(obj).get("model") or model
         if session.title is None and obj is not None:
-            session.title = _title(user_prompt(obj))
+            session.title = prompt_title(user_prompt(obj))
     if meta_seen:
         session.id = meta_seen.get("id") or session.id
         session.provider = meta_seen.get("model_provider")
@@ -797,7 +802,7 @@ def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
     recorder = None if index is None else _Recorder(index)
     # the index's hits answered here first: only the files to read are shared out (a repeat scan forks
     # nothing and sends no refs through a pipe)
-    hits = [None if index is None else _hit(entry, index) for entry in batch]
+    hits = [None if index is None else index_hit(entry, index) for entry in batch]
     todo = [entry for entry, ref in zip(batch, hits) if ref is None]
 
     def one(entry: tuple) -> tuple[SessionRef, tuple | None]:
@@ -821,7 +826,7 @@ def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
         yield ref
 
 
-def _hit(entry: tuple, index: Any) -> SessionRef | None:
+def index_hit(entry: tuple, index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``make_ref``'s first step), or None."""
     path, archived, shadowed = entry
     try:

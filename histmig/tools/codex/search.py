@@ -1,10 +1,181 @@
 """``histmig search`` over Codex rollouts: one file per session, ``.jsonl`` or ``.jsonl.zst``
-(histmig/toolkit/search.py, docs/search.md)."""
+(histmig/toolkit/search.py, docs/search.md).
+
+``locate`` lists the rollouts as ``discover`` does (same walk, same order, same ids) without counting
+messages: a rollout's id is its first line's ``session_meta`` id, read from that line alone; its
+``cwd`` and ``title`` are filled by ``complete`` only when the search needs them (a match, ``--cwd``),
+from the same head and tail ``make_ref`` reads, parsing only the lines they come from. Anything
+unusual (a ``.zst``, no ``session_meta`` first, a head line past the first read) is listed by
+``make_ref`` itself, so the fields are always the listing's (docs/search.md, "How it is fast").
+"""
 from __future__ import annotations
 
+import functools
+import os
+import re
 from pathlib import Path
+from typing import Any, Iterator
 
-from histmig.tools.codex.adapter import records_from_lines
+import orjson
+
+from histmig.core.diagnostics import HistmigError
+from histmig.core.model import SessionRef
+from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
+from histmig.jsonio.marks import last_lines_with
+from histmig.tools.codex import walk
+from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref, meta_of,
+                                         parse_name, payload, records_from_lines, tail_turn_cwd,
+                                         user_prompt)
 from histmig.toolkit.search import JsonlSource
 
-SEARCH = JsonlSource(files=lambda ref: (Path(ref.path),), records=records_from_lines)
+HEAD_LINES, HEAD_BYTES = 200, 128 * 1024      # make_ref's head
+FIRST_READ = 64 * 1024                       # the first line (session_meta) fits in it, or make_ref lists the file
+
+
+def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
+    for path, archived, shadowed in walk.rollouts(homes.codex):
+        entry = (Path(path), archived, Path(shadowed) if shadowed is not None else None)
+        ref = index_hit(entry, index) if index is not None else None
+        if ref is not None:
+            yield ref, None
+            continue
+        got = _first_line_ref(*entry)
+        if got is None:
+            yield make_ref(entry[0], archived=archived, shadowed=entry[2]), None
+        else:
+            yield got[0], functools.partial(complete, meta_cwd=got[1])
+
+
+def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[SessionRef, str | None] | None:
+    """The ref of a plain rollout whose first line is its ``session_meta`` (id, size and ``updated``:
+    the file's mtime, as the listing gives it) and that line's cwd; None for anything else."""
+    if is_zst(path):
+        return None
+    try:
+        fd = open_regular_fd(path)
+        try:
+            st = os.fstat(fd)
+            data = os.pread(fd, FIRST_READ, 0)
+        finally:
+            os.close(fd)
+    except (HistmigError, OSError):
+        return None
+    nl = data.find(b"\n")
+    if nl < 0 or data.startswith(BOM):
+        return None
+    try:
+        obj = orjson.loads(data[:nl])
+    except orjson.JSONDecodeError:
+        return None
+    meta = meta_of(obj) if line_type(obj) == "session_meta" else None
+    if meta is None:
+        return None
+    names = parse_name(path.name)
+    sid = meta["id"] if isinstance(meta.get("id"), str) else names[1] if names else path.stem
+    ref = SessionRef(format=NAME, id=sid, path=path, archived=archived, compressed=False,
+                     size=st.st_size, updated=st.st_mtime)
+    return ref, meta["cwd"] if isinstance(meta.get("cwd"), str) else None
+
+
+def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
+    """``cwd`` and ``title`` as ``make_ref`` lists them (``_ref_from_objs`` over the head, then the
+    tail's latest ``turn_context``), parsing only the head lines that hold them. ``first``: the file's
+    first bytes when the caller has just read them (the whole file when it is that small: no read
+    here); ``meta_cwd``: the first line's (``locate`` parsed it)."""
+    got = _from_bytes(first) if first is not None and len(first) >= (ref.size or 0) else None
+    got = got or _from_file(ref.path)
+    if got is None:
+        full = make_ref(Path(ref.path), archived=ref.archived)
+        ref.cwd, ref.title = full.cwd, full.title
+        return
+    data, end, tail = got
+    ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
+
+
+def _from_bytes(data: bytes) -> tuple[bytes, int, str | None] | None:
+    """``(head bytes, end of the head, the tail's cwd)`` of a file read whole into ``data``."""
+    end, size = _head_end(data, True), len(data)
+    if not end:
+        return None
+    start = max(0, size - TAIL_BYTES)
+    return data, end, tail_turn_cwd(data[start:], start) if end < size else None
+
+
+def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
+    """The same from the file: its head read (192 KB, or 256 KB for a line past it) and its tail."""
+    fd = open_regular_fd(path)
+    try:
+        size = os.fstat(fd).st_size
+        for want in (HEAD_BYTES + HEAD_SLACK, 2 * HEAD_BYTES):    # a head line past the first read: more
+            data = os.pread(fd, want, 0)
+            end = _head_end(data, len(data) < want)
+            if end is not None:
+                break
+        if not end:
+            return None
+        tail = None
+        if end < size:
+            start = max(0, size - TAIL_BYTES)
+            last = data[start:size] if len(data) >= size else os.pread(fd, size - start, start)
+            tail = tail_turn_cwd(last, start)
+        return data, end, tail
+    finally:
+        os.close(fd)
+
+
+TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
+HEAD_SLACK = 64 * 1024      # read past 128 KB for the end of the line that reaches it (most end in it)
+
+
+def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | None) -> tuple[str | None, str | None]:
+    """``(cwd, title)`` from a rollout's head (``data[:end]``: the lines ``head_values`` gives; its
+    first line the session_meta whose cwd is ``meta_cwd``; ``tail_cwd``, the tail's, wins). Only
+    lines holding a marker of a line type ``_ref_from_objs`` reads are parsed (the writer spells type
+    names as is): the last ``turn_context`` and the message lines up to the first prompt."""
+    first = data.find(b"\n")
+    turn = None
+    for raw in () if tail_cwd else last_lines_with(data[first + 1:end], b'"turn_context"'):
+        obj = _parse(raw, 0, len(raw))
+        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            turn = payload(obj)["cwd"]
+            break
+    title, done = None, first + 1
+    for m in PROMPT_MARK.finditer(data, done, end):
+        if m.start() < done:
+            continue                              # a second marker on a line already read
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        done = min(end, data.find(b"\n", m.end()) + 1 or end)
+        obj = _parse(data, ls, done)
+        t = line_type(obj)
+        if t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
+            title = prompt_title(user_prompt(obj))
+            if title is not None:
+                break
+    return tail_cwd or turn or meta_cwd, title
+
+
+PROMPT_MARK = re.compile(rb'"message"|user_message')
+
+
+def _head_end(data: bytes, eof: bool) -> int | None:
+    """Where ``head_values``' lines end (200 lines, or the line that reaches 128 KB), or None when
+    ``data`` ends inside them (0: an empty file). One ``memchr`` per line, no parse."""
+    pos, size = 0, len(data)
+    for _ in range(HEAD_LINES):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            return size if eof else None
+        pos = nl + 1
+        if pos >= HEAD_BYTES or pos >= size:
+            break
+    return pos
+
+
+def _parse(data: bytes, start: int, end: int) -> Any:
+    try:
+        return orjson.loads(memoryview(data)[start:end])
+    except orjson.JSONDecodeError:
+        return None
+
+
+SEARCH = JsonlSource(files=lambda ref: (Path(ref.path),), records=records_from_lines, locate=locate)

@@ -17,7 +17,7 @@ from histmig.core.diagnostics import HistmigError, Warning
 from histmig.core.ids import unique_prefixes
 from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult
 from histmig.tools import adapter, hook
-from histmig.tools.catalog import discover_all, filter_refs
+from histmig.tools.catalog import filter_refs, locate_all
 from histmig.verbs.search.finder import Finder
 from histmig.verbs.search.lines import candidate_lines, line_number
 from histmig.verbs.search.query import Query
@@ -58,16 +58,35 @@ class Search:
         self.sessions = self.matched = self.hits = self.broken = self.unreadable = 0
         self.warnings: list[Warning] = []
         self.sources: dict[str, Any] = {}         # tool -> its search hook (None: read through its adapter)
+        self.pending: dict[int, Any] = {}         # id(ref) -> what fills its cwd and title (refs())
         self.finder = Finder(query.needle, query.ignore_case) if query.needle else None
 
     def refs(self) -> tuple[list[SessionRef], dict[str, str]]:
-        """The sessions to search, newest first, and every session's short id (over all tools)."""
-        every = list(discover_all(self.homes, None, use_index=self.use_index))
+        """The sessions to search, newest first, and every session's short id (over all tools). A
+        session's ``cwd`` and ``title`` may wait in ``self.pending`` until it matches (``locate_all``):
+        ids, sizes and times are all the short ids, ``--since`` and ``--until`` need."""
+        every, self.pending = [], {}
+        for ref, complete in locate_all(self.homes, None, use_index=self.use_index):
+            every.append(ref)
+            if complete is not None:
+                self.pending[id(ref)] = complete
         short = unique_prefixes([r.id for r in every])
         chosen = [r for r in every if self.tools is None or r.format in self.tools]
+        if self.filters["cwd"] is not None:
+            for ref in chosen:
+                try:
+                    self._complete(ref)
+                except (HistmigError, OSError):
+                    pass                       # no cwd: not kept, as the listing keeps no unreadable file
+
         chosen = list(filter_refs(chosen, **self.filters))
         chosen.sort(key=lambda r: r.updated or 0, reverse=True)
         return chosen, short
+
+    def _complete(self, ref: SessionRef, first: list | None = None) -> None:
+        complete = self.pending.pop(id(ref), None)
+        if complete is not None:
+            complete(ref, first[0] if first else None)
 
     def __iter__(self) -> Iterator[Hit]:
         refs, short = self.refs()
@@ -77,8 +96,11 @@ class Search:
                 continue
             self.sessions += 1
             found = False
+            first: list = []                   # the session file's first block, once read
             try:
-                for hit in self._session(ref, short[ref.id]):
+                for hit in self._session(ref, short[ref.id], first):
+                    if not found:
+                        self._complete(ref, first)
                     found = True
                     self.hits += 1
                     yield hit
@@ -90,13 +112,13 @@ class Search:
 
     # ---- one session ------------------------------------------------------------------------
 
-    def _session(self, ref: SessionRef, short: str) -> Iterator[Hit]:
+    def _session(self, ref: SessionRef, short: str, first: list | None = None) -> Iterator[Hit]:
         if ref.format not in self.sources:
             self.sources[ref.format] = hook(ref.format, "search")
         source = self.sources[ref.format]
         if source is not None:
             for path in source.files(ref):
-                for line in candidate_lines(path, self.finder):
+                for line in candidate_lines(path, self.finder, first if path == ref.path else None):
                     for rec in source.records([line]):
                         yield from self._record(ref, short, rec, path, line.offset if not line.number else None)
             return

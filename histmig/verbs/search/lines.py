@@ -17,9 +17,10 @@ from histmig.verbs.search.finder import Finder
 BLOCK = 1 << 20
 
 
-def candidate_lines(path: str | os.PathLike, find: Finder | None) -> Iterator[Line]:
+def candidate_lines(path: str | os.PathLike, find: Finder | None, first: list | None = None) -> Iterator[Line]:
     """Lines of ``path`` (``.jsonl`` or ``.jsonl.zst``) holding the needle of ``find`` (one finder
-    for the whole search: it learns which byte is rare once); every line, numbered, without one."""
+    for the whole search: it learns which byte is rare once); every line, numbered, without one.
+    ``first`` gets the file's first block (its first bytes: a session's completion reads no more)."""
     if find is None:
         yield from read_lines(path)
         return
@@ -30,6 +31,8 @@ def candidate_lines(path: str | os.PathLike, find: Finder | None) -> Iterator[Li
             block = fh.read(BLOCK)
             if not block:
                 break
+            if first is not None and offset == 0 and not carry:
+                first.append(block)
             data = carry + block if carry else block
             end = data.rfind(b"\n") + 1
             if end == 0:             # no line ends in this block yet

@@ -1,0 +1,81 @@
+"""Issue 18, a search without the scan index: the tools' ``locate`` (histmig/toolkit/search.py) gives
+the listing's sessions, ids, sizes and times without counting messages, and ``complete`` the
+listing's ``cwd`` and ``title`` (docs/search.md, "How it is fast"). Compared with ``discover`` on
+the recorded samples and on files shaped to take each branch (big heads and tails, title records)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from clirun import histmig
+from histmig.cli import samples
+from histmig.core.scanindex import ScanIndex
+from histmig.tools import TABLE, adapter, hook, resolve_homes
+
+
+def _homes(h: Path):
+    return resolve_homes(home=h, state_dir=h.parent / "state")
+
+
+def _same_as_discover(homes, index=None) -> int:
+    # completed from the file, and from its bytes as the search hands them (the first block)
+    return min(_compared(homes, index, False), _compared(homes, index, True))
+
+
+def _compared(homes, index, given: bool) -> int:
+    n = 0
+    for tool in TABLE:
+        source = hook(tool, "search")
+        if getattr(source, "locate", None) is None:
+            continue
+        listed = list(adapter(tool).discover(homes))
+        located = []
+        for ref, complete in source.locate(homes, index):
+            if complete is not None:
+                complete(ref, Path(ref.path).read_bytes() if given else None)
+            located.append(ref)
+        fields = ("id", "path", "size", "updated", "cwd", "title", "error")
+        assert [[getattr(r, k) for k in fields] for r in located] == [[getattr(r, k) for k in fields] for r in listed]
+        n += len(listed)
+    return n
+
+
+def test_located_and_completed_refs_are_the_listings_on_every_sample(tmp_path):
+    h = tmp_path / "h"
+    samples.install(h)
+    homes = _homes(h)
+    assert _same_as_discover(homes) > 10
+    histmig("--home", h, "--state-dir", h.parent / "state", "scan")          # the index: hits are full refs
+    assert _same_as_discover(homes, ScanIndex.load(h.parent / "state")) > 10
+
+
+def _line(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def test_big_heads_and_tails_and_title_records(tmp_path):
+    h = tmp_path / "h"
+    samples.install(h, tools=("codex", "claude-code"))
+    pad = "x" * 3000
+    for f in sorted((h / ".codex" / "sessions").rglob("*.jsonl"))[:2]:
+        with open(f, "ab") as fh:        # past the 128 KB head: a turn_context in the tail names the cwd
+            for _ in range(60):
+                fh.write(_line({"timestamp": "2026-11-30T05:00:00.000Z", "type": "event_msg",
+                                "payload": {"type": "agent_message", "message": pad}}))
+            fh.write(_line({"timestamp": "2026-11-30T05:00:00.000Z", "type": "turn_context",
+                            "payload": {"cwd": "/tail/cwd"}}))
+    claude = sorted((h / ".claude" / "projects").rglob("*.jsonl"))
+    claude = [f for f in claude if "subagents" not in f.parts and not f.name.startswith("agent-")]
+    for i, f in enumerate(claude[:4]):
+        body = f.read_bytes()
+        first = json.loads(body.splitlines()[0])
+        filler = b"".join(_line({"type": "progress", "uuid": f"p{j}", "data": pad, "sessionId": first.get("sessionId")})
+                          for j in range(50))
+        tail = [b"", _line({"type": "custom-title", "customTitle": "named in the tail"}),
+                _line({"type": "last-prompt", "lastPrompt": "the last prompt"}),
+                _line({"type": "ai-title", "aiTitle": "an AI title"})][i]
+        # no prompt in the head (the title is the tail's), or (the last) a prompt in it and an AI title
+        f.write_bytes(filler + body + filler + tail if i < 3 else body + filler + tail)
+    assert _same_as_discover(_homes(h)) > 4
+    titles = {r.title for r in adapter("claude-code").discover(_homes(h))}
+    cwds = {r.cwd for r in adapter("codex").discover(_homes(h))}
+    assert {"named in the tail", "the last prompt", "an AI title"} <= titles and "/tail/cwd" in cwds
