@@ -10,23 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from test_pack import cli
 from histmig.cli.samples import install
 from histmig.tools.gemini import files as gemfiles
 from histmig.tools.pi.layout import pi_slug
 from histmig.tools.qwen.adapter import qwen_slug
 
 TOOLS = ("pi", "qwen", "gemini", "copilot", "cline", "opencode")
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    from histmig.cli import main
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def pack(capsys, tmp_path: Path, tool: str) -> Path:
