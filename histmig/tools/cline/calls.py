@@ -13,10 +13,11 @@ and arguments (Cline replays any call it stored; the model sees the name as it w
 from __future__ import annotations
 
 import os
-import shlex
 from typing import Any
 
 from histmig.core.model import ToolCall
+from histmig.toolkit.convert.callmap import fold_workdir
+from histmig.toolkit.convert.callmap import keep as keep_as_is
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Patch, Read, Shell, Vocabulary,
                                            Write, as_dict, safe_tool_name)
 
@@ -66,24 +67,17 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
 
 
 def keep(call: Call) -> Mapped:
-    args = as_dict(call.arguments)
-    notes: list[Note] = list(call.notes) if isinstance(call, Other) and call.notes else []
+    """A patch Cline's editor cannot take is kept as its text under its own name; anything else as the
+    shared rule keeps it (toolkit/convert/callmap.py)."""
     if isinstance(call, Patch):
-        notes = notes or [("approximated", f"{call.name} kept under its own name")]
-        return Mapped(safe_tool_name(call.name), {"input": call.body or ""}, notes)
-    if args is None:
-        text = call.arguments if isinstance(call.arguments, str) else ""
-        return Mapped(safe_tool_name(call.name), {"input": text},
-                      notes or [("mapped", f"{call.name} (free-form input kept as 'input')")])
-    return Mapped(safe_tool_name(call.name), args, notes or [("mapped", f"{call.name} kept as is")])
+        return Mapped(safe_tool_name(call.name), {"input": call.body or ""},
+                      [("approximated", f"{call.name} kept under its own name")])
+    return keep_as_is(call)
 
 
 def _shell(call: Shell, cwd: str | None) -> Mapped:
     notes: list[Note] = [("mapped", f"{call.name} -> run_commands")]
-    command = call.command
-    if call.workdir and os.path.normpath(call.workdir) != os.path.normpath(cwd or ""):
-        command = f"cd {shlex.quote(call.workdir)} && {command}"
-        notes.append(("approximated", "shell workdir folded into the command"))
+    command = fold_workdir(call, cwd, notes, "the command")
     return Mapped("run_commands", {"commands": [command]}, notes)
 
 

@@ -9,13 +9,12 @@ Write -> ``create``; Edit -> one ``edit`` per change; anything else keeps its na
 """
 from __future__ import annotations
 
-import os
-import shlex
 from typing import Any
 
 from histmig.core.model import ToolCall
 from histmig.toolkit.convert.calls import (Call, Change, Edit, Mapped, Note, Other, Read, Shell, Vocabulary, Write,
-                                           as_dict, safe_tool_name)
+                                           as_dict)
+from histmig.toolkit.convert.callmap import fold_workdir, keep
 from histmig.toolkit.convert.patch import to_abs
 
 
@@ -63,23 +62,9 @@ def from_neutral(call: Call, cwd: str | None) -> list[Mapped]:
     return [keep(call)]
 
 
-def keep(call: Call) -> Mapped:
-    """A call Copilot has no form for: its name made valid, its JSON arguments (free-form text as ``input``)."""
-    args = as_dict(call.arguments)
-    other = call.notes if isinstance(call, Other) else []
-    if args is None:
-        text = call.arguments if isinstance(call.arguments, str) else ""
-        return Mapped(safe_tool_name(call.name), {"input": text},
-                      other or [("mapped", f"{call.name} (free-form input kept as 'input')")])
-    return Mapped(safe_tool_name(call.name), args, other or [("mapped", f"{call.name} kept as is")])
-
-
 def _bash(call: Shell, cwd: str | None) -> Mapped:
     notes: list[Note] = [("mapped", f"{call.name} -> bash")]
-    command = call.command
-    if call.workdir and os.path.normpath(call.workdir) != os.path.normpath(cwd or ""):
-        command = f"cd {shlex.quote(call.workdir)} && {command}"
-        notes.append(("approximated", "shell workdir folded into the bash command"))
+    command = fold_workdir(call, cwd, notes, "the bash command")
     dropped = sorted(set(call.options) - {"timeout"}) if call.options else []
     if dropped:
         notes.append(("approximated", f"{call.name} options ({', '.join(dropped)}) dropped"))
