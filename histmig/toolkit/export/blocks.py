@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -111,6 +111,21 @@ def turns(session: Session, injected: bool = False) -> Iterator[Record]:
     for rec in session.records:
         if visible(rec, injected):
             yield rec
+
+
+def rendered_turns(session: Session, injected: bool, render: Callable[[Any], str | None]
+                   ) -> Iterator[tuple[Record, list[str], str | None]]:
+    """Each shown record with its parts rendered (``render`` None: a part not shown; a record with no
+    shown part is skipped) and its speaker when the speaker changes there (else None): the walk the
+    Markdown and HTML pages share."""
+    role = None
+    for rec in turns(session, injected):
+        pieces = [s for s in map(render, rec.parts) if s is not None]
+        if not pieces:
+            continue
+        who = role_of(rec)
+        yield rec, pieces, (who if who != role else None)
+        role = who
 
 
 def injected_count(session: Session) -> int:

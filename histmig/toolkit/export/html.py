@@ -10,7 +10,7 @@ from html import escape
 from typing import Any, Callable, Iterable
 
 from histmig.core.model import Attachment, Reasoning, Session, Text, ToolCall, ToolResult
-from histmig.toolkit.export.blocks import Meta, args_text, injected_count, iso, output_text, role_of, turns
+from histmig.toolkit.export.blocks import Meta, args_text, injected_count, iso, output_text, rendered_turns
 
 Write = Callable[[str], Any]
 LONG_LINES, LONG_CHARS = 12, 1200     # a result longer than this starts collapsed
@@ -104,20 +104,16 @@ def _body(session: Session, write: Write, injected: bool) -> int:
     hidden = 0 if injected else injected_count(session)
     if hidden:
         write(f"<p class=\"note\">{hidden} injected context message(s) not shown: environment, instructions.</p>\n")
-    role, shown, open_ = None, 0, False
-    for rec in turns(session, injected):
-        pieces = [s for s in (part_html(p) for p in rec.parts) if s is not None]
-        if not pieces:
-            continue
+    shown, open_ = 0, False
+    for rec, pieces, who in rendered_turns(session, injected, part_html):
         shown += 1
-        who = role_of(rec)
-        if who != role:
+        if who is not None:
             if open_:
                 write("</section>\n")
             stamp = iso(rec.timestamp)
             time = f"<time datetime=\"{escape(stamp)}\">{escape(stamp)}</time>" if stamp else ""
             write(f"<section class=\"turn {escape(who)}\">\n<h2 class=\"role\">{escape(who)}{time}</h2>\n")
-            role, open_ = who, True
+            open_ = True
         write("\n".join(pieces) + "\n")
     if open_:
         write("</section>\n")

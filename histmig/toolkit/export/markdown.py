@@ -9,7 +9,7 @@ import re
 from typing import Any, Callable
 
 from histmig.core.model import Attachment, Reasoning, Session, Text, ToolCall, ToolResult
-from histmig.toolkit.export.blocks import Meta, args_text, injected_count, iso, output_text, role_of, turns
+from histmig.toolkit.export.blocks import Meta, args_text, injected_count, iso, output_text, rendered_turns
 
 Write = Callable[[str], Any]
 
@@ -67,17 +67,12 @@ def write_markdown(session: Session, write: Write, meta: Meta, *, injected: bool
     hidden = 0 if injected else injected_count(session)
     if hidden:
         write(f"\n*({hidden} injected context message(s) not shown: environment, instructions)*\n")
-    role, shown = None, 0
-    for rec in turns(session, injected):
-        pieces = [s for s in (part_md(p) for p in rec.parts) if s is not None]
-        if not pieces:
-            continue
+    shown = 0
+    for rec, pieces, who in rendered_turns(session, injected, part_md):
         shown += 1
-        who = role_of(rec)
-        if who != role:
+        if who is not None:
             stamp = iso(rec.timestamp)
             write(f"\n{h}# {who}" + (f" · {stamp}" if stamp else "") + "\n")
-            role = who
         for piece in pieces:
             write("\n" + piece + "\n")
     for sub in session.subagents:
