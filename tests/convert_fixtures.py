@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from histmig.core.model import Record, Session
 from histmig.tools import resolve_homes
 
 CODEX_ID = "019e9625-802f-7e91-840a-cfe88d14117a"
@@ -221,3 +222,16 @@ def cli(*args: str) -> int:
     except SystemExit as e:
         return e.code
     return 0
+
+
+# ---- sessions of the common model, built by hand (the writers' unit tests) ------------------------
+
+def session(fmt: str, recs: list[Record]) -> Session:
+    """A session of tool ``fmt`` in /w/app holding ``recs``."""
+    return Session(id="00000000-0000-4000-8000-0000000000aa", format=fmt, cwd="/w/app",
+                   created="2026-09-01T10:00:00.000Z", records=recs)
+
+
+def rec(role: str, *parts, kind: str = "message", usage=None) -> Record:
+    """One record of ``parts`` said by ``role``."""
+    return Record(kind=kind, role=role, timestamp="2026-09-01T10:00:01.000Z", parts=list(parts), usage=usage)

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from histmig import tools as registry
-from histmig.core.model import Reasoning, Record, Session, Text, ToolCall, ToolResult
+from histmig.core.model import Reasoning, Session, Text, ToolCall, ToolResult
 from histmig.toolkit.convert.calls import translate
 from histmig.toolkit.convert.common import Target
 from histmig.toolkit.convert.flatten import flatten
@@ -16,15 +16,7 @@ from histmig.toolkit.convert.ids import Ids
 from histmig.tools.copilot import adapter, provenance, workspace
 from histmig.tools.copilot.calls import CALLS
 from histmig.tools.copilot.write import write
-
-
-def session(fmt: str, recs: list[Record]) -> Session:
-    return Session(id="00000000-0000-4000-8000-0000000000aa", format=fmt, cwd="/w/app",
-                   created="2026-09-01T10:00:00.000Z", records=recs)
-
-
-def rec(role: str, *parts, kind: str = "message") -> Record:
-    return Record(kind=kind, role=role, timestamp="2026-09-01T10:00:01.000Z", parts=list(parts))
+from convert_fixtures import rec, session
 
 
 def convert(tmp_path: Path, s: Session, **kw):

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from histmig import tools as registry
-from histmig.core.model import Reasoning, Record, Session, Text, ToolCall, ToolResult
+from histmig.core.model import Reasoning, Session, Text, ToolCall, ToolResult
 from histmig.toolkit.convert.common import Target
 from histmig.toolkit.convert.flatten import flatten, usage_from
 from histmig.toolkit.convert.ids import Ids
@@ -15,13 +15,9 @@ from histmig.tools.qwen import adapter, provenance
 from histmig.toolkit.convert.calls import translate
 from histmig.tools.qwen.calls import CALLS
 from histmig.tools.qwen.write import usage_metadata, write
+from convert_fixtures import rec, session
 
 PATCH = "*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n"
-
-
-def session(fmt: str, recs: list[Record]) -> Session:
-    return Session(id="00000000-0000-4000-8000-0000000000aa", format=fmt, cwd="/w/app",
-                   created="2026-09-01T10:00:00.000Z", records=recs)
 
 
 def convert(tmp_path: Path, s: Session, **kw) -> tuple[Path, list[dict]]:
@@ -31,10 +27,6 @@ def convert(tmp_path: Path, s: Session, **kw) -> tuple[Path, list[dict]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path, [orjson.loads(x) for x in data.splitlines()]
-
-
-def rec(role: str, *parts, kind: str = "message", usage=None) -> Record:
-    return Record(kind=kind, role=role, timestamp="2026-09-01T10:00:01.000Z", parts=list(parts), usage=usage)
 
 
 def qwen_calls(source: str, name: str, arguments, cwd: str = "/w/app") -> list[tuple[str, object]]:
