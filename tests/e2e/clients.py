@@ -132,13 +132,23 @@ def install_package(prefix: Path, spec: str, bin_name: str, version_ok: Callable
         return exe
 
 
-def reports_version(exe: Path, version: str, env: dict[str, str]) -> bool:
+def reports_version(exe: Path, version: str, env: dict[str, str], *, timeout: float = 60) -> bool:
     """Does ``exe --version`` (run with ``env``) print ``version``?"""
     try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60, env=env).stdout
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=timeout,
+                             env=env).stdout
     except (OSError, subprocess.TimeoutExpired):
         return False
     return version in out
+
+
+def package_says(exe: Path, package: str, version: str) -> bool:
+    """Is ``exe`` there, and does its npm package's package.json name ``version``? (No run needed.)"""
+    pkg = exe.parents[1] / package / "package.json"
+    try:
+        return exe.exists() and json.loads(pkg.read_text()).get("version") == version
+    except (OSError, ValueError):
+        return False
 
 
 def install_main(module: str, label: str, install_one: Callable[[], Path]) -> None:

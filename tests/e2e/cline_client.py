@@ -15,12 +15,11 @@ import pty
 import re
 import select
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 from . import versions
-from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, run
+from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, reports_version, run
 from .fake_api import FakeAPI
 
 MODEL = "fake-model"
@@ -31,13 +30,8 @@ def install_dir(root: Path | None = None) -> Path:
 
 
 def _version_ok(exe: Path) -> bool:
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
-                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                                  "HOME": str(exe.parents[2] / "version-home")}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return versions.CLINE in out
+    return reports_version(exe, versions.CLINE, {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                                 "HOME": str(exe.parents[2] / "version-home")})
 
 
 def install(root: Path | None = None) -> Path:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from . import versions
-from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, run
+from .clients import Run, Scratch, cache_root, client_env, install_main, install_package, reports_version, run
 from .fake_api import FakeAPI
 
 MODEL = "claude-sonnet-4.5"
@@ -33,13 +32,9 @@ def pkg_cache(exe: Path) -> Path:
 
 def _version_ok(exe: Path) -> bool:
     home = exe.parents[2] / "version-home"
-    try:
-        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120,
-                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-                                  "COPILOT_AUTO_UPDATE": "false", "COPILOT_CACHE_HOME": str(pkg_cache(exe))}).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return versions.COPILOT in out
+    return reports_version(exe, versions.COPILOT, {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+                                                   "COPILOT_AUTO_UPDATE": "false",
+                                                   "COPILOT_CACHE_HOME": str(pkg_cache(exe))}, timeout=120)
 
 
 def install(root: Path | None = None) -> Path:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from . import versions
-from .clients import RUN_TIMEOUT, Run, Scratch, cache_root, client_env, install_main, install_package, run
+from .clients import RUN_TIMEOUT, Run, Scratch, cache_root, client_env, install_main, install_package, package_says, run
 from .fake_api import FakeAPI
 
 PACKAGE = "@mariozechner/pi-coding-agent"
@@ -22,11 +22,7 @@ def install_dir(root: Path | None = None) -> Path:
 
 
 def _version_ok(exe: Path) -> bool:
-    pkg = exe.parents[1] / PACKAGE / "package.json"
-    try:
-        return exe.exists() and json.loads(pkg.read_text()).get("version") == versions.PI
-    except (OSError, ValueError):
-        return False
+    return package_says(exe, PACKAGE, versions.PI)
 
 
 def install(root: Path | None = None) -> Path:
