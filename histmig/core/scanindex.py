@@ -73,11 +73,12 @@ class ScanIndex:
         self.touched: set[str] = set()       # paths looked up or stored by this listing
 
     @classmethod
-    def load(cls, state_dir: str | os.PathLike | None) -> "ScanIndex":
-        """The index of ``state_dir`` (empty when missing, unreadable or corrupt)."""
+    def load(cls, state_dir: str | os.PathLike | None, name: str = FILE_NAME) -> "ScanIndex":
+        """The index of ``state_dir`` (empty when missing, unreadable or corrupt); ``name``: another
+        index kept the same way (doctor's, tools/codex/doctor_index.py)."""
         if state_dir is None:
             return cls(None)
-        file = os.path.join(os.fspath(state_dir), FILE_NAME)
+        file = os.path.join(os.fspath(state_dir), name)
         try:
             with open(file, "rb") as fh:
                 data = orjson.loads(fh.read())

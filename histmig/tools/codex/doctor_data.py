@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
-from histmig.core.forkmap import file_size, fork_map
+from histmig.core.forkmap import fork_map
 from histmig.tools.codex.adapter import ThreadFacts
 from histmig.tools.codex.doctor_history import Histories
 from histmig.tools.codex.doctor_scan import Resolved, scan_rollout
 from histmig.core.homes import Homes
 from histmig.tools.codex import config as codex_config
+from histmig.tools.codex import doctor_index
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk
 
@@ -27,12 +28,19 @@ class Rollout:
     # are off, or every row when a repair may edit the file (two providers recorded)
     offsets: dict[str, dict[tuple[str, tuple], Resolved]] = field(default_factory=dict)
     error: str | None = None
+    needs: str | None = None      # the digest of the offset rows the read was given (doctor_index)
 
 
 def read_rollout(path: Path, *, archived: bool = False, needs_of=lambda thread_id: None) -> Rollout:
     r = Rollout(path, archived=archived)
+    asked: list = []
+
+    def needs(thread_id: str):
+        asked.append(needs_of(thread_id))
+        return asked[-1]
     try:
-        r.facts, rows = scan_rollout(path, needs_of)
+        r.facts, rows = scan_rollout(path, needs)
+        r.needs = doctor_index.digest(asked[0]) if asked else None
     except (HistmigError, OSError) as e:
         r.error = str(e)
         rows = []
@@ -95,10 +103,11 @@ class CodexHome:
         return out
 
 
-def load(homes: Homes) -> CodexHome:
+def load(homes: Homes, use_index: bool = True) -> CodexHome:
     config = load_config(homes)
     dbs = codex_state.state_dbs(homes, config.raw)
-    histories = Histories([h for db in dbs if (h := db.parent / codex_state.HISTORY_DB).is_file()])
+    hists = [h for db in dbs if (h := db.parent / codex_state.HISTORY_DB).is_file()]
+    histories = Histories(hists)
     files, shadowed = [], []
     for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
         if zst is not None:
@@ -106,9 +115,31 @@ def load(homes: Homes) -> CodexHome:
         path = Path(where)
         if path.is_file() and not path.is_symlink():   # the checks read regular files only
             files.append((path, archived))
-    try:    # on both CPUs, as flip's and move's planners (the result is the sequential one)
-        rollouts = fork_map(lambda f: read_rollout(f[0], archived=f[1], needs_of=histories.needs_of), files,
-                            [file_size(p) for p, _ in files])
+    index = doctor_index.DoctorIndex(homes.state if use_index else None, [str(h) for h in hists])
+    try:
+        rollouts = _read_all(files, histories, index)
     finally:
         histories.close()
+    index.save()
     return CodexHome(homes, config, rollouts, shadowed, dbs)
+
+
+def _read_all(files: list[tuple[Path, bool]], histories: Histories, index: doctor_index.DoctorIndex) -> list[Rollout]:
+    """Each rollout as one read gives it: from the index when the file and its rows are unchanged
+    (doctor_index), else read, on both CPUs as flip's and move's planners (the result is the
+    sequential one). Each file is stat'ed before it is read, so a change during the read is seen next time."""
+    stats = [index.stat(str(p)) for p, _ in files]
+    out: list[Rollout | None] = []
+    todo = []
+    for i, (path, archived) in enumerate(files):
+        facts = index.lookup(str(path), stats[i], histories.needs_of)
+        out.append(None if facts is None else Rollout(path, archived=archived, facts=facts))
+        if facts is None:
+            todo.append(i)
+    read = fork_map(lambda i: read_rollout(files[i][0], archived=files[i][1], needs_of=histories.needs_of), todo,
+                    [stats[i].st_size if stats[i] is not None else 0 for i in todo])
+    for i, r in zip(todo, read):
+        out[i] = r
+        keep = r.error is None and not r.offsets
+        index.store(str(r.path), stats[i], r.facts if keep else None, r.needs)
+    return out
