@@ -202,19 +202,43 @@ def bench_move(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     src = trees["move"]
     old, new = str(src / "work" / "app"), str(src / "work" / "app-moved")
     dry = Row("`move` (dry run)", "read all bytes + count lines (Python)")
+    # the necessary work of a plan: every line that names OLD (each Claude record has a cwd) parsed once
+    read_find_parse = '''import os, sys, orjson
+needle, n = sys.argv[1].encode(), 0
+for top in sys.argv[2:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            with open(os.path.join(d, name), "rb") as f:
+                buf = b""
+                while chunk := f.read(1 << 20):
+                    data = buf + chunk
+                    end = data.rfind(b"\\n") + 1
+                    i = data.find(needle, 0, end)
+                    while i >= 0:
+                        s, e = data.rfind(b"\\n", 0, i) + 1, data.find(b"\\n", i)
+                        orjson.loads(data[s:e])
+                        n += 1
+                        i = data.find(needle, e + 1, end)
+                    buf = data[end:]
+print(n)
+'''
+    parsed = Row("`move` (dry run)", "read all bytes + find OLD + parse those lines (Python, orjson)")
     apply = Row("`move --apply`", "durable copy of the files it rewrites")
     listing = b.work / "move-files.txt"
     listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
     home = src / "home"
-    floor_read = [sys.executable, "-c", READ_ALL, str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
+    tops = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
+    floor_read = [sys.executable, "-c", READ_ALL, *tops]
+    floor_parse = [sys.executable, "-c", read_find_parse, old, *tops]
     for _ in range(pairs):
         dry.add(b.run(b.hm + ["move", old, new], home), b.run(floor_read, home))
+        parsed.add(b.run(b.hm + ["move", old, new], home), b.run(floor_parse, home))
         fresh = b.fresh(src, "move")
         out = b.work / "move-copy"
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
-    return [dry, apply]
+    return [dry, parsed, apply]
 
 
 def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:

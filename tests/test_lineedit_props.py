@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from histmig.jsonio.jsonedit import find_span
+from histmig.jsonio.jsonedit import EditError, find_span
 from histmig.jsonio.lineedit import INSERT, PAD, REPLACE, Edit, edit_line, edit_strings, intended, splice
 
 KEYS = st.sampled_from(["a", "b", "cwd", "model_provider", "type", 'q"k', "back\\slash", "é", "a:"]) | st.text(max_size=4)
@@ -135,3 +136,52 @@ def test_the_scanner_finds_every_value(obj, style):
     for p in paths(obj):
         s, e = find_span(body, p)
         assert orjson.loads(body[s:e]) == at(obj, p)
+
+
+# ---- edits proven by their bytes (lineedit._proven_spans): the same patches as the verified way ----
+
+PATHLIKE = st.sampled_from(["/a/app", "/a/app/x", 'say "/a/app', "/a/app\\", ",/a", ":x", "é/ü", "/a/app\n"])
+PROOF_VALUES = st.recursive(PATHLIKE | st.integers(-2**63, 2**63 - 1) | st.none() | st.text(max_size=4),
+                            lambda c: st.lists(c, max_size=3) | st.dictionaries(KEYS | PATHLIKE, c, max_size=4),
+                            max_leaves=10)
+
+
+def verified_only(body, obj, edits, base):
+    import histmig.jsonio.lineedit as le
+    saved = le._plainly_written
+    le._plainly_written = lambda body, obj: False
+    try:
+        return le.edit_strings(body, obj, edits, base)
+    finally:
+        le._plainly_written = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(KEYS | PATHLIKE, PROOF_VALUES, min_size=1, max_size=5), BASES, st.booleans(), st.data())
+def test_proven_edits_are_the_verified_ones(obj, base, canonical, data):
+    body = orjson.dumps(obj) if canonical else text_of(obj, {"separators": (",", ":"), "ensure_ascii": False})
+    strings = sorted({p for p in paths(obj) if isinstance(at(obj, p), str)}, key=repr)
+    assume(strings)
+    chosen = data.draw(st.lists(st.sampled_from(strings), min_size=1, max_size=4, unique=True))
+    mapping = {at(obj, p): data.draw(PATHLIKE) for p in chosen}
+    edits = [(p, at(obj, p), mapping[at(obj, p)]) for p in chosen]
+    try:
+        want = verified_only(body, obj, edits, base)
+    except EditError:
+        want = EditError
+    try:
+        got = edit_strings(body, obj, edits, base)
+    except EditError:
+        got = EditError
+    assert got == want
+
+
+def test_a_lone_match_inside_a_string_is_not_taken_for_the_value():
+    # '"/a/app"' occurs once, as the end of the message; the cwd is written with escaped slashes
+    body = b'{"m":"say \\"/a/app","cwd":"\\/a\\/app"}'
+    obj = orjson.loads(body)
+    [patch] = edit_strings(body, obj, [(("cwd",), "/a/app", "/b")], 0)
+    assert body[patch.offset:patch.offset + len(patch.old)] == b'"\\/a\\/app"'
+    body = b'{"cwd":"/a/app","cwd":"\\/a/app"}'           # a shadowed duplicate holds the only match
+    with pytest.raises(EditError):
+        edit_strings(body, orjson.loads(body), [(("cwd",), "/a/app", "/b")], 0)

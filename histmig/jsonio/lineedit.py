@@ -249,6 +249,9 @@ def edit_strings(body: bytes, obj: Any, edits: Sequence[StringEdit], base: int =
     """
     if len(edits) == 1:
         return _one_string(body, obj, edits[0], base)
+    proven = _proven_spans(body, obj, edits)
+    if proven is not None:
+        return [Patch(base + s, enc, new) for s, e, new in proven for enc in (body[s:e],)]
     expected = intended(obj, [Edit(path, new) for path, _, new in edits])
     try:
         return _checked(body, sorted(_string_spans(body, edits)), expected, base)
@@ -262,9 +265,12 @@ def _one_string(body: bytes, obj: Any, edit: StringEdit, base: int) -> list[Patc
     same verification and the same errors, without the general bookkeeping."""
     path, old, new = edit
     enc, new_enc = encoded(old), encoded(new)
-    expected = set_path(obj, path, new)
     s = body.find(enc)
-    if s >= 0 and body.find(enc, s + len(enc)) < 0:      # exactly one occurrence
+    once = s >= 0 and body.find(enc, s + len(enc)) < 0       # exactly one occurrence
+    if once and _plain(enc) and _plainly_written(body, obj):
+        return [Patch(base + s, enc, new_enc)]
+    expected = set_path(obj, path, new)
+    if once:
         e = s + len(enc)
         try:
             if _loads(body[:s] + new_enc + body[e:]) == expected:
@@ -272,6 +278,58 @@ def _one_string(body: bytes, obj: Any, edit: StringEdit, base: int) -> list[Patc
         except _JSONError:
             pass
     return _checked(body, [(*find_span(body, path), new_enc)], expected, base)
+
+
+# ---- edits proven by their bytes (no verifying parse) ----------------------------------------------
+#
+# When a line is written the way orjson writes it, a string value's bytes are known, and an edit's span
+# can be proven instead of verified by parsing the patched line again (the re-parse was half of a
+# move's planning time, docs/bench.md). ``enc`` is the encoded old string, ``"X"``, with no backslash
+# in X and X not starting with a byte that can follow a string's closing quote. Then in a line whose
+# every string is escape-free, or that is exactly ``orjson.dumps`` of what it parses to:
+# - every string token equal to old (key or value) is written as ``enc`` at its opening quote (the
+#   line writes strings canonically, and has no duplicate keys when it is orjson's output);
+# - any other occurrence of ``enc`` starts at an escaped quote inside a string and ends at that string's
+#   closing quote (a quote is an opener, a closer or escaped; after a closer comes one of ``,:}]`` or
+#   whitespace, which X does not start with), so it is disjoint from every token;
+# so when ``enc`` occurs exactly as often as there are edits of it (distinct paths, one new value),
+# the occurrences are exactly the edited values, and replacing each with the new string's encoding
+# gives a line that parses to the intended object: what the verifying parse would have accepted, with
+# the same patches. Anything else goes the verified way.
+
+_AFTER_CLOSER = frozenset(b",:}] \t\r\n")
+
+
+def _plain(enc: bytes) -> bool:
+    return len(enc) > 2 and enc[1] not in _AFTER_CLOSER and b"\\" not in enc
+
+
+def _plainly_written(body: bytes, obj: Any) -> bool:
+    if b"\\" not in body:              # no escapes at all: every string is its own bytes
+        return True
+    try:
+        return _dumps(obj) == body
+    except (TypeError, ValueError):
+        return False
+
+
+def _proven_spans(body: bytes, obj: Any, edits: Sequence[StringEdit]) -> list[Span] | None:
+    """The sorted spans of ``edits`` when the proof above holds, else None."""
+    groups: dict[str, list[StringEdit]] = {}
+    for e in edits:
+        groups.setdefault(e[1], []).append(e)
+    spans: list[Span] = []
+    for old, group in groups.items():
+        enc, new = encoded(old), group[0][2]
+        if (not _plain(enc) or any(n != new for _, _, n in group) or len({p for p, _, _ in group}) != len(group)
+                or body.count(enc) != len(group)):
+            return None
+        new_enc = encoded(new)
+        i = body.find(enc)
+        while i >= 0:
+            spans.append((i, i + len(enc), new_enc))
+            i = body.find(enc, i + len(enc))
+    return sorted(spans) if _plainly_written(body, obj) else None
 
 
 def _string_spans(body: bytes, edits: Sequence[StringEdit]) -> list[Span]:
