@@ -5,45 +5,50 @@ one the Record readers give (histmig/tools/pi/entries.py: ``records_from_lines``
 ``first_prompt``, ``last_assistant`` in adapter.py); a line is parsed as strictly as there."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from histmig.jsonio.jsonl import Line
 
 
-def _obj(line: Line) -> dict | None:
-    """The line's object; None for a blank, broken or non-object line (an opaque Record)."""
-    if line.blank:
-        return None
-    obj = line.obj
-    return obj if isinstance(obj, dict) else None
+BLANK = "blank"      # a blank line's place in :func:`objects` (not a record, not broken)
 
 
-def broken(lines: Iterable[Line]) -> int:
-    """Lines kept as bytes: not blank, and not a JSON object."""
-    return sum(1 for ln in lines if not ln.blank and _obj(ln) is None)
-
-
-def header(lines: Iterable[Line]) -> dict | None:
-    """The first non-blank line's object when it is the ``session`` header."""
+def objects(lines: Iterable[Line]) -> list[Any]:
+    """Each line's object, parsed once: :data:`BLANK`, the object, or None for a broken or
+    non-object line (an opaque Record)."""
+    out: list[Any] = []
     for ln in lines:
-        if ln.blank:
+        obj = BLANK if ln.blank else ln.obj
+        out.append(obj if obj is BLANK or isinstance(obj, dict) else None)
+    return out
+
+
+def broken(objs: list[Any]) -> int:
+    """Lines kept as bytes: not blank, and not a JSON object."""
+    return objs.count(None)
+
+
+def header(objs: list[Any]) -> dict | None:
+    """The first non-blank line's object when it is the ``session`` header."""
+    for obj in objs:
+        if obj is BLANK:
             continue
-        obj = _obj(ln)
         return obj if obj is not None and obj.get("type") == "session" else None
     return None
 
 
-def message(line: Line) -> dict | None:
-    """The ``message`` of a message entry."""
-    obj = _obj(line)
-    msg = obj.get("message") if obj is not None and obj.get("type") == "message" else None
-    return msg if isinstance(msg, dict) else None
+def _messages(objs: list[Any]) -> Iterator[dict]:
+    """The ``message`` of every message entry."""
+    for obj in objs:
+        if obj is not None and obj is not BLANK and obj.get("type") == "message":
+            msg = obj.get("message")
+            if isinstance(msg, dict):
+                yield msg
 
 
-def first_prompt(lines: Iterable[Line]) -> str | None:
-    for ln in lines:
-        msg = message(ln)
-        if msg is None or msg.get("role") != "user":
+def first_prompt(objs: list[Any]) -> str | None:
+    for msg in _messages(objs):
+        if msg.get("role") != "user":
             continue
         for text in _texts(msg.get("content")):
             if text.strip():
@@ -60,14 +65,13 @@ def _texts(content: Any) -> list[str]:
     return []
 
 
-def last_provider(lines: Iterable[Line]) -> str | None:
+def last_provider(objs: list[Any]) -> str | None:
     provider = None
-    for ln in lines:
-        msg = message(ln)
-        if msg is not None and msg.get("role") == "assistant" and isinstance(msg.get("provider"), str):
+    for msg in _messages(objs):
+        if msg.get("role") == "assistant" and isinstance(msg.get("provider"), str):
             provider = msg["provider"]
     return provider
 
 
-def messages(lines: Iterable[Line]) -> int:
-    return sum(1 for ln in lines if (msg := message(ln)) is not None and msg.get("role") in ("user", "assistant"))
+def messages(objs: list[Any]) -> int:
+    return sum(1 for msg in _messages(objs) if msg.get("role") in ("user", "assistant"))
