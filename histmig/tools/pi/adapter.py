@@ -241,9 +241,9 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
     return total, resume or {"end": lines.end, "msgs": total}
 
 
-def _summarize(ref: SessionRef, head_lines: list[Line], tail_lines: list[Line], whole: bool) -> bool:
+def _summarize(ref: SessionRef, head_l: list[Line], tail_l: list[Line], whole: bool) -> bool:
     from histmig.tools.pi import listing
-    head, tail = listing.objects(head_lines), listing.objects(tail_lines)
+    head, tail = listing.objects(head_l), listing.objects(tail_l)
     header = listing.header(head)
     if header is None:
         return False
