@@ -242,18 +242,18 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
 
 
 def _summarize(ref: SessionRef, head_l: list[Line], tail_l: list[Line], whole: bool) -> bool:
-    from histmig.tools.pi import listing
-    head, tail = listing.objects(head_l), listing.objects(tail_l)
-    header = listing.header(head)
+    from histmig.tools.pi import rowfacts
+    head, tail = rowfacts.objects(head_l), rowfacts.objects(tail_l)
+    header = rowfacts.header(head)
     if header is None:
         return False
     ref.id = (header.get("id") if isinstance(header.get("id"), str) else None) or ref.id
     ref.cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
     ref.created = header.get("timestamp") if isinstance(header.get("timestamp"), str) else None
-    ref.title = listing.first_prompt(head)
-    ref.provider = listing.last_provider(head + tail)
-    ref.messages = listing.messages(head) if whole else None
-    broken = listing.broken(head + tail)
+    ref.title = rowfacts.first_prompt(head)
+    ref.provider = rowfacts.last_provider(head + tail)
+    ref.messages = rowfacts.messages(head) if whole else None
+    broken = rowfacts.broken(head + tail)
     if broken:
         ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
     return True
