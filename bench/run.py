@@ -63,6 +63,14 @@ for d, _, names in os.walk(src):
                 w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
         i += 1
 '''
+WALK_STAT = '''import os, sys
+n = 0
+for top in sys.argv[1:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            n += os.stat(os.path.join(d, name)).st_size > 0
+print(n)
+'''
 LAUNCH = '''import json, os, subprocess, sys, time
 cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 os.sync()      # not timed: no step pays for the dirty pages of the one before
@@ -246,32 +254,40 @@ def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     src = trees["qwen"]
     old, new = str(src / "work" / "app"), str(src / "work" / "app-moved")
     home = src / "home"
-    cat = f"find '{home}/.qwen' -type f -exec cat {{}} + > /dev/null"
-    scan = Row("`scan --tool qwen --json`", "`cat` of every file")
     apply = Row("`move --tool qwen --apply`", "durable copy of the files it rewrites")
     listing = b.work / "qwen-files.txt"
     listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
+    scans = scan_rows(b, home, "qwen", ".qwen", pairs)
     for _ in range(pairs):
-        scan.add(b.run(b.hm + ["scan", "--tool", "qwen", "--json"], home), b.run(cat, home, shell=True))
         fresh = b.fresh(src, "qwen")
         out = b.work / "qwen-copy"
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["move", old, new, "--tool", "qwen", "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
-    return [scan, apply]
+    return [*scans, apply]
 
 
 def bench_listings(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
-    """Pi and Gemini CLI (issue 16): ``scan --tool X --json`` against ``cat`` of the same files."""
+    """Pi and Gemini CLI (issue 16) against issue 15's scan rules: cold (``--no-index``: every file
+    read) against ``cat`` of the same files, warm (the scan index present) against a Python walk + stat."""
     rows = []
     for tool, top in (("pi", ".pi"), ("gemini", ".gemini")):
-        home = trees[tool] / "home"
-        row = Row(f"`scan --tool {tool} --json`", "`cat` of every file")
-        cat = f"find '{home}/{top}' -type f -exec cat {{}} + > /dev/null"
-        for _ in range(pairs):
-            row.add(b.run(b.hm + ["scan", "--tool", tool, "--json"], home), b.run(cat, home, shell=True))
-        rows.append(row)
+        rows += scan_rows(b, trees[tool] / "home", tool, top, pairs)
     return rows
+
+
+def scan_rows(b: Bench, home: Path, tool: str, top: str, pairs: int) -> list[Row]:
+    """``scan --tool TOOL --json`` cold and warm, each against its floor (issue 15's targets)."""
+    scan = b.hm + ["scan", "--tool", tool, "--json"]
+    cold = Row(f"`scan --tool {tool} --json --no-index`", "`cat` of every file")
+    warm = Row(f"`scan --tool {tool} --json` (index present)", "walk + stat (Python)")
+    cat = f"find '{home}/{top}' -type f -exec cat {{}} + > /dev/null"
+    walk = [sys.executable, "-c", WALK_STAT, str(home / top)]
+    b.run(scan, home)               # builds the index the warm runs use
+    for _ in range(pairs):
+        cold.add(b.run(scan + ["--no-index"], home), b.run(cat, home, shell=True))
+        warm.add(b.run(scan, home), b.run(walk, home))
+    return [cold, warm]
 
 
 def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:

@@ -255,6 +255,7 @@ def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
     head: list[Record] = []
     opaque: list[Record] = []
     answered: set[str] = set()
+    prompted = False           # past the first prompt, user records change nothing a listing shows
     for ln in lines:
         if ln.opaque or ln.oversize:
             opaque.append(line_record(ln))
@@ -268,10 +269,12 @@ def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
         elif kind == "$set" and isinstance(obj["$set"], dict):
             meta.update({k: v for k, v in obj["$set"].items() if k != "messages"})
             for m in obj["$set"].get("messages") or []:
-                if isinstance(m, dict) and m.get("type") == "user":
+                if isinstance(m, dict) and m.get("type") == "user" and not prompted:
                     head += message_records(m, ln.number, answered)
-        elif kind == "message" and obj.get("type") == "user":
+                    prompted = any(_prompt(r) for r in head if r.role == "user")
+        elif kind == "message" and obj.get("type") == "user" and not prompted:
             head += message_records(obj, ln.number, answered)
+            prompted = any(_prompt(r) for r in head if r.role == "user")
     return meta, head, opaque
 
 

@@ -4,6 +4,7 @@ ownership markers ``tmp/<slug>/.project_root`` and ``history/<slug>/.project_roo
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,10 @@ def slug_dirs(gdir: Path) -> list[Path]:
 
 def chat_files(slug_dir: Path) -> list[Path]:
     """``session-*.json[l]`` in ``<slug>/chats``, what Gemini's listing reads."""
-    try:
-        return sorted(p for p in (slug_dir / "chats").iterdir() if SESSION_RE.match(p.name) and p.is_file())
+    chats = slug_dir / "chats"
+    try:         # the entry's type answers is_file (a stat only for a link): a warm scan stats each file once
+        with os.scandir(chats) as it:
+            return [chats / name for name in sorted(e.name for e in it if SESSION_RE.match(e.name) and e.is_file())]
     except OSError:
         return []
 

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator
 from histmig.toolkit.usage import add_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
-from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
+from histmig.jsonio.jsonl import Line, head_lines, read_lines, record_lines, tail_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
 from histmig.tools.pi.layout import all_session_files
@@ -178,13 +178,12 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
             yield ref
 
 
-def _ends(path: Path, size: int) -> tuple[list[Record], list[Record], bool]:
+def _ends(path: Path, size: int) -> tuple[list[Line], list[Line], bool]:
     if size <= 2 * HEAD_TAIL:
-        return list(records_from_lines(read_lines(path))), [], True
-    head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
-    end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
-    tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
-    return list(records_from_lines(head_l)), list(records_from_lines(tail_l)), False
+        return list(read_lines(path)), [], True
+    head = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+    end = max((ln.offset + (ln.length or 0) for ln in head), default=0)
+    return head, [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end], False
 
 
 FIELDS = ("id", "cwd", "created", "title", "provider", "messages", "state", "error")
@@ -242,17 +241,19 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
     return total, resume or {"end": lines.end, "msgs": total}
 
 
-def _summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> bool:
-    header = header_of(head)
+def _summarize(ref: SessionRef, head_l: list[Line], tail_l: list[Line], whole: bool) -> bool:
+    from histmig.tools.pi import rowfacts
+    head, tail = rowfacts.objects(head_l), rowfacts.objects(tail_l)
+    header = rowfacts.header(head)
     if header is None:
         return False
-    ref.id = header.id or ref.id
-    ref.cwd = header.extra.get("cwd") if isinstance(header.extra.get("cwd"), str) else None
-    ref.created = header.timestamp
-    ref.title = first_prompt(head)
-    ref.provider = last_assistant(head + tail)[0]
-    ref.messages = sum(1 for r in head if r.source_type in ("message/user", "message/assistant")) if whole else None
-    broken = sum(1 for r in head + tail if r.opaque)
+    ref.id = (header.get("id") if isinstance(header.get("id"), str) else None) or ref.id
+    ref.cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
+    ref.created = header.get("timestamp") if isinstance(header.get("timestamp"), str) else None
+    ref.title = rowfacts.first_prompt(head)
+    ref.provider = rowfacts.last_provider(head + tail)
+    ref.messages = rowfacts.messages(head) if whole else None
+    broken = rowfacts.broken(head + tail)
     if broken:
         ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
     return True

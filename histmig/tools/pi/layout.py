@@ -53,16 +53,19 @@ def flat_dir(homes: Any) -> Path | None:
 
 def session_files(folder: Path) -> list[Path]:
     """``*.jsonl`` files directly in ``folder`` (Pi lists any whose first line is a header)."""
-    try:
-        return sorted(p for p in folder.iterdir() if p.name.endswith(".jsonl") and p.is_file()
-                      and not p.is_symlink())
-    except OSError:
-        return []
+    return [folder / name for name in _entries(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))]
 
 
 def slug_dirs(root: Path) -> list[Path]:
+    return [root / name for name in _entries(root, lambda e: is_slug_dir(e.name) and e.is_dir(follow_symlinks=False))]
+
+
+def _entries(folder: Path, keep) -> list[str]:
+    """Sorted names of ``folder``'s entries that ``keep`` (a regular file or folder, never a link: the
+    directory entry's type says, no stat per file: a warm scan is a walk + one stat per session)."""
     try:
-        return sorted(d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and is_slug_dir(d.name))
+        with os.scandir(folder) as it:
+            return sorted(e.name for e in it if keep(e))
     except OSError:
         return []
 

@@ -15,13 +15,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import orjson
 
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
-from histmig.apply.journal import read_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
@@ -117,11 +117,11 @@ def check_undoable(folder: Path, records: list[dict]) -> dict:
 
 # -- the plan --------------------------------------------------------------------------------------
 def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool = False) -> Plan:
-    records = read_records(folder)
-    begin = check_undoable(folder, records)
-    history = load(homes.state, folder.name, records)
-    intents = [r for r in _done_intents(records) if r["n"] not in history.covered]
-    del records                   # a flip of thousands of sessions journals tens of thousands of rows
+    own, done = _read_journal(folder)
+    begin = check_undoable(folder, own)
+    history = load(homes.state, folder.name, own)
+    intents = [r for r in done if r["n"] not in history.covered]
+    del own, done                 # a flip of thousands of sessions journals tens of thousands of rows
     hooks = undo_hooks()
     locator = Locator(homes, intents, list(hooks.values()))
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
@@ -137,7 +137,25 @@ def undo_hooks() -> dict[str, UndoHook]:
     return {row.name: h for row in list(registry.TABLE.values()) if (h := row.hook("undo")) is not None}
 
 
-def _done_intents(records: list[dict]) -> list[dict]:
+def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
+    """One streamed pass over the journal: the records about the transaction (begin, gc, undo
+    marks) and :func:`_done_intents`; the per-operation records are folded in as they are read."""
+    own: list[dict] = []
+
+    def steps():
+        for r in iter_records(folder):
+            if r["kind"] in _STEPS:
+                yield r
+            else:
+                own.append(r)
+    done = _done_intents(steps())
+    return own, done
+
+
+_STEPS = frozenset({"intent", "done", "salvaged", "ready"})
+
+
+def _done_intents(records: Iterable[dict]) -> list[dict]:
     """The latest intent of every operation that finished, oldest first, with its done facts."""
     latest: dict[int, dict] = {}
     for r in records:

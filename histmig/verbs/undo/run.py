@@ -9,7 +9,7 @@ from typing import Any
 from histmig.apply import fsio
 from histmig.apply import ApplyOptions, ApplyResult, apply_plan, check_no_unfinished
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, Skip, Warning
-from histmig.apply.journal import mark_undo, read_records
+from histmig.apply.journal import iter_records, mark_undo
 from histmig.core.locks import GlobalLock, ensure_private_dir
 from histmig.verbs.undo import inverse_line_edit, pick_transaction, plan_undo, result_covered
 from histmig.core.plan import Plan, Rename
@@ -52,7 +52,7 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
         ensure_private_dir(homes.state / "trash" / folder.name)
     applied = ApplyResult()
     if plan.operations:
-        begin = next((r for r in read_records(folder) if r["kind"] == "begin"), {})
+        begin = next((r for r in iter_records(folder) if r["kind"] == "begin"), {})   # line 1: one read
         opts = ApplyOptions(tail_transform=inverse_line_edit(begin), argv=argv)
         applied = apply_plan(plan, homes, options=opts)
     skipped = {s.path for s in applied.skips}
