@@ -4,9 +4,11 @@
 are fast in Python: ``bytes.find`` of ONE byte (``memchr``), and ``re``'s scan for the first character
 of a literal. So the finder picks the needle byte that is rarest in the data (counted once, in the
 first block it sees), looks for it with ``memchr`` (both cases of a letter when case-insensitive) and
-compares the needle around each place. When that byte turns out common in a block, the rest of the
-block is scanned with ``re`` for the needle's tail from that byte, the head checked before it
-(case-insensitive: in a lower-cased copy of the block).
+compares the needle around each place. Files differ (one is full of digits, the next of spaces): when
+the byte turns out common in a block, the byte rarest in the next ``RETUNE_BYTES`` of it is chosen
+instead (at most ``RETUNES`` times a block), and only past that the rest of the block is scanned with
+``re`` for the needle's tail from that byte, the head checked before it (case-insensitive: in a
+lower-cased copy of the block).
 """
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ import re
 # places checked per 4 KiB of a block before the rest of it is scanned by ``re``: past about one a page,
 # a Python step per place costs more than ``re``'s scan (and a lower-cased copy)
 PER_PAGE = 1
+RETUNES = 2
+RETUNE_BYTES = 64 << 10
 
 
 class Finder:
     def __init__(self, needle: bytes, fold: bool):
         self.needle, self.fold = needle, fold
         self.tuned = False
-        self.budget, self.low = 0, None
+        self.budget, self.low, self.retunes = 0, None, 0
         self._choose(len(needle) - 1)
 
     def _choose(self, k: int) -> None:
@@ -46,12 +50,20 @@ class Finder:
     def start_block(self, data: bytes) -> None:
         if not self.tuned:
             self.tune(data[:1 << 20])
-        self.budget, self.low = max(8, (len(data) >> 12) * PER_PAGE), None
+        self.budget, self.low, self.retunes = self._budget(data), None, RETUNES
+
+    @staticmethod
+    def _budget(data: bytes) -> int:
+        return max(8, (len(data) >> 12) * PER_PAGE)
 
     def first(self, data: bytes, start: int, end: int) -> int:
         """The first place at or after ``start`` where the needle ends at or before ``end``, or -1."""
         if self.budget <= 0:
-            return self._rest(data, start, end)
+            if self.retunes <= 0:
+                return self._rest(data, start, end)
+            self.retunes -= 1             # the byte is common here: choose again from what comes next
+            self.tune(data[start:start + RETUNE_BYTES])
+            self.budget = self._budget(data)
         k, m, best = self.at, len(self.needle), -1
         for v in self.variants:
             limit = end if best < 0 else best + k
@@ -63,7 +75,7 @@ class Finder:
                     break
                 self.budget -= 1
                 if self.budget <= 0:
-                    return self._rest(data, start, end)
+                    return self.first(data, start, end)
                 i = data.find(v, i + 1, limit)
         return best
 
