@@ -178,4 +178,6 @@ def _parse(data: bytes, start: int, end: int) -> Any:
         return None
 
 
-SEARCH = JsonlSource(files=lambda ref: (Path(ref.path),), records=records_from_lines, locate=locate)
+# the ref's own Path (locate made it): a Path made again per session is a parse of its text
+SEARCH = JsonlSource(files=lambda ref: (ref.path if isinstance(ref.path, Path) else Path(ref.path),),
+                     records=records_from_lines, locate=locate)
