@@ -4,10 +4,11 @@
 are fast in Python: ``bytes.find`` of ONE byte (``memchr``), and ``re``'s scan for the first character
 of a literal. So the finder picks the needle byte that is rarest in the data (counted once, in the
 first block it sees), looks for it with ``memchr`` (both cases of a letter when case-insensitive) and
-compares the needle around each place. Files differ (one is full of digits, the next of spaces): when
-the byte turns out common in a block, the byte rarest in the next ``RETUNE_BYTES`` of it is chosen
-instead (at most ``RETUNES`` times a block), and only past that the rest of the block is scanned with
-``re`` for the needle's tail from that byte, the head checked before it (case-insensitive: in a
+compares the needle around each place. Files differ (one is full of digits, the next of spaces), so
+each block is glanced at first (a count in its middle): when the chosen byte is common there, the
+needle's bytes are counted there and the rarest chosen again. When that byte is common too, or turns
+out common in the block, the block (or its rest) is scanned with ``re`` for the needle's tail from
+its rarest byte that leaves ``TAIL_MIN`` bytes, the head checked before it (case-insensitive: in a
 lower-cased copy of the block).
 """
 from __future__ import annotations
@@ -17,8 +18,7 @@ import re
 # places checked per 4 KiB of a block before the rest of it is scanned by ``re``: past about one a page,
 # a Python step per place costs more than ``re``'s scan (and a lower-cased copy)
 PER_PAGE = 1
-RETUNES = 1
-RETUNE_BYTES = 64 << 10
+TAIL_MIN = 4             # bytes of the needle's tail ``re`` looks for (at least)
 # bytes in a block's middle, glanced at for the chosen byte (a count: memchr speed); in a run of blocks where
 # every byte of the needle is common, the needle's bytes are counted again only every ``REGLANCE`` blocks
 GLANCE_BYTES = 8 << 10
@@ -29,8 +29,8 @@ class Finder:
     def __init__(self, needle: bytes, fold: bool):
         self.needle, self.fold = needle, fold
         self.tuned = False
-        self.search = re.compile(re.escape(needle)).search
-        self.budget, self.low, self.retunes, self.streak = 0, None, 0, 0
+        self.tail, self.tail_at = re.compile(re.escape(needle)).search, 0
+        self.budget, self.low, self.streak = 0, None, 0
         self._choose(len(needle) - 1)
 
     def _choose(self, k: int) -> None:
@@ -42,25 +42,30 @@ class Finder:
 
     def tune(self, sample: bytes) -> None:
         """Choose the needle byte rarest in ``sample`` (both cases of a letter counted when folding)."""
-        best = None
+        best = tail = None
         for k, c in enumerate(self.needle):
             cases = {c, ord(chr(c).upper())} if self.fold and 97 <= c <= 122 else {c}
             n = sum(sample.count(bytes([v])) for v in cases)
             if best is None or n < best[0]:
                 best = (n, k)
+            if len(self.needle) - k >= min(TAIL_MIN, len(self.needle)) and (tail is None or n < tail[0]):
+                tail = (n, k)
         self._choose(best[1])
+        if tail[1] != self.tail_at:
+            self.tail_at = tail[1]
+            self.tail = re.compile(re.escape(self.needle[tail[1]:])).search
         self.tuned = True
 
     def start_block(self, data: bytes) -> None:
         if not self.tuned:
             self.tune(data[:1 << 20])
-        self.budget, self.low, self.retunes = self._budget(data), None, RETUNES
+        self.budget, self.low = self._budget(data), None
         if self._common(data):               # a glance at the block's start: choose again, or use re at once
             if self.streak % REGLANCE == 0:
                 at = len(data) // 2
                 self.tune(data[at:at + GLANCE_BYTES])
             if self._common(data):
-                self.budget = self.retunes = 0
+                self.budget = 0
         self.streak = self.streak + 1 if self.budget == 0 else 0
 
     def _common(self, data: bytes) -> bool:
@@ -77,11 +82,7 @@ class Finder:
     def first(self, data: bytes, start: int, end: int) -> int:
         """The first place at or after ``start`` where the needle ends at or before ``end``, or -1."""
         if self.budget <= 0:
-            if self.retunes <= 0:
-                return self._rest(data, start, end)
-            self.retunes -= 1             # the byte is common here: choose again from what comes next
-            self.tune(data[start:start + min(RETUNE_BYTES, len(data) >> 4)])
-            self.budget = self._budget(data)
+            return self._rest(data, start, end)
         k, m, best = self.at, len(self.needle), -1
         for v in self.variants:
             limit = end if best < 0 else best + k
@@ -93,7 +94,7 @@ class Finder:
                     break
                 self.budget -= 1
                 if self.budget <= 0:
-                    return self.first(data, start, end)
+                    return self._rest(data, start, end)
                 i = data.find(v, i + 1, limit)
         return best
 
@@ -109,7 +110,13 @@ class Finder:
         return self._scan(self.low, start, end)
 
     def _scan(self, hay: bytes, start: int, end: int) -> int:
-        # the whole needle: re's scan for a literal runs in C whatever its bytes (its tail from a
-        # byte that is common here would stop at each place)
-        m = self.search(hay, start, end)
-        return -1 if m is None else m.start()
+        # re's scan for a literal runs in C, from the places of its first byte: the needle's tail from
+        # a rare byte, at least TAIL_MIN long (a short tail stops at every place of its few bytes)
+        k, head = self.tail_at, self.needle[:self.tail_at]
+        m = self.tail(hay, start + k, end)
+        while m is not None:
+            s = m.start() - k
+            if hay.startswith(head, s):
+                return s
+            m = self.tail(hay, m.start() + 1, end)
+        return -1
