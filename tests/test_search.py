@@ -275,3 +275,17 @@ def test_broken_lines_read_by_a_worker_are_named_as_one_process_names_them(edite
     shared = run(edited, "zebra crossing")
     assert (alone.exit_code, alone.stdout, alone.stderr) == (shared.exit_code, shared.stdout, shared.stderr)
     assert "search-broken-line" in shared.stderr
+
+
+def test_a_finder_paused_in_one_block_finds_right_after_another_one():
+    from histmig.verbs.search.finder import Finder
+    f = Finder(b"needle", True)
+    a = b"e" * 100_000 + b"NEEDLE x needle"
+    b = b"n" * 50_000 + b"no match here"
+    f.start_block(a)
+    f.budget = 0                                               # a's rest scanned in a lower-cased copy
+    assert f.first(a, 0, len(a)) == 100_000
+    f.start_block(b)                                           # another file read meanwhile (a worker's item redone)
+    f.budget = 0
+    assert f.first(b, 0, len(b)) == -1
+    assert f.first(a, 100_001, len(a)) == 100_009              # back in a: its own copy, not b's

@@ -105,9 +105,10 @@ class Finder:
         """The rest of a block where the rare byte is common: one ``re`` scan (of a lower-cased copy)."""
         if not self.fold:
             return self._scan(data, start, end)
-        if self.low is None:
-            self.low = data[:end].lower()
-        return self._scan(self.low, start, end)
+        if self.low is None or self.low[0] is not data or len(self.low[1]) < end:
+            # (keyed by its block: a search may pause in one file and read another meanwhile)
+            self.low = (data, data[:end].lower())
+        return self._scan(self.low[1], start, end)
 
     def _scan(self, hay: bytes, start: int, end: int) -> int:
         # re's scan for a literal runs in C, from the places of its first byte: the needle's tail from
