@@ -182,7 +182,8 @@ def _reap(pid: int, fd: int, *, kill: bool) -> None:
 
 STREAM_CHUNK = 256          # events per frame the worker sends
 PIPE_BYTES = 1 << 20        # the worker runs this far ahead of the reader (Linux's default pipe: 64 KiB)
-AHEAD_MAX = 4 * STREAM_CHUNK  # events of an item of its own this process holds while it waits for the worker
+AHEAD_MAX = 4 * STREAM_CHUNK  # events of items of its own this process holds while it waits for the worker
+AHEAD_ITEMS = 8             # items of its own begun while it waits (each holds a block of its file)
 _TOKEN = struct.Struct("<I")
 
 
@@ -195,9 +196,9 @@ def fork_stream(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequenc
     The items are handed out as they are wanted, never split in advance (on a busy machine either
     process may be slowed): their indices wait in a pipe, and this process and the worker each take
     the next one when free, so the worker's items are those it took. The worker sends its events in
-    frames through a second pipe; while this process waits for one of them it works on the next item
-    of its own, holding at most ``AHEAD_MAX`` of its events. Memory: frames, never a whole result. A
-    worker that fails costs time only: its items (the events already given skipped) are done here.
+    frames through a second pipe; while this process waits for one of them it works on items of its
+    own taken meanwhile, holding at most ``AHEAD_MAX`` of their events. Memory: frames, never a whole
+    result. A worker that fails costs time only: its items (the events given skipped) are done here.
     Each iterator must be consumed, or dropped, before the next one is taken."""
     n = len(items)
     if (min(cpus() if ncpu is None else ncpu, 2, n) < 2 or sum(weights) < min_weight or n * _TOKEN.size > PIPE_BYTES
@@ -219,22 +220,33 @@ def fork_stream(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequenc
 
 
 def _ordered(fn, items, tokens: "_Tokens", frames: "_Frames"):
-    theirs = 0                  # the items below this one not taken here are the worker's
-    ahead = None                # [index, its events so far, the rest of them or None]
+    from collections import deque
+    seen = 0                    # one past the last index taken here: below it, what is not ours is the worker's
+    ahead: deque = deque()      # ours, taken while waiting: [index, its events so far, the rest or None]
+    held = 0                    # events held in ``ahead``
     p = 0
     while p < len(items):
-        if ahead is not None and ahead[0] == p:
-            got, rest = ahead[1], ahead[2]
-            ahead = None
+        if ahead and ahead[0][0] == p:
+            _, got, rest = ahead.popleft()
+            held -= len(got)
             yield _chain(got, rest)
             p += 1
-        elif p < theirs:
-            while ahead is not None and ahead[2] is not None and len(ahead[1]) < AHEAD_MAX and not frames.ready():
-                ev = next(ahead[2], _END)          # the worker is still on it: work on ours meanwhile
-                if ev is _END:
-                    ahead[2] = None
-                else:
-                    ahead[1].append(ev)
+        elif p < seen:
+            # the worker's: while it is still on it, work on ours (the last taken, then a new one)
+            while held < AHEAD_MAX and not frames.ready():
+                if ahead and ahead[-1][2] is not None:
+                    ev = next(ahead[-1][2], _END)
+                    if ev is _END:
+                        ahead[-1][2] = None
+                    else:
+                        ahead[-1][1].append(ev)
+                        held += 1
+                    continue
+                t = tokens.take() if len(ahead) < AHEAD_ITEMS else None
+                if t is None:
+                    break
+                seen = t + 1
+                ahead.append([t, [], iter(fn(items[t]))])
             it = _Replay(frames, fn, items[p])
             yield it
             it.finish()
@@ -242,12 +254,14 @@ def _ordered(fn, items, tokens: "_Tokens", frames: "_Frames"):
         else:
             t = tokens.take()
             if t is None:                          # the worker took every one left
-                theirs = len(items)
+                seen = len(items)
             elif t == p:
+                seen = p + 1
                 yield fn(items[p])
-                p, theirs = p + 1, p + 1
+                p += 1
             else:
-                theirs, ahead = t, [t, [], iter(fn(items[t]))]
+                seen = t + 1
+                ahead.append([t, [], iter(fn(items[t]))])
 
 
 _END = object()
