@@ -82,3 +82,46 @@ def test_a_workers_progress_reaches_the_listener_of_this_process():
         progress.listen(previous)
     assert sorted(v for _, v, _ in seen) == items and {(e, pid) for e, _, pid in seen} == {("file", PARENT)}
     assert fork_map(_reads, [1, 2], [1, 1], min_weight=0) == [1, 2]      # nobody listening: no pipe, same result
+
+
+def _events(x: int):
+    for k in range(x % 5 * 150):            # some items span several frames (forkmap.STREAM_CHUNK)
+        yield x, k, os.getpid() != PARENT
+
+
+def _events_dying(x: int):
+    for k, ev in enumerate(_events(x)):
+        if os.getpid() != PARENT and x == 7 and k == 300:
+            os._exit(9)                     # a worker killed in the middle of an item
+        yield ev
+
+
+@pytest.mark.parametrize("fn", [_events, _events_dying])
+def test_fork_stream_gives_every_items_events_in_order(fn):
+    items = list(range(20))
+    got = [list(evs) for evs in forkmap.fork_stream(fn, items, [1000] * 20, min_weight=0)]
+    assert [[ev[:2] for ev in evs] for evs in got] == [[(x, k) for k in range(x % 5 * 150)] for x in items]
+
+
+def test_fork_stream_skips_what_a_reader_leaves_of_an_item():
+    items = list(range(20))
+    got = []
+    for evs in forkmap.fork_stream(_events, items, [1000] * 20, min_weight=0):
+        got.append(next(iter(evs), None))   # the first event of each, the rest dropped
+    assert [ev[:2] if ev else None for ev in got] == [(x, 0) if x % 5 else None for x in items]
+
+
+def _slow_in_worker(x: int):
+    import time
+    # a busy worker: this process takes several items while it waits for one
+    time.sleep(0.02 if os.getpid() != PARENT else 0.003)
+    for k in range(x % 3 * 200 + 1):
+        yield x, k, os.getpid() != PARENT
+
+
+def test_fork_stream_works_ahead_while_the_worker_is_slow():
+    items = list(range(40))
+    got = [list(evs) for evs in forkmap.fork_stream(_slow_in_worker, items, [1000] * 40, min_weight=0)]
+    assert [[ev[:2] for ev in evs] for evs in got] == [[(x, k) for k in range(x % 3 * 200 + 1)] for x in items]
+    by_worker = {evs[0][0] for evs in got if evs and evs[0][2]}
+    assert by_worker and len(by_worker) < len(items) / 2     # this process made most of them

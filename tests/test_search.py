@@ -236,3 +236,56 @@ def test_a_common_rare_byte_falls_back_to_the_plain_scan():
         f.start_block(block)                                   # tuned on this block: 'n' or 'l' is rarest
         f.budget = 0                                           # as if the rare byte was common
         assert f.first(block, 0, len(block)) == (100_000 if fold else 100_007)
+
+
+def test_a_byte_that_turns_common_is_chosen_again():
+    from histmig.verbs.search.finder import Finder
+    for fold in (False, True):
+        f = Finder(b"step 7 done", fold)
+        f.start_block(b"7" * 1000 + b"step")                  # tuned where ' ' is rare
+        assert f.needle[f.at:f.at + 1] == b" "
+        block = b" " * 300_000 + b"7" + b"x" * 100 + b"step 7 done"
+        f.start_block(block)
+        assert f.first(block, 0, len(block)) == len(block) - 11
+        assert f.needle[f.at:f.at + 1] != b" " and f.budget > 0 and f.low is None          # no re fallback
+
+
+# ---- read on every CPU: the same output -------------------------------------------------------
+
+@pytest.mark.parametrize("args", [("hello",), ("hello", "--tools"), ("-l", "hello"), ("-s", "the tool finished"),
+                                  ("--regex", "h.llo", "--tools", "--tool", "codex"), ("-i", "RUN: ECHO")])
+def test_a_search_shared_with_a_worker_prints_what_one_process_prints(home, monkeypatch, args):
+    from histmig.core import forkmap
+    import histmig.verbs.search as search
+    alone = [run(home, *args, *extra) for extra in ((), ("--json",))]
+    monkeypatch.setattr(search, "MIN_FORK", 0)
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    shared = [run(home, *args, *extra) for extra in ((), ("--json",))]
+    for a, b in zip(alone, shared):
+        assert (a.exit_code, a.stdout, a.stderr) == (b.exit_code, b.stdout, b.stderr)
+    assert alone[0].stdout.strip()
+
+
+def test_broken_lines_read_by_a_worker_are_named_as_one_process_names_them(edited, monkeypatch):
+    from histmig.core import forkmap
+    import histmig.verbs.search as search
+    alone = run(edited, "zebra crossing")
+    monkeypatch.setattr(search, "MIN_FORK", 0)
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    shared = run(edited, "zebra crossing")
+    assert (alone.exit_code, alone.stdout, alone.stderr) == (shared.exit_code, shared.stdout, shared.stderr)
+    assert "search-broken-line" in shared.stderr
+
+
+def test_a_finder_paused_in_one_block_finds_right_after_another_one():
+    from histmig.verbs.search.finder import Finder
+    f = Finder(b"needle", True)
+    a = b"e" * 100_000 + b"NEEDLE x needle"
+    b = b"n" * 50_000 + b"no match here"
+    f.start_block(a)
+    f.budget = 0                                               # a's rest scanned in a lower-cased copy
+    assert f.first(a, 0, len(a)) == 100_000
+    f.start_block(b)                                           # another file read meanwhile (a worker's item redone)
+    f.budget = 0
+    assert f.first(b, 0, len(b)) == -1
+    assert f.first(a, 100_001, len(a)) == 100_009              # back in a: its own copy, not b's

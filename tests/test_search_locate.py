@@ -79,3 +79,14 @@ def test_big_heads_and_tails_and_title_records(tmp_path):
     titles = {r.title for r in adapter("claude-code").discover(_homes(h))}
     cwds = {r.cwd for r in adapter("codex").discover(_homes(h))}
     assert {"named in the tail", "the last prompt", "an AI title"} <= titles and "/tail/cwd" in cwds
+
+
+def test_codex_first_lines_read_by_forked_workers_are_the_listings(tmp_path, monkeypatch):
+    from histmig.core import forkmap
+    from histmig.tools.codex import search as codex_search
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    monkeypatch.setattr(codex_search, "LOCATE_MIN_FORK", 0)
+    monkeypatch.setattr(codex_search, "LOCATE_BATCH", 3)             # several batches, each shared
+    h = tmp_path / "h"
+    samples.install(h)
+    assert _same_as_discover(_homes(h)) > 10

@@ -176,3 +176,241 @@ def _reap(pid: int, fd: int, *, kill: bool) -> None:
         os.waitpid(pid, 0)
     except (ChildProcessError, ProcessLookupError):
         pass
+
+
+# ---- streamed: results in order while the worker still computes ------------------------------
+
+STREAM_CHUNK = 256          # events per frame the worker sends
+PIPE_BYTES = 1 << 20        # the worker runs this far ahead of the reader (Linux's default pipe: 64 KiB)
+AHEAD_MAX = 4 * STREAM_CHUNK  # events of items of its own this process holds while it waits for the worker
+AHEAD_ITEMS = 8             # items of its own begun while it waits (each holds a block of its file)
+_TOKEN = struct.Struct("<I")
+
+
+def fork_stream(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequence[int], *,
+                min_weight: int = 32 << 20, ncpu: int | None = None):
+    """``(fn(x) for x in items)`` shared with one forked worker, for a reader that consumes as it goes
+    (``search``: output starts before the last file is read). ``fn(x)`` yields picklable events; this
+    yields, per item and in order, an iterator over its events.
+
+    The items are handed out as they are wanted, never split in advance (on a busy machine either
+    process may be slowed): their indices wait in a pipe, and this process and the worker each take
+    the next one when free, so the worker's items are those it took. The worker sends its events in
+    frames through a second pipe; while this process waits for one of them it works on items of its
+    own taken meanwhile, holding at most ``AHEAD_MAX`` of their events. Memory: frames, never a whole
+    result. A worker that fails costs time only: its items (the events given skipped) are done here.
+    Each iterator must be consumed, or dropped, before the next one is taken."""
+    n = len(items)
+    if (min(cpus() if ncpu is None else ncpu, 2, n) < 2 or sum(weights) < min_weight or n * _TOKEN.size > PIPE_BYTES
+            or not hasattr(os, "fork") or sys.platform != "linux"):
+        for x in items:
+            yield fn(x)
+        return
+    tokens = _Tokens(n)
+    pid, fd = _spawn_stream(fn, items, tokens)
+    frames = _Frames(fd)
+    finished = False
+    try:
+        yield from _ordered(fn, items, tokens, frames)
+        finished = True
+    finally:
+        frames.close()
+        tokens.close()
+        _reap(pid, fd, kill=not finished)
+
+
+def _ordered(fn, items, tokens: "_Tokens", frames: "_Frames"):
+    from collections import deque
+    seen = 0                    # one past the last index taken here: below it, what is not ours is the worker's
+    ahead: deque = deque()      # ours, taken while waiting: [index, its events so far, the rest or None]
+    held = 0                    # events held in ``ahead``
+    p = 0
+    while p < len(items):
+        if ahead and ahead[0][0] == p:
+            _, got, rest = ahead.popleft()
+            held -= len(got)
+            yield _chain(got, rest)
+            p += 1
+        elif p < seen:
+            # the worker's: while it is still on it, work on ours (the last taken, then a new one)
+            while held < AHEAD_MAX and not frames.ready():
+                if ahead and ahead[-1][2] is not None:
+                    ev = next(ahead[-1][2], _END)
+                    if ev is _END:
+                        ahead[-1][2] = None
+                    else:
+                        ahead[-1][1].append(ev)
+                        held += 1
+                    continue
+                t = tokens.take() if len(ahead) < AHEAD_ITEMS else None
+                if t is None:
+                    break
+                seen = t + 1
+                ahead.append([t, [], iter(fn(items[t]))])
+            it = _Replay(frames, fn, items[p])
+            yield it
+            it.finish()
+            p += 1
+        else:
+            t = tokens.take()
+            if t is None:                          # the worker took every one left
+                seen = len(items)
+            elif t == p:
+                seen = p + 1
+                yield fn(items[p])
+                p += 1
+            else:
+                seen = t + 1
+                ahead.append([t, [], iter(fn(items[t]))])
+
+
+_END = object()
+
+
+def _chain(got: list, rest):
+    yield from got
+    if rest is not None:
+        yield from rest
+
+
+class _Tokens:
+    """The items' indices in a pipe, taken one by one by either process (a read of 4 bytes from a pipe
+    is never split or shared: each index goes to one reader)."""
+
+    def __init__(self, n: int):
+        import fcntl
+        self.r, w = os.pipe()
+        if n * _TOKEN.size > 65536:
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        os.write(w, b"".join(_TOKEN.pack(i) for i in range(n)))
+        os.close(w)                                # once they are all taken: end of file
+
+    def take(self) -> int | None:
+        data = os.read(self.r, _TOKEN.size)
+        return _TOKEN.unpack(data)[0] if len(data) == _TOKEN.size else None
+
+    def close(self) -> None:
+        os.close(self.r)
+
+
+def _spawn_stream(fn, items, tokens: _Tokens) -> tuple[int, int]:
+    import fcntl
+    import pickle
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass                                         # the default size: the worker waits sooner
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb", buffering=0) as fh:
+                while (i := tokens.take()) is not None:
+                    chunk = []
+                    for ev in fn(items[i]):
+                        chunk.append(ev)
+                        if len(chunk) >= STREAM_CHUNK:
+                            _send(fh, pickle.dumps((False, chunk), pickle.HIGHEST_PROTOCOL))
+                            chunk = []
+                    _send(fh, pickle.dumps((True, chunk), pickle.HIGHEST_PROTOCOL))
+            code = 0
+        except BaseException:   # noqa: BLE001 - any failure: the parent redoes the rest
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _send(fh, data: bytes) -> None:
+    fh.write(_TOKEN.pack(len(data)) + data)
+
+
+class _Frames:
+    """The worker's frames, read in order; ``broken`` once it stopped delivering."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = bytearray()
+        self.broken = False
+
+    def _whole(self) -> int:
+        """The length of the first frame when all of it is here, else 0."""
+        if len(self.buf) < _TOKEN.size:
+            return 0
+        n = _TOKEN.size + _TOKEN.unpack_from(self.buf)[0]
+        return n if len(self.buf) >= n else 0
+
+    def ready(self) -> bool:
+        """A frame (or the end) can be read without waiting."""
+        import select
+        if self.broken or self._whole():
+            return True
+        if select.select([self.fd], [], [], 0)[0]:
+            return self._fill()
+        return False
+
+    def _fill(self) -> bool:
+        try:
+            data = os.read(self.fd, PIPE_BYTES)
+        except OSError:
+            data = b""
+        if not data:
+            self.broken = True
+        self.buf += data
+        return True
+
+    def next(self) -> tuple[bool, list] | None:
+        import pickle
+        while not self.broken and not self._whole():
+            self._fill()
+        n = self._whole()
+        if not n:
+            self.broken = True
+            return None
+        try:
+            frame = pickle.loads(memoryview(self.buf)[_TOKEN.size:n])
+        except Exception:  # noqa: BLE001 - a torn frame: the worker is gone
+            self.broken = True
+            return None
+        del self.buf[:n]
+        return frame
+
+    def close(self) -> None:
+        self.buf = bytearray()
+
+
+class _Replay:
+    """One of the worker's items; when the worker fails, the item is done here, the events already
+    given skipped (``fn`` is a pure function of its item)."""
+
+    def __init__(self, frames: _Frames, fn, item):
+        self.frames, self.fn, self.item = frames, fn, item
+        self.given, self.done = 0, False
+
+    def __iter__(self):
+        while not self.done:
+            frame = self.frames.next()
+            if frame is None:
+                break
+            self.done, events = frame
+            for ev in events:
+                self.given += 1
+                yield ev
+        if not self.done:
+            self.done = True
+            for k, ev in enumerate(self.fn(self.item)):
+                if k >= self.given:
+                    self.given += 1
+                    yield ev
+
+    def finish(self) -> None:
+        """Skip what the reader left of this item, so the next frame is the next item's."""
+        while not self.done:
+            frame = self.frames.next()
+            if frame is None:
+                self.done = True        # nothing more is needed of this item
+                return
+            self.done = frame[0]

@@ -32,7 +32,7 @@ def _legacy(folder: Path) -> dict:
 
 
 def files(ref: Any) -> Iterator[Path]:
-    path = Path(ref.path)
+    path = ref.path if isinstance(ref.path, Path) else Path(ref.path)
     yield path
     if not is_agent_file(path):
         legacy = _legacy(path.parent)

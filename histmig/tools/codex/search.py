@@ -33,17 +33,42 @@ FIRST_READ = 64 * 1024                       # the first line (session_meta) fit
 
 
 def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
+    batch: list[tuple] = []
     for path, archived, shadowed in walk.rollouts(homes.codex):
-        entry = (Path(path), archived, Path(shadowed) if shadowed is not None else None)
-        ref = index_hit(entry, index) if index is not None else None
-        if ref is not None:
-            yield ref, None
+        batch.append((Path(path), archived, Path(shadowed) if shadowed is not None else None))
+        if len(batch) >= LOCATE_BATCH:
+            yield from _locate_batch(batch, index)
+            batch = []
+    yield from _locate_batch(batch, index)
+
+
+LOCATE_BATCH = 1024         # files per fork_map (as discover's batches): bounds what is held
+LOCATE_MIN_FORK = 32 << 20  # bytes of first reads under which a batch is read here (fork_map's default)
+
+
+def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, Any]]:
+    """The batch's refs in order: the index's hits here, the first lines of the rest read on every
+    CPU (``fork_map``, weighed by the bytes each read takes: a small batch is read here)."""
+    hits = [index_hit(entry, index) if index is not None else None for entry in batch]
+    todo = [entry for entry, ref in zip(batch, hits) if ref is None]
+    read: Iterator = iter(())
+    if todo:
+        from histmig.core.forkmap import fork_map
+        read = iter(fork_map(_locate_one, todo, [FIRST_READ] * len(todo), min_weight=LOCATE_MIN_FORK))
+    for hit in hits:
+        if hit is not None:
+            yield hit, None
             continue
-        got = _first_line_ref(*entry)
-        if got is None:
-            yield make_ref(entry[0], archived=archived, shadowed=entry[2]), None
-        else:
-            yield got[0], functools.partial(complete, meta_cwd=got[1])
+        ref, first_line, meta_cwd = next(read)
+        yield ref, functools.partial(complete, meta_cwd=meta_cwd) if first_line else None
+
+
+def _locate_one(entry: tuple) -> tuple[SessionRef, bool, str | None]:
+    """``(ref, read from its first line alone, that line's cwd)``."""
+    got = _first_line_ref(*entry)
+    if got is None:
+        return make_ref(entry[0], archived=entry[1], shadowed=entry[2]), False, None
+    return got[0], True, got[1]
 
 
 def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[SessionRef, str | None] | None:
@@ -178,4 +203,6 @@ def _parse(data: bytes, start: int, end: int) -> Any:
         return None
 
 
-SEARCH = JsonlSource(files=lambda ref: (Path(ref.path),), records=records_from_lines, locate=locate)
+# the ref's own Path (locate made it): a Path made again per session is a parse of its text
+SEARCH = JsonlSource(files=lambda ref: (ref.path if isinstance(ref.path, Path) else Path(ref.path),),
+                     records=records_from_lines, locate=locate)

@@ -26,6 +26,7 @@ __all__ = ["Hit", "Query", "Search"]
 
 SNIPPET = 160            # characters of a matching line shown around the first match
 NAMED_MAX = 20           # broken lines / unreadable files named one by one; the rest counted
+MIN_FORK = 32 << 20      # bytes to read under which no worker is forked (a fork costs more than it saves)
 
 
 @dataclass
@@ -90,29 +91,60 @@ class Search:
 
     def __iter__(self) -> Iterator[Hit]:
         refs, short = self.refs()
+        todo = [r for r in refs if not r.error]
+        # the files are read and searched on every CPU, each session's events replayed here in order
+        # (histmig/core/forkmap.py fork_stream): output, counts and warnings as one process makes them
+        from histmig.core.forkmap import fork_stream
+        stream = iter(fork_stream(self._events, todo, [r.size or 0 for r in todo],
+                                  min_weight=MIN_FORK))
         for ref in refs:
             if ref.error:                      # the listing could not read it either
-                self._unreadable(ref, HistmigError(ref.error))
+                self._unreadable(ref, HistmigError(ref.error).describe(), None)
                 continue
             self.sessions += 1
             found = False
-            first: list = []                   # the session file's first block, once read
-            try:
-                for hit in self._session(ref, short[ref.id], first):
-                    if not found:
-                        self._complete(ref, first)
+            for ev in next(stream):
+                kind = ev[0]
+                if kind == "hit":
                     found = True
                     self.hits += 1
-                    yield hit
+                    yield Hit(ref, short[ref.id], *ev[1:])
                     if self.files_only:
                         break
-            except (HistmigError, OSError) as e:
-                self._unreadable(ref, e)
+                elif kind == "broken":
+                    self._broken(*ev[1:])
+                elif kind == "fields":
+                    self.pending.pop(id(ref), None)
+                    for name, value in ev[1].items():
+                        setattr(ref, name, value)
+                else:
+                    self._unreadable(ref, *ev[1:])
             self.matched += found
 
-    # ---- one session ------------------------------------------------------------------------
+    # ---- one session: its events, made here or in a worker ---------------------------------------
 
-    def _session(self, ref: SessionRef, short: str, first: list | None = None) -> Iterator[Hit]:
+    def _events(self, ref: SessionRef) -> Iterator[tuple]:
+        """``("hit", role, kind, timestamp, path, line, offset, snippet, spans)``, ``("broken", path,
+        line, reason)``, ``("fields", {name: value})`` (what completing the ref changed: before its
+        first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen."""
+        found = False
+        first: list = []                   # the session file's first block, once read
+        try:
+            for ev in self._session(ref, first):
+                if ev[0] == "hit" and not found:
+                    complete = self.pending.get(id(ref))
+                    if complete is not None:
+                        before = dict(vars(ref))
+                        complete(ref, first[0] if first else None)
+                        yield "fields", {k: v for k, v in vars(ref).items() if before.get(k) != v}
+                    found = True
+                yield ev
+                if found and self.files_only:
+                    return
+        except (HistmigError, OSError) as e:
+            yield ("unreadable", e.describe() if isinstance(e, HistmigError) else str(e), getattr(e, "line", None))
+
+    def _session(self, ref: SessionRef, first: list | None = None) -> Iterator[tuple]:
         if ref.format not in self.sources:
             self.sources[ref.format] = hook(ref.format, "search")
         source = self.sources[ref.format]
@@ -120,37 +152,36 @@ class Search:
             for path in source.files(ref):
                 for line in candidate_lines(path, self.finder, first if path == ref.path else None):
                     for rec in source.records([line]):
-                        yield from self._record(ref, short, rec, path, line.offset if not line.number else None)
+                        yield from self._record(rec, path, line.offset if not line.number else None)
             return
         tool = adapter(ref.format)
         session = getattr(tool, "stream", tool.read)(ref)
         for part in (session, *session.subagents):
             for rec in part.records:
-                yield from self._record(ref, short, rec, part.path or ref.path)
+                yield from self._record(rec, part.path or ref.path)
 
-    def _record(self, ref: SessionRef, short: str, rec: Record, path: Any, offset: int | None = None) -> Iterator[Hit]:
+    def _record(self, rec: Record, path: Any, offset: int | None = None) -> Iterator[tuple]:
         line = None if offset is not None else rec.line       # lines read as bytes are not counted
         if rec.opaque:
             if rec.opaque_reason != "blank line":
-                self._broken(path, line or (line_number(path, offset) if offset is not None else None),
-                             rec.opaque_reason)
+                yield ("broken", str(path), line or (line_number(path, offset) if offset is not None else None),
+                       rec.opaque_reason)
             return
         for role, kind, text in texts(rec, self.include_tools):
             for snippet, spans in matches(self.query.matcher, text):
-                yield Hit(ref, short, role, kind, rec.timestamp, str(path), line, offset, snippet, spans)
+                yield "hit", role, kind, rec.timestamp, str(path), line, offset, snippet, spans
 
-    def _broken(self, path: Any, line: int | None, reason: str | None) -> None:
+    def _broken(self, path: str, line: int | None, reason: str | None) -> None:
         self.broken += 1
         if self.broken <= NAMED_MAX:
             self.warnings.append(Warning("search-broken-line", f"a line that does not parse was skipped: {reason}",
-                                         str(path), line))
+                                         path, line))
 
-    def _unreadable(self, ref: SessionRef, e: Exception) -> None:
+    def _unreadable(self, ref: SessionRef, detail: str, line: int | None) -> None:
         self.unreadable += 1
         if self.unreadable <= NAMED_MAX:
-            detail = e.describe() if isinstance(e, HistmigError) else str(e)
             self.warnings.append(Warning("search-unreadable", f"the rest of this session was not searched: {detail}",
-                                         str(ref.path), getattr(e, "line", None)))
+                                         str(ref.path), line))
 
 
 # ---- text of a record, and its matching lines ----------------------------------------------

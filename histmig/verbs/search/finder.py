@@ -4,9 +4,12 @@
 are fast in Python: ``bytes.find`` of ONE byte (``memchr``), and ``re``'s scan for the first character
 of a literal. So the finder picks the needle byte that is rarest in the data (counted once, in the
 first block it sees), looks for it with ``memchr`` (both cases of a letter when case-insensitive) and
-compares the needle around each place. When that byte turns out common in a block, the rest of the
-block is scanned with ``re`` for the needle's tail from that byte, the head checked before it
-(case-insensitive: in a lower-cased copy of the block).
+compares the needle around each place. Files differ (one is full of digits, the next of spaces), so
+each block is glanced at first (a count in its middle): when the chosen byte is common there, the
+needle's bytes are counted there and the rarest chosen again. When that byte is common too, or turns
+out common in the block, the block (or its rest) is scanned with ``re`` for the needle's tail from
+its rarest byte that leaves ``TAIL_MIN`` bytes, the head checked before it (case-insensitive: in a
+lower-cased copy of the block).
 """
 from __future__ import annotations
 
@@ -15,38 +18,66 @@ import re
 # places checked per 4 KiB of a block before the rest of it is scanned by ``re``: past about one a page,
 # a Python step per place costs more than ``re``'s scan (and a lower-cased copy)
 PER_PAGE = 1
+TAIL_MIN = 4             # bytes of the needle's tail ``re`` looks for (at least)
+# bytes in a block's middle, glanced at for the chosen byte (a count: memchr speed); in a run of blocks where
+# every byte of the needle is common, the needle's bytes are counted again only every ``REGLANCE`` blocks
+GLANCE_BYTES = 8 << 10
+REGLANCE = 8
 
 
 class Finder:
     def __init__(self, needle: bytes, fold: bool):
         self.needle, self.fold = needle, fold
         self.tuned = False
-        self.budget, self.low = 0, None
+        self.tail, self.tail_at = re.compile(re.escape(needle)).search, 0
+        self.budget, self.low, self.streak = 0, None, 0
         self._choose(len(needle) - 1)
 
     def _choose(self, k: int) -> None:
         c = self.needle[k]
         self.at = k
         self.head = self.needle[:k]
-        self.tail = re.compile(re.escape(self.needle[k:])).search
         self.variants = [bytes([v]) for v in sorted({c, ord(chr(c).upper())})] if self.fold and 97 <= c <= 122 \
             else [bytes([c])]
 
     def tune(self, sample: bytes) -> None:
         """Choose the needle byte rarest in ``sample`` (both cases of a letter counted when folding)."""
-        best = None
+        best = tail = None
         for k, c in enumerate(self.needle):
             cases = {c, ord(chr(c).upper())} if self.fold and 97 <= c <= 122 else {c}
             n = sum(sample.count(bytes([v])) for v in cases)
             if best is None or n < best[0]:
                 best = (n, k)
+            if len(self.needle) - k >= min(TAIL_MIN, len(self.needle)) and (tail is None or n < tail[0]):
+                tail = (n, k)
         self._choose(best[1])
+        if tail[1] != self.tail_at:
+            self.tail_at = tail[1]
+            self.tail = re.compile(re.escape(self.needle[tail[1]:])).search
         self.tuned = True
 
     def start_block(self, data: bytes) -> None:
         if not self.tuned:
             self.tune(data[:1 << 20])
-        self.budget, self.low = max(8, (len(data) >> 12) * PER_PAGE), None
+        self.budget, self.low = self._budget(data), None
+        if self._common(data):               # a glance at the block's start: choose again, or use re at once
+            if self.streak % REGLANCE == 0:
+                at = len(data) // 2
+                self.tune(data[at:at + GLANCE_BYTES])
+            if self._common(data):
+                self.budget = 0
+        self.streak = self.streak + 1 if self.budget == 0 else 0
+
+    def _common(self, data: bytes) -> bool:
+        """The chosen byte is in ``GLANCE_BYTES`` of the middle of ``data`` (a file's start is its own
+        kind of text) more often than the budget allows."""
+        at = len(data) // 2
+        n = sum(data.count(v, at, at + GLANCE_BYTES) for v in self.variants)
+        return n * max(1, len(data) // GLANCE_BYTES) > 2 * self.budget
+
+    @staticmethod
+    def _budget(data: bytes) -> int:
+        return max(8, (len(data) >> 12) * PER_PAGE)
 
     def first(self, data: bytes, start: int, end: int) -> int:
         """The first place at or after ``start`` where the needle ends at or before ``end``, or -1."""
@@ -74,12 +105,15 @@ class Finder:
         """The rest of a block where the rare byte is common: one ``re`` scan (of a lower-cased copy)."""
         if not self.fold:
             return self._scan(data, start, end)
-        if self.low is None:
-            self.low = data[:end].lower()
-        return self._scan(self.low, start, end)
+        if self.low is None or self.low[0] is not data or len(self.low[1]) < end:
+            # (keyed by its block: a search may pause in one file and read another meanwhile)
+            self.low = (data, data[:end].lower())
+        return self._scan(self.low[1], start, end)
 
     def _scan(self, hay: bytes, start: int, end: int) -> int:
-        k, head = self.at, self.head
+        # re's scan for a literal runs in C, from the places of its first byte: the needle's tail from
+        # a rare byte, at least TAIL_MIN long (a short tail stops at every place of its few bytes)
+        k, head = self.tail_at, self.needle[:self.tail_at]
         m = self.tail(hay, start + k, end)
         while m is not None:
             s = m.start() - k
