@@ -28,11 +28,15 @@ import os
 import time
 
 from histmig.apply import fsio
-from histmig.apply.check import parallel_map
+from histmig.apply.check import WORKERS, parallel_map
 from histmig.apply.files import Ctx, unlink_quiet, verify
 from histmig.apply.options import Prepared
 from histmig.apply.tree import copy_spool, make_dirs
 from histmig.core.diagnostics import RefusedError, Skip
+
+
+BATCH = 256     # creates per batch (4 syncs each): one open descriptor per file plus one per folder
+SERIAL_BYTES = 4 << 20
 
 
 def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
@@ -44,17 +48,23 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
             raise RefusedError(f"{p.path}: planned without its data (a dry run's plan); nothing written")
     items = _intents(ctx, preps)
     dfds: list[int] = []
+    opened: dict[tuple, int] = {}     # one descriptor per folder, shared by the batch's files in it
     tfds: list[int] = []
     try:
         for p, dirs, _tmp, _sha, _size in items:
             make_dirs(ctx, dirs, p.op.dir_mode)
         for p, _dirs, tmp, sha, size in items:
-            dfds.append(fsio.open_dir(p.root, p.parts))
+            key = (p.root, tuple(p.parts))
+            if key not in opened:
+                opened[key] = fsio.open_dir(p.root, p.parts)
+            dfds.append(opened[key])
             tfds.append(_fill(ctx, dfds[-1], tmp, p, sha, size))
         fs.fsync_batch([(fd, p.path + " (temp)") for fd, (p, *_) in zip(tfds, items)])
         _close(tfds)
+        # small files: threads cost more than the reading and hashing they would share
+        workers = 1 if sum(it[4] for it in items) < SERIAL_BYTES else WORKERS
         parallel_map(lambda i: verify(dfds[i], items[i][2], items[i][3], items[i][4], items[i][0].path),
-                     list(range(len(items))))
+                     list(range(len(items))), workers=workers)
         for dfd, (p, _dirs, tmp, _sha, _size) in zip(dfds, items):
             try:
                 fs.rename_noreplace(tmp, p.name, src_dir_fd=dfd, dst_dir_fd=dfd, label=p.path)
@@ -67,7 +77,7 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         fs.fsync_batch([(fd, folder) for folder, fd in folders.items()])
     finally:
         _close(tfds)
-        _close(dfds)
+        _close(list(opened.values()))
     ctx.journal.append_many([("done", {"n": p.n, "post": {"sha256": sha, "size": size}})
                              for p, _dirs, _tmp, sha, size in items])
     return [None] * len(preps)

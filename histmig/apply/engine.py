@@ -174,7 +174,7 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
             continue
         if prep.method in _BATCHED and _STEP[prep.method] is _DEFAULT_STEP[prep.method]:
             group, passed, j = [], [], i
-            while j < len(todo) and len(group) < batch.BATCH:
+            while j < len(todo) and len(group) < _BATCH_SIZE.get(prep.method, batch.BATCH):
                 q = todo[j]
                 if q.method == prep.method and q.path not in ctx.locked:
                     group.append(q)
@@ -212,6 +212,7 @@ def _guard(prep: Prepared, step, group: list[Prepared] = ()):
 _STEP = {"replace": rewrite, "inplace": patch_in_place, "create": create, "rename": rename, "delete": delete,
          "rmdir": rmdir, "mkdir": mkdir}
 _DEFAULT_STEP = dict(_STEP)
+_BATCH_SIZE = {"create": creates.BATCH}   # a create holds one descriptor, a rewrite three
 _BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch, "create": creates.create_batch,
             "delete": deletes.delete_batch}
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -92,8 +93,8 @@ class Tool:
         """The tool's hook of this kind, imported now; None when the tool has no such module."""
         module, attr = HOOKS[kind]
         name = f"{self.package}.{module}"
-        try:
-            module_ = importlib.import_module(name)
+        try:     # already imported: the lookup alone (convert asks for several hooks per session)
+            module_ = sys.modules.get(name) or importlib.import_module(name)
             return module_ if attr is None else getattr(module_, attr, None)
         except ModuleNotFoundError as e:
             if e.name != name:

@@ -17,6 +17,7 @@ from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
 CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")
+KEEP_RECORDS = 10_000
 
 
 @dataclass
@@ -44,9 +45,12 @@ class Conversation:
     answered: set[str] = field(default_factory=set)            # call ids that have a result
     patches: dict[str, Any] = field(default_factory=dict)      # call id -> Claude's structuredPatch result
     usage_of: Callable[[Record], dict | None] | None = None    # the source adapter's usage from a bookkeeping record
+    kept: list[Item] | None = None     # flatten's items, when the records are in memory anyway (a list)
 
     @property
     def items(self) -> Iterator[Item]:
+        if self.kept is not None:
+            return iter(self.kept)
         return _items(self.source, LossReport(), self.usage_of)     # loss was counted by flatten's pass
 
     def _note(self, item: Item) -> None:
@@ -69,8 +73,14 @@ def flatten(session: Session, usage_of: Callable[[Record], dict | None] | None =
     """One pass over the session; ``usage_of`` is the source adapter's ``usage_of`` (token counts a
     tool keeps in records of its own, such as Codex's ``token_count`` events), when it has one."""
     conv = Conversation(session, usage_of=usage_of)
+    # a few records already held (a list, not a stream read again from the file): keep their items
+    # too, so the writer's pass does not build them a second time
+    kept = [] if isinstance(session.records, list) and len(session.records) <= KEEP_RECORDS else None
     for item in _items(session, conv.loss, usage_of):
         conv._note(item)
+        if kept is not None:
+            kept.append(item)
+    conv.kept = kept
     if session.subagents:
         conv.loss.add("dropped", "sub-agent transcript", len(session.subagents))
     return conv

@@ -40,7 +40,10 @@ class Ids:
         return int.from_bytes(self._pool[self._at - k:self._at], "big") >> (8 * k - n)
 
     def uuid4(self) -> str:
-        return str(uuid.UUID(int=self.bits(128), version=4))
+        """``str(uuid.UUID(int=bits, version=4))``, formatted directly (one per converted record)."""
+        n = (self.bits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)) | 4 << 76 | 0x8000 << 48
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def uuid7(self, ms: int | None = None) -> str:
         """RFC 9562 UUIDv7: 48-bit Unix milliseconds, version 7, variant 10, random rest."""

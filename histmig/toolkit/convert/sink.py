@@ -8,6 +8,7 @@ file under ``<state dir>/spool/`` (``spool``: apply copies it from there in chun
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import tempfile
@@ -49,10 +50,10 @@ class Sink:
         self.fh = None
         if mode == "spool":
             try:
-                fd, self.path = tempfile.mkstemp(dir=spool_dir, suffix=".part")   # 0600
+                fd, self.path = _new_part(spool_dir)
             except OSError as e:
                 raise SpoolError.of(e, spool_dir) from None
-            self.fh = os.fdopen(fd, "wb", buffering=1 << 20)
+            self.fh = os.fdopen(fd, "wb", buffering=BUFFER)
 
     def write(self, data: bytes) -> None:
         self.size += len(data)
@@ -93,6 +94,22 @@ class Sink:
                 pass                  # a full disk: the buffer is dropped with the file
         if self.path:
             Path(self.path).unlink(missing_ok=True)
+
+
+BUFFER = 64 * 1024     # per spool file; a longer line is written straight through
+_SEQ = itertools.count()
+
+
+def _new_part(spool_dir: str | None) -> tuple[int, str]:
+    """A new spool file (0600, never an existing one): named by a counter in the run's own 0700
+    folder (a random name cost more than the rest of spooling a small session), else mkstemp."""
+    if spool_dir is not None:
+        path = os.path.abspath(os.path.join(spool_dir, f"{os.getpid()}-{next(_SEQ)}.part"))
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600), path
+        except FileExistsError:
+            pass
+    return tempfile.mkstemp(dir=spool_dir, suffix=".part")
 
 
 def size_of(data: bytes | Spooled) -> int:

@@ -9,6 +9,7 @@ matches on, docs/specs/codex.md §13).
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import re
 from array import array
@@ -21,7 +22,7 @@ import orjson
 from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.codex import walk
-from histmig.jsonio.jsonl import Line, head_lines, is_zst, open_regular_fd, open_stream, read_lines
+from histmig.jsonio.jsonl import Line, head_lines, is_zst, iter_lines, open_regular_fd, open_stream, read_lines
 
 # histmig.core.model (dataclasses, ~5 ms to import) is imported by the functions that build sessions, not
 # here: a flip dry run walks and reads line 1 through this module and never builds one.
@@ -542,17 +543,45 @@ def read(path_or_ref: Any) -> Session:
     return session
 
 
+# A plain rollout up to this size is read once and its records kept (a few MB of objects at most);
+# a larger one streams, its records read again from the file on each pass.
+SMALL_FILE = 1 << 20
+
+
 def stream(path_or_ref: Any) -> Session:
     """:func:`read` with ``records`` read again from the file on each iteration, one at a time
-    (bounded memory for ``show`` and ``convert``); a line over the record limit is refused."""
+    (bounded memory for ``show`` and ``convert``); a line over the record limit is refused. A file
+    of at most ``SMALL_FILE`` bytes is read once instead (convert passes over the records twice, and
+    parsing each line again cost more than the rest of a small session's conversion)."""
     from histmig.jsonio.jsonl import record_lines
     from histmig.core.model import RecordStream, Session, SessionRef
     path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
     names = parse_name(path.name)
-    session = Session(id=names[1] if names else path.stem, format=NAME, path=path,
-                      records=RecordStream(lambda: map(_record, record_lines(path))))
+    sid = names[1] if names else path.stem
+    whole = None if is_zst(path) else _small(path)
+    if whole is not None:
+        session = Session(id=sid, format=NAME, path=path)
+        _describe(session, path, iter_lines(io.BytesIO(whole)), session.records)
+        return session
+    session = Session(id=sid, format=NAME, path=path, records=RecordStream(lambda: map(_record, record_lines(path))))
     _describe(session, path, record_lines(path), None)
     return session
+
+
+def _small(path: Path) -> bytes | None:
+    """The file's bytes when it holds at most ``SMALL_FILE`` (read with one bounded read, so a file
+    growing meanwhile never costs more memory), else None."""
+    fd = open_regular_fd(path)
+    try:
+        if os.fstat(fd).st_size > SMALL_FILE:
+            return None
+        parts, got = [], 0
+        while got <= SMALL_FILE and (chunk := os.read(fd, SMALL_FILE + 1 - got)):
+            parts.append(chunk)
+            got += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(parts) if got <= SMALL_FILE else None
 
 
 def _may_matter(raw: bytes, want_title: bool) -> bool:
