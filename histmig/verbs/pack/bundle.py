@@ -17,7 +17,8 @@ import tarfile
 import tempfile
 import threading
 import time
-from concurrent.futures import Future
+from collections import deque
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from queue import SimpleQueue
@@ -34,63 +35,73 @@ MANIFEST = "manifest.json"
 SEAL = "manifest.sha256"
 INDEX = "index.jsonl"
 SESSIONS = "sessions/"
-CHUNK = 1 << 20
-BUFFERS = 4         # chunks in flight: one being read, the others with the hash and the compressor threads
+CHUNK = 1 << 20      # reading a bundle
+BLOCK = 4 << 20      # writing: the tar stream is assembled in blocks of this size
+BLOCKS = 3           # one being filled, one with the worker, one spare
 
 
 @dataclass
 class Added:
-    """A file in the bundle: its sha256 (a future of the hash thread), size, first bytes."""
+    """A file in the bundle: its sha256 (a future, set by the worker thread), size, first bytes."""
 
     sha256: Any
     size: int
     head: bytes = b""
 
 
-class _Lane:
-    """One worker thread running calls in the order they are put (the compressor, the hasher). A failure
-    is kept and raised on the caller's thread at its next :meth:`check`; later calls only release."""
+class _Worker:
+    """The thread that hashes and compresses each block, in order. A failure is kept and raised on the
+    main thread at its next :meth:`check`; later blocks are only given back."""
 
-    def __init__(self, name: str, release: Callable[[int], None]):
+    def __init__(self, run: Callable[..., None], release: Callable[[int], None], *, inline: bool = False):
         self.q: SimpleQueue = SimpleQueue()
         self.error: BaseException | None = None
-        self.release = release
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
+        self.run, self.release = run, release
+        self.thread = None if inline else threading.Thread(target=self._loop, name="histmig-pack", daemon=True)
+        if self.thread is not None:
+            self.thread.start()
 
-    def _run(self) -> None:
+    def _loop(self) -> None:
         while (item := self.q.get()) is not None:
-            fn, args, buf = item
-            try:
-                if self.error is None:
-                    fn(*args)
-            except BaseException as e:      # noqa: BLE001 - raised on the main thread by check()
-                self.error = e
-            finally:
-                if buf is not None:
-                    self.release(buf)
+            self._one(item)
 
-    def put(self, fn: Callable[..., Any], *args: Any, buf: int | None = None) -> None:
-        self.q.put((fn, args, buf))
+    def _one(self, item: tuple) -> None:
+        try:
+            if self.error is None:
+                self.run(*item)
+        except BaseException as e:      # noqa: BLE001 - raised on the main thread by check()
+            self.error = e
+        finally:
+            self.release(item[0])
+
+    def put(self, *item: Any) -> None:
+        if self.thread is None:
+            self._one(item)
+        else:
+            self.q.put(item)
 
     def check(self) -> None:
         if self.error is not None:
             raise self.error
 
     def close(self) -> None:
-        self.q.put(None)
-        self.thread.join()
+        if self.thread is not None:
+            self.q.put(None)
+            self.thread.join()
+            self.thread = None
 
 
 class Writer:
     """``with Writer(path) as w: w.add_file(name, src, st); ...; w.add_session(entry); ...; w.finish(manifest)``;
     the bundle is written to ``<path>.part`` and renamed over nothing when finished (a failed pack leaves no
-    bundle). Three threads share the work: this one reads each file into one of ``BUFFERS`` reused 1 MiB
-    buffers, one thread hashes it (hashlib lets go of the GIL), one feeds the zstd compressor (which lets
-    go of it too; ``threads=-1``: zstd compresses on worker threads of its own, one per core). Memory is
-    those buffers and zstd's windows, whatever the number or size of the files."""
+    bundle). This thread assembles the tar stream in ``BLOCK``-sized reused buffers (headers, and each file
+    read straight into the block, many small files to a block); one worker thread hashes each file's
+    spans of a finished block and compresses the block (hashlib and zstd let go of the GIL). One hand-off
+    per block, not per file: every hand-off between Python threads waits for the GIL, and on a busy
+    machine for the other thread to be scheduled (cProfile of a 2,000-session pack, docs/bench.md).
+    Memory is ``BLOCKS`` blocks and zstd's window, whatever the number or size of the files."""
 
-    def __init__(self, path: str | os.PathLike, *, level: int = 3, threads: int = -1):
+    def __init__(self, path: str | os.PathLike, *, level: int = 3, threads: int = 0):
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
         try:
@@ -104,20 +115,20 @@ class Writer:
         self.zw = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True).stream_writer(
             self.raw, closefd=False)
         self.offset = 0             # bytes of the tar stream so far
-        self.views = [memoryview(bytearray(CHUNK)) for _ in range(BUFFERS)]
-        self.users = [0] * BUFFERS   # how many lanes still use each buffer
+        self.views = [memoryview(bytearray(BLOCK)) for _ in range(BLOCKS)]
         self.free: SimpleQueue = SimpleQueue()
-        for i in range(BUFFERS):
+        for i in range(BLOCKS):
             self.free.put(i)
-        self.lock = threading.Lock()
-        self.zlane = _Lane("histmig-zstd", self._release)
-        self.hlane = _Lane("histmig-hash", self._release)
+        self.cur: int | None = None     # the block being filled, how far, and its hash work
+        self.pos = 0
+        self.spans: list[tuple] = []
+        self.worker = _Worker(self._drain, self.free.put, inline=os.environ.get("HISTMIG_PACK_INLINE") == "1")
         # the index: one line per member, spooled beside the bundle (a pack of any size keeps it on disk)
         self.index = tempfile.TemporaryFile(dir=self.part.parent, prefix=".histmig-index-")
         self.index_sha = hashlib.sha256()
         self.members = 0
         self.sessions = 0
-        self.pending: dict[str, Any] | None = None     # the last session's entry, written after the next one's files
+        self.pending: deque[dict[str, Any]] = deque()     # session entries waiting for their files' digests
         self.done = False
 
     def __enter__(self) -> "Writer":
@@ -125,34 +136,61 @@ class Writer:
 
     def __exit__(self, *exc: Any) -> None:
         if not self.done:
-            for closer in (self.zlane.close, self.hlane.close, self.zw.close, self.raw.close, self.index.close):
+            for closer in (self.worker.close, self.zw.close, self.raw.close, self.index.close):
                 try:
                     closer()
                 except Exception:     # noqa: BLE001 - already failing: the partial bundle is removed
                     pass
             self.part.unlink(missing_ok=True)
 
-    def _release(self, i: int) -> None:
-        with self.lock:
-            self.users[i] -= 1
-            if self.users[i] == 0:
-                self.free.put(i)
+    # ---- blocks ----
 
-    def _buffer(self) -> int:
-        i = self.free.get()
-        self.zlane.check()
-        self.hlane.check()
-        return i
+    def _drain(self, i: int, used: int, spans: list[tuple]) -> None:
+        """On the worker: each span's bytes into its file's sha256 (or a finished file's digest), then the
+        block into the compressor."""
+        view = self.views[i]
+        for span in spans:
+            if len(span) == 3:
+                span[0].update(view[span[1]:span[2]])
+            else:
+                span[0].set_result(span[1].hexdigest())
+        self.zw.write(view[:used])
+
+    def _room(self) -> memoryview:
+        """The current block (a free one taken when none is being filled), with room in it."""
+        if self.cur is not None and self.pos == BLOCK:
+            self._flush()
+        if self.cur is None:
+            self.cur, self.pos, self.spans = self.free.get(), 0, []
+            self.worker.check()
+        return self.views[self.cur]
+
+    def _flush(self) -> None:
+        if self.cur is not None:
+            self.worker.put(self.cur, self.pos, self.spans)
+            self.cur = None
 
     def _write(self, data: bytes) -> None:
-        """Bytes of the tar stream (headers, padding, small members), in order after every chunk before them."""
-        self.zlane.put(self.zw.write, data)
-        self.offset += len(data)
+        """Bytes of the tar stream (headers, padding, small members), after everything before them."""
+        data = memoryview(data)
+        while data:
+            view = self._room()
+            k = min(len(data), BLOCK - self.pos)
+            view[self.pos:self.pos + k] = data[:k]
+            self.pos += k
+            data = data[k:]
+        self.offset += len(data.obj)
 
     def _header(self, name: str, size: int, mode: int, mtime: int) -> None:
         info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime, info.type = size, mode, mtime, tarfile.REGTYPE
         info.uname = info.gname = ""
+        if name.isascii():
+            try:        # one 512-byte block (a long name split into ustar's prefix): half the cost of PAX's three
+                self._write(info.tobuf(tarfile.USTAR_FORMAT, "ascii", "strict"))
+                return
+            except ValueError:      # a name ustar cannot hold, a size over 8 GiB
+                pass
         self._write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
 
     def _pad(self, size: int) -> None:
@@ -168,37 +206,36 @@ class Writer:
         h, n, first = hashlib.sha256(), 0, b""
         with open(src, "rb", buffering=0) as fh:
             while n < size:
-                i = self._buffer()
-                view = self.views[i]
-                k = fh.readinto(view[:min(CHUNK, size - n)])
+                view = self._room()
+                k = fh.readinto(view[self.pos:self.pos + min(BLOCK - self.pos, size - n)])
                 if not k:
-                    self.free.put(i)
                     break
                 if n == 0 and head:
-                    first = bytes(view[:min(k, head)])
-                self.users[i] = 2
-                self.hlane.put(h.update, view[:k], buf=i)
-                self.zlane.put(self.zw.write, view[:k], buf=i)
+                    first = bytes(view[self.pos:self.pos + min(k, head)])
+                self.spans.append((h, self.pos, self.pos + k))
+                self.pos += k
                 n += k
         if n != size or os.stat(src).st_size != size:
             raise RefusedError("changed while being packed (is a client writing to it?); nothing written", path=src)
         self.offset += size
         self._pad(size)
         digest: Future = Future()
-        self.hlane.put(lambda: digest.set_result(h.hexdigest()))
+        self._room()
+        self.spans.append((digest, h))
         return Added(digest, n, first)
 
     def add_session(self, entry: dict[str, Any]) -> None:
-        """A session's entry (``{"session": ..., "files": [...]}``, its files' sha256s maybe still futures),
-        written after the next session's files are read, so the reading never waits for the hash thread."""
-        if self.pending is not None:
-            self._session(self.pending)
-        self.pending = entry
+        """A session's entry (``{"session": ..., "files": [...]}``, its files' sha256s futures of the worker),
+        written once the worker has hashed its files: the reading never waits for the hashing. The
+        entries waiting are those of the files in the blocks not yet drained (bounded by ``BLOCKS``)."""
+        self.pending.append(entry)
+        while self.pending and all(_ready(f["sha256"]) for f in self.pending[0]["files"]):
+            self._session(self.pending.popleft())
 
     def _session(self, entry: dict[str, Any]) -> None:
         for f in entry["files"]:
             if not isinstance(f["sha256"], str):
-                f["sha256"] = f["sha256"].result()
+                f["sha256"] = _result(f["sha256"], self)
             self._indexed(f["name"], f["size"], f["sha256"])
         self.sessions += 1
         self._add_bytes(f"{SESSIONS}{self.sessions:06d}.json", orjson.dumps(entry) + b"\n", indexed=True)
@@ -212,9 +249,8 @@ class Writer:
     def finish(self, manifest: dict[str, Any]) -> None:
         """The last session's entry, the index, the manifest (``manifest["index"]`` filled in here) and its
         seal; then the bundle is synced and given its name."""
-        if self.pending is not None:
-            self._session(self.pending)
-            self.pending = None
+        while self.pending:
+            self._session(self.pending.popleft())
         size = self.index.tell()
         self.index.seek(0)
         self._header(INDEX, size, 0o600, int(time.time()))
@@ -230,10 +266,9 @@ class Writer:
         # the end of a tar stream: two zero blocks, padded to a whole record (as tarfile writes it)
         self._write(tarfile.NUL * (2 * tarfile.BLOCKSIZE))
         self._pad_record()
-        self.hlane.close()
-        self.zlane.close()
-        self.hlane.check()
-        self.zlane.check()
+        self._flush()
+        self.worker.close()
+        self.worker.check()
         self.zw.close()
         self.raw.flush()
         os.fsync(self.raw.fileno())
@@ -252,6 +287,22 @@ class Writer:
         self._pad(len(data))
         if indexed:
             self._indexed(name, len(data), hashlib.sha256(data).hexdigest())
+
+
+def _ready(sha: Any) -> bool:
+    return isinstance(sha, str) or sha.done()
+
+
+def _result(fut: Future, w: Writer) -> str:
+    """A digest the worker sets; its block is handed over first when it is still being filled."""
+    if not fut.done() and w.cur is not None:
+        w._flush()
+    while True:
+        w.worker.check()        # a failed worker sets no more digests: its error, not a wait forever
+        try:
+            return fut.result(timeout=0.2)
+        except FutureTimeout:
+            continue
 
 
 # ---- reading ------------------------------------------------------------------------------------
