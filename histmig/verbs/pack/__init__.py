@@ -68,7 +68,7 @@ def entry_of(homes: Any, ref: SessionRef) -> Entry:
 
 
 def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters: dict[str, Any] | None = None,
-         on_file: Callable[[int], None] | None = None, threads: int = -1) -> Packed:
+         on_file: Callable[[int], None] | None = None, threads: int = 0) -> Packed:
     """Write the bundle ``out`` (a new file) with ``refs``, session after session: each session's rows are
     read when its turn comes and written with it, so memory does not grow with the sessions (docs/pack.md).
     Raises ``RefusedError`` (no bundle left behind) for a file open for writing or one that changes while
