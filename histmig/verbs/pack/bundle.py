@@ -99,9 +99,10 @@ class Writer:
     spans of a finished block and compresses the block (hashlib and zstd let go of the GIL). One hand-off
     per block, not per file: every hand-off between Python threads waits for the GIL, and on a busy
     machine for the other thread to be scheduled (cProfile of a 2,000-session pack, docs/bench.md).
-    Memory is ``BLOCKS`` blocks and zstd's window, whatever the number or size of the files."""
+    Memory is ``BLOCKS`` blocks and zstd's window, whatever the number or size of the files.
+    ``worker=False``: all on this thread (the same bytes); ``threads``: zstd's own worker threads (0: none)."""
 
-    def __init__(self, path: str | os.PathLike, *, level: int = 3, threads: int = 0):
+    def __init__(self, path: str | os.PathLike, *, level: int = 3, threads: int = 0, worker: bool = True):
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
         try:
@@ -122,7 +123,7 @@ class Writer:
         self.cur: int | None = None     # the block being filled, how far, and its hash work
         self.pos = 0
         self.spans: list[tuple] = []
-        self.worker = _Worker(self._drain, self.free.put, inline=os.environ.get("HISTMIG_PACK_INLINE") == "1")
+        self.worker = _Worker(self._drain, self.free.put, inline=not worker)
         # the index: one line per member, spooled beside the bundle (a pack of any size keeps it on disk)
         self.index = tempfile.TemporaryFile(dir=self.part.parent, prefix=".histmig-index-")
         self.index_sha = hashlib.sha256()
