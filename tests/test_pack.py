@@ -339,3 +339,34 @@ def test_a_member_path_that_leaves_the_home_is_refused(capsys, world):
     before = snapshot(b)
     code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
     assert code == 1 and "not a path inside" in err and snapshot(b) == before
+
+
+@pytest.mark.parametrize("worker", [True, False])
+def test_files_across_block_boundaries_come_back_byte_for_byte(tmp_path, worker):
+    """The writer assembles the tar stream in 4 MiB blocks: a file bigger than a block, files that end
+    exactly at a block's end and many small ones come back whole, with their sha256s (docs/pack.md)."""
+    import os
+
+    from histmig.verbs.pack.bundle import BLOCK, Writer, verify
+    src = tmp_path / "src"
+    src.mkdir()
+    sizes = [BLOCK * 2 + 7, 0, 1, BLOCK - 512 * 3, 511, 512] + [997 * k for k in range(1, 60)]
+    data = {f"f{k}": os.urandom(n) for k, n in enumerate(sizes)}
+    files = []
+    out = tmp_path / "b.tar.zst"
+    with Writer(out, worker=worker) as w:
+        for name, body in data.items():
+            (src / name).write_bytes(body)
+            st = os.lstat(src / name)
+            added = w.add_file(f"files/x/{name}", src / name, st)
+            files.append({"name": f"files/x/{name}", "tool": "x", "session": name, "rel": name, "size": added.size,
+                          "sha256": added.sha256, "mode": 0o644, "mtime_ns": st.st_mtime_ns})
+            w.add_session({"session": {"tool": "x", "id": name, "cwd": None, "title": None, "updated": None,
+                                       "version": None, "files": [], "rows": {}}, "files": [files[-1]]})
+        w.finish({"schema": "histmig-bundle/2"})
+    members = read_bundle(out)
+    assert all(members[f"files/x/{name}"] == body for name, body in data.items())
+    manifest = verify(out)
+    assert {f["name"]: f["sha256"] for f in manifest["files"]} == {
+        f"files/x/{name}": hashlib.sha256(body).hexdigest() for name, body in data.items()}
+    assert [s["id"] for s in manifest["sessions"]] == list(data)
