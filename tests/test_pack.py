@@ -58,6 +58,26 @@ def read_bundle(bundle: Path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar}
 
 
+def bundle_manifest(bundle: Path) -> dict:
+    """The manifest with every session and file, as unpack reads it (docs/pack.md, "The bundle")."""
+    from histmig.verbs.pack.bundle import verify
+    return verify(bundle)
+
+
+def resealed(members: dict[str, bytes]) -> dict[str, bytes]:
+    """``members`` with the index, the manifest and the seal made to match their changed bytes again."""
+    lines = [json.loads(x) for x in members["index.jsonl"].splitlines()]
+    for x in lines:
+        x["size"], x["sha256"] = len(members[x["name"]]), hashlib.sha256(members[x["name"]]).hexdigest()
+    members["index.jsonl"] = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+    manifest = json.loads(members["manifest.json"])
+    manifest["index"]["size"] = len(members["index.jsonl"])
+    manifest["index"]["sha256"] = hashlib.sha256(members["index.jsonl"]).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    members["manifest.sha256"] = hashlib.sha256(members["manifest.json"]).hexdigest().encode() + b"\n"
+    return members
+
+
 def write_bundle(bundle: Path, members: dict[str, bytes]) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -70,13 +90,23 @@ def write_bundle(bundle: Path, members: dict[str, bytes]) -> None:
 
 def test_manifest_lists_every_file_with_its_sha256_the_homes_and_versions(capsys, world):
     a, _b, _ = world
-    members = read_bundle(packed(capsys, world))
-    manifest = json.loads(members["manifest.json"])
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    raw = json.loads(members["manifest.json"])
     assert members["manifest.sha256"].strip().decode() == hashlib.sha256(members["manifest.json"]).hexdigest()
-    assert manifest["schema"] == "histmig-bundle/1" and manifest["histmig_version"]
+    assert raw["schema"] == "histmig-bundle/2" and raw["histmig_version"]
     from jsonschema_lite import validate
-    schema = json.loads((Path(__file__).resolve().parents[1] / "histmig/schemas/bundle/manifest.json").read_text())
-    assert validate(manifest, schema) == []
+    schemas = Path(__file__).resolve().parents[1] / "histmig/schemas/bundle"
+    assert validate(raw, json.loads((schemas / "manifest.json").read_text())) == []
+    entry_schema = json.loads((schemas / "session.json").read_text())
+    entries = [n for n in members if n.startswith("sessions/")]
+    assert len(entries) == raw["index"]["sessions"] == 12
+    assert all(validate(json.loads(members[n]), entry_schema) == [] for n in entries)
+    # the index lists every member before it, with its sha256
+    index = [json.loads(x) for x in members["index.jsonl"].splitlines()]
+    assert sorted(x["name"] for x in index) == sorted(set(members) - {"index.jsonl", "manifest.json", "manifest.sha256"})
+    assert all(x["sha256"] == hashlib.sha256(members[x["name"]]).hexdigest() for x in index)
+    manifest = bundle_manifest(bundle)
     assert manifest["source"]["homes"] == {"codex": str(a / ".codex"), "claude-code": str(a / ".claude")}
     assert manifest["tools"]["codex"]["versions"] == ["0.171.0"] and manifest["tools"]["claude-code"]["versions"]
     assert manifest["totals"]["sessions"] == len(manifest["sessions"]) == 12
@@ -87,6 +117,41 @@ def test_manifest_lists_every_file_with_its_sha256_the_homes_and_versions(capsys
         assert f["mtime_ns"] == src.stat().st_mtime_ns
     codex = [s for s in manifest["sessions"] if s["tool"] == "codex"]
     assert all(s["rows"]["threads"][0]["id"] == s["id"] for s in codex)
+
+
+def test_a_bundle_of_format_1_is_still_read(capsys, world):
+    """histmig-bundle/1 (one manifest.json with every session and file) unpacks as before."""
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    manifest = bundle_manifest(bundle)
+    members = read_bundle(bundle)
+    old = {f["name"]: members[f["name"]] for f in manifest["files"]}
+    manifest["schema"] = "histmig-bundle/1"
+    del manifest["index"]
+    old["manifest.json"] = json.dumps(manifest).encode()
+    old["manifest.sha256"] = hashlib.sha256(old["manifest.json"]).hexdigest().encode() + b"\n"
+    write_bundle(bundle, old)
+    code, out, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 0, out + err
+    assert len(list((b / ".codex").rglob("rollout-*"))) == 6
+
+
+def test_a_changed_session_entry_or_index_is_refused_naming_it(capsys, world):
+    _a, b, _ = world
+    bundle = packed(capsys, world)
+    members = read_bundle(bundle)
+    entry = sorted(n for n in members if n.startswith("sessions/"))[3]
+    changed = dict(members)
+    changed[entry] = changed[entry].replace(b'"title":"', b'"title":"!', 1)
+    write_bundle(bundle, changed)
+    before = snapshot(b)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and entry in err and "nothing written" in err and snapshot(b) == before
+    changed = dict(members)
+    changed["index.jsonl"] = changed["index.jsonl"].replace(b'"sha256":"', b'"sha256":"0', 1)
+    write_bundle(bundle, changed)
+    code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
+    assert code == 1 and "index.jsonl" in err and snapshot(b) == before
 
 
 def test_pack_needs_a_choice_and_a_new_file(capsys, world):
@@ -103,7 +168,7 @@ def test_pack_filters_as_scan_does(capsys, world):
     bundle.parent.mkdir()
     code, out, err = cli(capsys, "--home", str(a), "pack", "--tool", "codex", "--cwd", f"{REC}/app", "-o", str(bundle))
     assert code == 0, err
-    manifest = json.loads(read_bundle(bundle)["manifest.json"])
+    manifest = bundle_manifest(bundle)
     assert {s["tool"] for s in manifest["sessions"]} == {"codex"} and len(manifest["sessions"]) == 5
 
 
@@ -149,7 +214,7 @@ def test_a_changed_manifest_is_refused(capsys, world):
     _a, b, _ = world
     bundle = packed(capsys, world)
     members = read_bundle(bundle)
-    members["manifest.json"] = members["manifest.json"].replace(b'"title": "', b'"title": "!', 1)
+    members["manifest.json"] = members["manifest.json"].replace(b'"user_home": "', b'"user_home": "!', 1)
     write_bundle(bundle, members)
     code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle))
     assert code == 1 and "manifest.json" in err
@@ -234,7 +299,7 @@ def test_pack_by_session_id_and_until(capsys, world):
     first = json.loads(out)["sessions"][0]
     code, out, err = cli(capsys, "--home", str(a), "pack", first["id"], "-o", str(bundle))
     assert code == 0, err
-    assert [s["id"] for s in json.loads(read_bundle(bundle)["manifest.json"])["sessions"]] == [first["id"]]
+    assert [s["id"] for s in bundle_manifest(bundle)["sessions"]] == [first["id"]]
     code, _, err = cli(capsys, "--home", str(a), "pack", "--until", "2000-01-01", "-o", str(bundle.with_name("x.tar.zst")))
     assert code == 2 and "no session matches" in err
 
@@ -265,11 +330,43 @@ def test_a_member_path_that_leaves_the_home_is_refused(capsys, world):
     _a, b, _ = world
     bundle = packed(capsys, world)
     members = read_bundle(bundle)
-    manifest = json.loads(members["manifest.json"])
-    manifest["files"][0]["rel"] = "../../escaped.jsonl"
-    members["manifest.json"] = json.dumps(manifest).encode()
-    members["manifest.sha256"] = hashlib.sha256(members["manifest.json"]).hexdigest().encode() + b"\n"
+    entry = sorted(n for n in members if n.startswith("sessions/"))[0]
+    data = json.loads(members[entry])
+    data["files"][0]["rel"] = "../../escaped.jsonl"
+    members[entry] = json.dumps(data).encode()
+    members = resealed(members)
     write_bundle(bundle, members)
     before = snapshot(b)
     code, _, err = cli(capsys, "--home", str(b), "unpack", str(bundle), "--apply")
     assert code == 1 and "not a path inside" in err and snapshot(b) == before
+
+
+@pytest.mark.parametrize("worker", [True, False])
+def test_files_across_block_boundaries_come_back_byte_for_byte(tmp_path, worker):
+    """The writer assembles the tar stream in 4 MiB blocks: a file bigger than a block, files that end
+    exactly at a block's end and many small ones come back whole, with their sha256s (docs/pack.md)."""
+    import os
+
+    from histmig.verbs.pack.bundle import BLOCK, Writer, verify
+    src = tmp_path / "src"
+    src.mkdir()
+    sizes = [BLOCK * 2 + 7, 0, 1, BLOCK - 512 * 3, 511, 512] + [997 * k for k in range(1, 60)]
+    data = {f"f{k}": os.urandom(n) for k, n in enumerate(sizes)}
+    files = []
+    out = tmp_path / "b.tar.zst"
+    with Writer(out, worker=worker) as w:
+        for name, body in data.items():
+            (src / name).write_bytes(body)
+            st = os.lstat(src / name)
+            added = w.add_file(f"files/x/{name}", src / name, st)
+            files.append({"name": f"files/x/{name}", "tool": "x", "session": name, "rel": name, "size": added.size,
+                          "sha256": added.sha256, "mode": 0o644, "mtime_ns": st.st_mtime_ns})
+            w.add_session({"session": {"tool": "x", "id": name, "cwd": None, "title": None, "updated": None,
+                                       "version": None, "files": [], "rows": {}}, "files": [files[-1]]})
+        w.finish({"schema": "histmig-bundle/2"})
+    members = read_bundle(out)
+    assert all(members[f"files/x/{name}"] == body for name, body in data.items())
+    manifest = verify(out)
+    assert {f["name"]: f["sha256"] for f in manifest["files"]} == {
+        f"files/x/{name}": hashlib.sha256(body).hexdigest() for name, body in data.items()}
+    assert [s["id"] for s in manifest["sessions"]] == list(data)

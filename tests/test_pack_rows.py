@@ -73,8 +73,8 @@ def pack_all(capsys, a: Path, bundle: Path, *more: str) -> dict:
     bundle.parent.mkdir(exist_ok=True)
     code, out, err = cli(capsys, "--home", str(a), "pack", *more, "-o", str(bundle))
     assert code == 0, out + err
-    from test_pack import read_bundle
-    return json.loads(read_bundle(bundle)["manifest.json"])
+    from test_pack import bundle_manifest
+    return bundle_manifest(bundle)
 
 
 def test_codex_projection_rows_and_prompt_lines_are_packed(capsys, codex_world):

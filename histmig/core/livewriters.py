@@ -87,3 +87,36 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class OpenFiles:
+    """One /proc scan of every open file, asked file by file afterwards (``pack`` streams its sessions:
+    it cannot list every file first). Holds ``(dev, ino) -> [(pid, fd)]`` of the files open now, bounded
+    by the system's open files; whether one is open for writing is read only for the files asked about."""
+
+    def __init__(self) -> None:
+        self.fds: dict[tuple[int, int], list[tuple[int, str]]] = {}
+        if not supported():
+            return
+        for entry in os.listdir(PROC):
+            if not entry.isdigit():
+                continue
+            fd_dir = f"{PROC}/{entry}/fd"
+            try:
+                fds = os.listdir(fd_dir)
+            except OSError:  # process gone or not ours
+                continue
+            for fd in fds:
+                try:
+                    st = os.stat(f"{fd_dir}/{fd}")
+                except OSError:
+                    continue
+                self.fds.setdefault((st.st_dev, st.st_ino), []).append((int(entry), fd))
+
+    def writers(self, key: tuple[int, int]) -> list[Holder]:
+        """Who holds this file open for writing (as :func:`open_writers` says it)."""
+        out: list[Holder] = []
+        for pid, fd in self.fds.get(key, ()):
+            if _writable(pid, fd) and all(h.pid != pid for h in out):
+                out.append(Holder(pid, _comm(pid)))
+        return out

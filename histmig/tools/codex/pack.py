@@ -31,7 +31,7 @@ PROMPTS = "history.jsonl"       # the manifest's rows of prompt lines: [{"line":
 def entry(homes: Any, ref: Any) -> Entry:
     out = default_entry(Path(homes.codex), ref)
     for db in _state_dbs(homes):
-        row = _rows(str(db), _mtime(db)).get(ref.id)
+        row = _thread_row(db, ref.id)
         if row is not None:
             out.rows.setdefault("threads", []).append(row)
             break       # one copy: unpack inserts it into every local state database
@@ -57,13 +57,33 @@ def _history_rows(db: Path, thread_id: str) -> dict[str, list[dict[str, Any]]]:
     try:
         con, tables = _history_con(str(db), _mtime(db))
         for table in tables:
-            rows = [{k: r[k] for k in r.keys() if not isinstance(r[k], bytes)}
-                    for r in con.execute(f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,))]
+            rows = _dicts(con, f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,))
             if rows:
                 out[table] = rows
     except (HistmigError, sqlite3.Error):
         return {}
     return out
+
+
+def _thread_row(db: Path, thread_id: str) -> dict[str, Any] | None:
+    """The thread's ``threads`` row, all columns, by its primary key (one query per thread on a connection
+    kept for the pack: the pack holds no table of every thread)."""
+    try:
+        con = _con(str(db), _mtime(db))
+        got = _dicts(con, "SELECT * FROM threads WHERE id = ?", (thread_id,))
+    except (HistmigError, sqlite3.Error):
+        return None
+    return got[0] if got else None
+
+
+def _dicts(con: Any, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
+    """The rows as dicts of their JSON columns (a blob is left out), from plain tuples: sqlite3.Row's
+    lookups by name cost more than the query (cProfile of a 2,000-thread pack, docs/bench.md)."""
+    cur = con.cursor()
+    cur.row_factory = None
+    cur.execute(sql, args)
+    cols = [d[0] for d in cur.description]
+    return [{k: v for k, v in zip(cols, r) if not isinstance(v, bytes)} for r in cur]
 
 
 _HISTORY_CON: dict[str, tuple[int, Any, tuple[str, ...]]] = {}
@@ -72,18 +92,31 @@ _HISTORY_CON: dict[str, tuple[int, Any, tuple[str, ...]]] = {}
 def _history_con(db: str, mtime_ns: int) -> tuple[Any, tuple[str, ...]]:
     """One read-only connection per history database for a whole pack (opening one per thread cost
     more than its queries: docs/bench.md), and the projection tables it has; reopened when it changed."""
+    con = _con(db, mtime_ns)
+    got = _TABLES.get(db)
+    if got is None or got[0] != mtime_ns:
+        have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        got = _TABLES[db] = (mtime_ns, tuple(t for t in HISTORY_TABLES if t in have))
+    return con, got[1]
+
+
+_TABLES: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def _con(db: str, mtime_ns: int) -> Any:
+    """One read-only connection per database (state or history) for a whole pack; reopened when the
+    database changed."""
     got = _HISTORY_CON.get(db)
     if got is not None and got[0] == mtime_ns:
-        return got[1], got[2]
-    if got is not None or len(_HISTORY_CON) >= 2:     # the databases of the pack running now, no more
+        return got[1]
+    if got is not None or len(_HISTORY_CON) >= 4:     # the databases of the pack running now, no more
         for _m, old, _t in _HISTORY_CON.values():
             old.close()
         _HISTORY_CON.clear()
+        _TABLES.clear()
     con = connect_ro(db)
-    have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    tables = tuple(t for t in HISTORY_TABLES if t in have)
-    _HISTORY_CON[db] = (mtime_ns, con, tables)
-    return con, tables
+    _HISTORY_CON[db] = (mtime_ns, con, ())
+    return con
 
 
 @functools.lru_cache(maxsize=2)
@@ -114,8 +147,7 @@ def _rows(db: str, _mtime_ns: int) -> dict[str, dict[str, Any]]:
     try:
         con = connect_ro(db)
         try:
-            return {r["id"]: {k: r[k] for k in r.keys() if not isinstance(r[k], bytes)}
-                    for r in con.execute("SELECT * FROM threads")}
+            return {r["id"]: r for r in _dicts(con, "SELECT * FROM threads")}
         finally:
             con.close()
     except (HistmigError, sqlite3.Error):

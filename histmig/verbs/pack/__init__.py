@@ -2,8 +2,9 @@
 
 The sessions are chosen with scan's filters (``tools.catalog``); each tool's ``pack`` hook
 (histmig/toolkit/pack.py) names a session's files and the database rows that belong to it. Every file
-is checked for a writer first (a file a client has open for writing is refused, named), then streamed
-into the bundle (histmig/verbs/pack/bundle.py) and hashed as it goes; the manifest comes last.
+is checked for a writer (a file a client has open for writing is refused, named), then streamed into
+the bundle (histmig/verbs/pack/bundle.py) and hashed as it goes; each session's entry (its rows and its
+files' sha256s) follows its files, the index and the manifest come last.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from histmig.core.diagnostics import RefusedError, UsageError
-from histmig.core.livewriters import open_writers
+from histmig.core.livewriters import OpenFiles
 from histmig.core.model import SessionRef
 from histmig.toolkit.pack import Entry, default_entry
 from histmig.tools import hook, tool
@@ -67,36 +68,62 @@ def entry_of(homes: Any, ref: SessionRef) -> Entry:
 
 
 def pack(homes: Any, refs: list[SessionRef], out: str | os.PathLike, *, filters: dict[str, Any] | None = None,
-         on_file: Callable[[int], None] | None = None, threads: int = -1) -> Packed:
-    """Write the bundle ``out`` (a new file) with ``refs``. Raises ``RefusedError`` (nothing written) for a
-    file open for writing or one that changes while it is read, ``UsageError`` when ``out`` exists."""
+         on_file: Callable[[int], None] | None = None, threads: int = 0) -> Packed:
+    """Write the bundle ``out`` (a new file) with ``refs``, session after session: each session's rows are
+    read when its turn comes and written with it, so memory does not grow with the sessions (docs/pack.md).
+    Raises ``RefusedError`` (no bundle left behind) for a file open for writing or one that changes while
+    it is read, ``UsageError`` when ``out`` exists."""
     out = Path(out)
     if out.exists() or out.is_symlink():
         raise UsageError("the bundle file already exists; name a new file", path=out)
     if not refs:
         raise UsageError("no session matches; nothing to pack")
-    sessions, files, stats = _plan(homes, refs)
-    _refuse_writers(stats)
+    opened = OpenFiles()         # one /proc scan before the first byte; each file is looked up in it
     done = Packed(str(out))
-    manifest_files: list[dict[str, Any]] = []
-    firsts = {s["files"][0]: s for s in sessions if s["files"]}
+    busy: list[str] = []
+    shared: set[str] = set()     # a session's other files several sessions may share (Gemini's project marker)
     with Writer(out, threads=threads) as w:
-        for name, (src, tool_name, sid, rel) in files.items():
-            st = stats[name]
-            session = firsts.get(name)
-            reader = _version_reader(tool_name) if session is not None and not session["version"] else None
-            added = w.add_file(name, src, st, head=HEAD if reader else 0)
-            if reader:
-                session["version"] = reader(added.head)
-            manifest_files.append({"name": name, "tool": tool_name, "session": sid, "rel": rel, "size": added.size,
-                                   "sha256": added.sha256, "mode": st.st_mode & 0o7777, "mtime_ns": st.st_mtime_ns})
-            done.files += 1
-            done.bytes += added.size
-            if on_file:
-                on_file(added.size)
-        done.sessions = len(sessions)
-        done.tools = _tools(sessions)      # after the copy: versions come from the files' first bytes
-        w.finish(_bundle_index(homes, sessions, manifest_files, done, filters or {}))
+        for ref in refs:
+            e = entry_of(homes, ref)
+            session = {"tool": ref.format, "id": ref.id, "cwd": ref.cwd, "title": ref.title,
+                       "updated": ref.updated, "version": e.version, "files": [], "rows": e.rows}
+            files = []
+            for k, (src, rel) in enumerate(e.files):
+                name = f"files/{ref.format}/{rel}"
+                if k:
+                    if name in shared:
+                        continue
+                    shared.add(name)
+                try:
+                    st = os.lstat(src)
+                except OSError as err:
+                    raise RefusedError(f"cannot read it ({err.strerror}); nothing written", path=src) from None
+                holders = opened.writers((st.st_dev, st.st_ino))
+                if holders:
+                    busy.append(f"{name} (open for writing by {', '.join(h.describe() for h in holders)})")
+                if busy:
+                    continue        # refused at the end, naming every such file; nothing more is copied
+                reader = _version_reader(ref.format) if not files and not session["version"] else None
+                added = w.add_file(name, src, st, head=HEAD if reader else 0)
+                if reader:
+                    session["version"] = reader(added.head)
+                files.append({"name": name, "tool": ref.format, "session": ref.id, "rel": rel, "size": added.size,
+                              "sha256": added.sha256, "mode": st.st_mode & 0o7777, "mtime_ns": st.st_mtime_ns})
+                done.files += 1
+                done.bytes += added.size
+                if on_file:
+                    on_file(added.size)
+            if busy:
+                continue
+            _count(done.tools, session)
+            done.sessions += 1
+            w.add_session({"session": session, "files": files})
+        if busy:
+            raise RefusedError(f"{len(busy)} file(s) open for writing; close the client and pack again "
+                               f"(nothing written): {'; '.join(sorted(busy))}")
+        for t in done.tools.values():
+            t["versions"].sort()
+        w.finish(_bundle_index(homes, done, filters or {}))
     return done
 
 
@@ -108,58 +135,18 @@ def _version_reader(name: str) -> Callable[[bytes], str | None] | None:
     return getattr(mod, "version", None) if mod is not None else None
 
 
-def _plan(homes: Any, refs: list[SessionRef]):
-    """Each session's manifest entry, every file (member name -> source), its stat: before writing."""
-    sessions: list[dict[str, Any]] = []
-    files: dict[str, tuple[Path, str, str, str]] = {}
-    stats: dict[str, os.stat_result] = {}
-    for ref in refs:
-        e = entry_of(homes, ref)
-        names = []
-        for src, rel in e.files:
-            name = f"files/{ref.format}/{rel}"
-            if name in files:
-                continue
-            try:
-                st = os.lstat(src)
-            except OSError as err:
-                raise RefusedError(f"cannot read it ({err.strerror}); nothing written", path=src) from None
-            files[name] = (Path(src), ref.format, ref.id, rel)
-            stats[name] = st
-            names.append(name)
-        sessions.append({"tool": ref.format, "id": ref.id, "cwd": ref.cwd, "title": ref.title,
-                         "updated": ref.updated, "version": e.version, "files": names, "rows": e.rows})
-    return sessions, files, stats
+def _count(tools: dict[str, dict[str, Any]], s: dict[str, Any]) -> None:
+    t = tools.setdefault(s["tool"], {"sessions": 0, "versions": []})
+    t["sessions"] += 1
+    if s["version"] and s["version"] not in t["versions"]:
+        t["versions"].append(s["version"])
 
 
-def _refuse_writers(stats: dict[str, os.stat_result]) -> None:
-    by_inode = {(st.st_dev, st.st_ino): name for name, st in stats.items()}
-    busy = open_writers(by_inode)
-    if busy:
-        named = sorted(f"{by_inode[k]} (open for writing by {', '.join(h.describe() for h in v)})"
-                       for k, v in busy.items())
-        raise RefusedError(f"{len(named)} file(s) open for writing; close the client and pack again "
-                           f"(nothing written): {'; '.join(named)}")
-
-
-def _tools(sessions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for s in sessions:
-        t = out.setdefault(s["tool"], {"sessions": 0, "versions": []})
-        t["sessions"] += 1
-        if s["version"] and s["version"] not in t["versions"]:
-            t["versions"].append(s["version"])
-    for t in out.values():
-        t["versions"].sort()
-    return out
-
-
-def _bundle_index(homes: Any, sessions, files, done: Packed, filters: dict[str, Any]) -> dict[str, Any]:
+def _bundle_index(homes: Any, done: Packed, filters: dict[str, Any]) -> dict[str, Any]:
     from histmig import __version__
     return {"schema": SCHEMA, "histmig_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "source": {"os": os.name, "platform": sys.platform, "user_home": str(getattr(homes, "home", "") or ""),
                        "homes": {name: str(tool(name).home(homes)) for name in done.tools}},
             "filters": filters, "tools": done.tools,
-            "totals": {"sessions": done.sessions, "files": done.files, "bytes": done.bytes},
-            "sessions": sessions, "files": files}
+            "totals": {"sessions": done.sessions, "files": done.files, "bytes": done.bytes}}
