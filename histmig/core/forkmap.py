@@ -132,19 +132,27 @@ class _Events:
 
 def _spawn(fn, items, group: list[int], encode, events: _Events | None = None) -> tuple[int, int]:
     import pickle                                    # (only when work is shared: a small listing never forks)
-    r, w = os.pipe()
+
+    def work(w: int) -> None:
+        if events is not None:
+            events.forward()
+        out = [fn(items[i]) if encode is None else encode(fn(items[i])) for i in group]
+        with os.fdopen(w, "wb") as fh:
+            pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return _fork(work, *os.pipe())
+
+
+def _fork(work: Callable[[int], None], r: int, w: int) -> tuple[int, int]:
+    """A forked worker that runs ``work(w)`` and exits without cleanup (status 0 once it returned);
+    the parent gets its pid and the pipe's read end."""
     pid = os.fork()
-    if pid == 0:                                     # the worker: compute, send, exit without cleanup
+    if pid == 0:
         code = 1
         try:
             os.close(r)
-            if events is not None:
-                events.forward()
-            out = [fn(items[i]) if encode is None else encode(fn(items[i])) for i in group]
-            with os.fdopen(w, "wb") as fh:
-                pickle.dump(out, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            work(w)
             code = 0
-        except BaseException:   # noqa: BLE001 - any failure: the parent redoes this share
+        except BaseException:   # noqa: BLE001 - any failure: the parent redoes the worker's share
             pass
         finally:
             os._exit(code)
@@ -301,27 +309,18 @@ def _spawn_stream(fn, items, tokens: _Tokens) -> tuple[int, int]:
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except OSError:
         pass                                         # the default size: the worker waits sooner
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            with os.fdopen(w, "wb", buffering=0) as fh:
-                while (i := tokens.take()) is not None:
-                    chunk = []
-                    for ev in fn(items[i]):
-                        chunk.append(ev)
-                        if len(chunk) >= STREAM_CHUNK:
-                            _send(fh, pickle.dumps((False, chunk), pickle.HIGHEST_PROTOCOL))
-                            chunk = []
-                    _send(fh, pickle.dumps((True, chunk), pickle.HIGHEST_PROTOCOL))
-            code = 0
-        except BaseException:   # noqa: BLE001 - any failure: the parent redoes the rest
-            pass
-        finally:
-            os._exit(code)
-    os.close(w)
-    return pid, r
+
+    def work(w: int) -> None:
+        with os.fdopen(w, "wb", buffering=0) as fh:
+            while (i := tokens.take()) is not None:
+                chunk = []
+                for ev in fn(items[i]):
+                    chunk.append(ev)
+                    if len(chunk) >= STREAM_CHUNK:
+                        _send(fh, pickle.dumps((False, chunk), pickle.HIGHEST_PROTOCOL))
+                        chunk = []
+                _send(fh, pickle.dumps((True, chunk), pickle.HIGHEST_PROTOCOL))
+    return _fork(work, r, w)
 
 
 def _send(fh, data: bytes) -> None:
