@@ -86,7 +86,7 @@ def _dicts(con: Any, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
     return [{k: v for k, v in zip(cols, r) if not isinstance(v, bytes)} for r in cur]
 
 
-_HISTORY_CON: dict[str, tuple[int, Any, tuple[str, ...]]] = {}
+_CONS: dict[str, tuple[int, Any]] = {}
 
 
 def _history_con(db: str, mtime_ns: int) -> tuple[Any, tuple[str, ...]]:
@@ -106,16 +106,16 @@ _TABLES: dict[str, tuple[int, tuple[str, ...]]] = {}
 def _con(db: str, mtime_ns: int) -> Any:
     """One read-only connection per database (state or history) for a whole pack; reopened when the
     database changed."""
-    got = _HISTORY_CON.get(db)
+    got = _CONS.get(db)
     if got is not None and got[0] == mtime_ns:
         return got[1]
-    if got is not None or len(_HISTORY_CON) >= 4:     # the databases of the pack running now, no more
-        for _m, old, _t in _HISTORY_CON.values():
+    if got is not None or len(_CONS) >= 4:     # the databases of the pack running now, no more
+        for _m, old in _CONS.values():
             old.close()
-        _HISTORY_CON.clear()
+        _CONS.clear()
         _TABLES.clear()
     con = connect_ro(db)
-    _HISTORY_CON[db] = (mtime_ns, con, ())
+    _CONS[db] = (mtime_ns, con)
     return con
 
 
@@ -139,19 +139,6 @@ def _mtime(db: Path) -> int:
         return os.stat(db).st_mtime_ns
     except OSError:
         return 0
-
-
-@functools.lru_cache(maxsize=4)
-def _rows(db: str, _mtime_ns: int) -> dict[str, dict[str, Any]]:
-    """Every ``threads`` row of one database, all columns (read once per pack, not once per thread)."""
-    try:
-        con = connect_ro(db)
-        try:
-            return {r["id"]: r for r in _dicts(con, "SELECT * FROM threads")}
-        finally:
-            con.close()
-    except (HistmigError, sqlite3.Error):
-        return {}
 
 
 def rows(homes: Any, session: dict[str, Any], placed: dict[str, Path], rebase: Rebase,
@@ -220,7 +207,7 @@ def _thread_ops(homes: Any, session: dict[str, Any], placed: dict[str, Path], re
         cols = _columns(db, "threads")
         if not cols:
             continue
-        if _rows(str(db), _mtime(db)).get(row["id"]) is not None:
+        if _thread_row(db, row["id"]) is not None:
             present = True
             continue
         values = {c: row[c] for c in cols if c in row}
