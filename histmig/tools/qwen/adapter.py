@@ -26,7 +26,8 @@ from histmig.jsonio.jsonl import Line, read_lines, record_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, first_timestamp, first_value, record_bytes,
                                                 records_per_line, str_or_none)
-from histmig.tools.claude_family.listing import UUID_RE, broken_lines_state, list_ends, mark_unreadable, subdirs
+from histmig.tools.claude_family.listing import (HEAD_TAIL, UUID_RE, broken_lines_state, list_ends, mark_unreadable,
+                                                subdirs)
 
 NAME = "qwen"
 NAMED_KEYS = frozenset({"uuid", "parentUuid", "timestamp", "type", "message", "usageMetadata"})
@@ -218,10 +219,26 @@ def detect(path: Any) -> bool:
 
 
 def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
-    """Every session; ``index``: a ``ScanIndex`` that answers for unchanged files."""
-    for folder in subdirs(projects_root(homes)):
-        for path in chat_files(folder):
-            yield ref_for(path, index=index)
+    """Every session; ``index``: a ``ScanIndex`` that answers for unchanged files. The files to read are
+    shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is read here)."""
+    from histmig.toolkit.forklist import list_files
+    paths = (path for folder in subdirs(projects_root(homes)) for path in chat_files(folder))
+    yield from list_files(paths, index, _index_hit, lambda path, index: ref_for(path, index=index))
+
+
+def _index_hit(path: Path, index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    hit = index.hit(str(path), st, None, FIELDS)
+    if hit is None:
+        return None
+    from histmig.core.scanindex import fill
+    ref = SessionRef(format=NAME, id=path.stem, path=path, archived=path.parent.name == "archive")
+    ref.size, ref.updated = st.st_size, st.st_mtime
+    return fill(ref, hit)
 
 
 FIELDS = ("cwd", "created", "title", "messages", "state", "error")
@@ -229,14 +246,32 @@ FIELDS = ("cwd", "created", "title", "messages", "state", "error")
 
 def ref_for(path: Path, *, index: Any = None) -> SessionRef:
     """One session from its two ends; past 128 KB the messages are counted by a byte search (the scan
-    index answers for an unchanged file: docs/scan-show.md)."""
+    index answers for an unchanged file: docs/scan-show.md). The lines are read as bytes and parsed into
+    plain values (listing.py); a head with a line over 8 MB goes through the Record reader."""
     ref = SessionRef(format=NAME, id=path.stem, path=path, archived=path.parent.name == "archive")
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        list_ends(ref, path, st, records_from_lines, _summarize, index=index, fields=FIELDS, grouped=False)
+        key = str(path)
+        hit = index.hit(key, st, None, FIELDS) if index is not None else None
+        if hit is not None:
+            from histmig.core.scanindex import fill
+            return fill(ref, hit)
+        whole = st.st_size <= 2 * HEAD_TAIL
+        from histmig.tools.qwen.listing import list_file
+        got = list_file(path, st.st_size, whole, index.grown(key, st) if index is not None and not whole else None)
+        if got is None:
+            list_ends(ref, path, st, records_from_lines, _summarize, index=index, fields=FIELDS, grouped=False)
+            return ref
     except (HistmigError, OSError) as e:
         return mark_unreadable(ref, e)
+    facts, ref.messages, resume, first = got
+    ref.cwd, ref.created, ref.title = facts.cwd, facts.created, facts.title
+    ref.state += ["archived"] if ref.archived else []
+    ref.state += [f"{facts.broken} broken line" + ("s" if facts.broken != 1 else "")] if facts.broken else []
+    if index is not None:
+        from histmig.core.scanindex import fields_of
+        index.store(key, st, fields_of(ref, FIELDS), resume=resume, first=first)
     return ref
 
 
