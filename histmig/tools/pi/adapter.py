@@ -203,9 +203,16 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
         hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
         if hit is not None:
             return fill(ref, hit)
-        head, tail, whole = _ends(path, st.st_size)
-        if not _summarize(ref, head, tail, whole):
-            return None
+        if st.st_size <= 2 * HEAD_TAIL:        # small: read whole, its lines judged from the bytes
+            from histmig.tools.pi.rowfacts import objects_of_bytes
+            objs = objects_of_bytes(_read_whole(path))
+            if not _summarize_objs(ref, objs, [], True):
+                return None
+            whole = True
+        else:
+            head, tail, whole = _ends(path, st.st_size)
+            if not _summarize(ref, head, tail, whole):
+                return None
         resume = first = None
         if not whole:
             with open(path, "rb") as fh:
@@ -241,9 +248,27 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
     return total, resume or {"end": lines.end, "msgs": total}
 
 
+def _read_whole(path: Path) -> bytes:
+    """Every byte of a small file (``read_lines`` reads to the end too, whatever the size said)."""
+    from histmig.jsonio.jsonl import open_regular_fd
+    import os
+    fd = open_regular_fd(path)
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def _summarize(ref: SessionRef, head_l: list[Line], tail_l: list[Line], whole: bool) -> bool:
     from histmig.tools.pi import rowfacts
-    head, tail = rowfacts.objects(head_l), rowfacts.objects(tail_l)
+    return _summarize_objs(ref, rowfacts.objects(head_l), rowfacts.objects(tail_l), whole)
+
+
+def _summarize_objs(ref: SessionRef, head: list, tail: list, whole: bool) -> bool:
+    from histmig.tools.pi import rowfacts
     header = rowfacts.header(head)
     if header is None:
         return False
