@@ -11,7 +11,7 @@ import pytest
 from histmig.cli import samples
 
 # the histmig modules, and the standard library's that only some commands need
-STDLIB = ("pickle", "sqlite3", "base64")
+STDLIB = ("pickle", "sqlite3", "base64", "shlex")   # shlex: only a printed follow-up command needs it (lists2)
 PROBE = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
          "code = run_guarded(cli, sys.argv[1:])\n"
          f"print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig') or m in {STDLIB!r})), code)\n")
@@ -43,6 +43,11 @@ CASES = {
     "convert": (["convert", "--to", "codex", "--all"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.move",
                                                         "histmig.verbs.doctor", "histmig.verbs.undo",
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
+    # issue 16 (lists2): a repeat listing of a tool that shares its reads out to every CPU (toolkit/forklist.py)
+    # answers from the scan index: nothing to read, so no fork machinery
+    "scan --tool qwen": (["scan", "--tool", "qwen", "--json"], ["histmig.verbs", *WRITE_PATH, "histmig.core.forkmap",
+                                                              *OTHER_TOOLS["codex"], "histmig.tools.codex",
+                                                              *SCAN_NEVER]),
     # issue 18: export reads and renders; it writes only below --out, never through the write path
     "export": (["export", "--all", "--to", "html", "--out", "exported"], [*WRITE_PATH, "histmig.verbs.flip",
                                                                           "histmig.verbs.move", "histmig.verbs.convert",
@@ -90,7 +95,7 @@ NARROW = {
 # issue 18: ``scan --tool X`` prints short ids unique among every tool's sessions; the other tools' ids come
 # from the scan index once a scan listed them (docs/scan-show.md, "Short ids"). These cases run after one
 # plain ``scan`` (a first ``scan --tool X`` on an empty index lists the other tools once, for their ids).
-WARM = {"scan --tool codex"}
+WARM = {"scan --tool codex", "scan --tool qwen"}
 
 
 def _loaded(tmp_path, argv: list[str], *, warm: bool = False) -> tuple[list[str], str]:

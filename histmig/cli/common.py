@@ -5,7 +5,6 @@ import contextlib
 import io
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -52,6 +51,7 @@ def complete(text: str) -> str:
     """``text`` with this run's home and state-dir flags put into every ``histmig <command>`` it names."""
     if not _GIVEN:
         return text
+    import shlex        # (only a command that prints a follow-up command needs it)
     flags = shlex.join(_GIVEN) + " "
     return _COMMAND.sub(lambda m: "histmig " + flags, text)
 
