@@ -15,13 +15,16 @@ from histmig.core.paths import is_under
 from histmig.tools import adapter, adapters
 
 
-def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = True) -> Iterator[SessionRef]:
+def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = True,
+                 loaded: dict | None = None) -> Iterator[SessionRef]:
     """Every session of the chosen tools (all by default), lazily, tool by tool. Adapters marked
     ``indexed`` list through the scan index in the state dir (histmig.core.scanindex; ``use_index=False``
     is ``scan --no-index``); it is saved when the listing ends, pruned of vanished files only after a
     complete listing of every tool."""
     chosen = [adapter(t) for t in tools] if tools else list(adapters())
     index = _open_index(homes) if use_index else None
+    if loaded is not None:
+        loaded["index"] = index          # (``listing`` reads the other tools' ids from it: one load, not two)
     complete = False
     try:
         for a in chosen:
@@ -70,7 +73,7 @@ def locate_all(homes, tools: Iterable[str] | None = None, *,
 
 
 def known_ids(homes, listed: Iterable[SessionRef], tools: Iterable[str] | None = None, *,
-              use_index: bool = True) -> list[str]:
+              use_index: bool = True, index=None) -> list[str]:
     """Every session id of every tool, so a listing of some of them prints short ids that ``show``
     (which looks among all tools) resolves to one session. ``listed`` is what the listing of ``tools``
     found; the other tools' ids come from the scan index (their last complete listing), or are
@@ -81,7 +84,7 @@ def known_ids(homes, listed: Iterable[SessionRef], tools: Iterable[str] | None =
         return ids
     chosen = {canonical(t) for t in tools}
     others = [t for t in TABLE if t not in chosen]
-    stored = _open_index(homes).ids if use_index else {}
+    stored = (index if index is not None else _open_index(homes)).ids if use_index else {}
     missing = [t for t in others if not isinstance(stored.get(t), list)]
     for t in others:
         if t not in missing:
@@ -159,11 +162,12 @@ def listing(homes, *, tools: Iterable[str] | None = None, provider: str | None =
     from histmig.toolkit.listing.select import check_sort, select
     check_sort(sort)
     everything = []
-    for ref in discover_all(homes, tools, use_index=use_index):
+    loaded: dict = {}
+    for ref in discover_all(homes, tools, use_index=use_index, loaded=loaded):
         everything.append(ref)
         if on_ref is not None:
             on_ref(ref)
-    short = unique_prefixes(known_ids(homes, everything, tools, use_index=use_index))
+    short = unique_prefixes(known_ids(homes, everything, tools, use_index=use_index, index=loaded.get("index")))
     chosen = select(filter_refs(everything, provider=provider, cwd=cwd, since=since), until=until, states=states,
                     sort=sort, reverse=reverse)
     if limit is not None and limit < 0:
