@@ -13,17 +13,18 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-from histmig.core.diagnostics import HistmigError
+from histmig.core import progress
 from histmig.core.model import SessionRef
-from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
-from histmig.jsonio.marks import last_lines_with
+from histmig.jsonio.jsonl import BOM, open_regular_fd
+from histmig.jsonio.marks import last_lines_with, parse_line
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref, meta_of,
+from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
                                          user_prompt)
 from histmig.toolkit.search import JsonlSource
@@ -42,64 +43,81 @@ def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
     yield from _locate_batch(batch, index)
 
 
-LOCATE_BATCH = 1024         # files per fork_map (as discover's batches): bounds what is held
+LOCATE_BATCH = 8192         # files per fork_map: one fork for most homes (search holds every ref anyway)
 LOCATE_MIN_FORK = 32 << 20  # bytes of first reads under which a batch is read here (fork_map's default)
 
 
 def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, Any]]:
     """The batch's refs in order: the index's hits here, the first lines of the rest read on every
-    CPU (``fork_map``, weighed by the bytes each read takes: a small batch is read here)."""
+    CPU (``fork_map``, weighed by the bytes each read takes: a small batch is read here). A worker
+    hands back the few fields it read (a ref and its ``Path`` pickle slowly); the refs are made here."""
     hits = [index_hit(entry, index) if index is not None else None for entry in batch]
     todo = [entry for entry, ref in zip(batch, hits) if ref is None]
     read: Iterator = iter(())
     if todo:
         from histmig.core.forkmap import fork_map
         read = iter(fork_map(_locate_one, todo, [FIRST_READ] * len(todo), min_weight=LOCATE_MIN_FORK))
-    for hit in hits:
+    for entry, hit in zip(batch, hits):
         if hit is not None:
             yield hit, None
             continue
-        ref, first_line, meta_cwd = next(read)
-        yield ref, functools.partial(complete, meta_cwd=meta_cwd) if first_line else None
+        got = next(read)
+        if isinstance(got, SessionRef):
+            yield got, None
+            continue
+        sid, size, mtime, meta_cwd = got
+        ref = SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1], compressed=False,
+                         size=size, updated=mtime)
+        yield ref, functools.partial(complete, meta_cwd=meta_cwd)
 
 
-def _locate_one(entry: tuple) -> tuple[SessionRef, bool, str | None]:
-    """``(ref, read from its first line alone, that line's cwd)``."""
+def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]:
+    """The listing's ref (``make_ref``) of an unusual file, or ``(id, size, mtime, cwd)`` read from
+    the first line of a plain one (``_first_line_ref``)."""
     got = _first_line_ref(*entry)
-    if got is None:
-        return make_ref(entry[0], archived=entry[1], shadowed=entry[2]), False, None
-    return got[0], True, got[1]
+    return make_ref(entry[0], archived=entry[1], shadowed=entry[2]) if got is None else got
 
 
-def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[SessionRef, str | None] | None:
-    """The ref of a plain rollout whose first line is its ``session_meta`` (id, size and ``updated``:
-    the file's mtime, as the listing gives it) and that line's cwd; None for anything else."""
-    if is_zst(path):
+def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
+    """``(id, size, updated, cwd)`` of a plain rollout whose first line is its ``session_meta`` (the
+    id and cwd of that line, size and mtime as the listing gives them); None for anything else. One
+    open, fstat and read per file (``open_regular_fd``'s checks, inlined: thousands of files)."""
+    text = os.fspath(path)
+    if text.endswith(".zst"):
         return None
     try:
-        fd = open_regular_fd(path)
-        try:
-            st = os.fstat(fd)
-            data = os.pread(fd, FIRST_READ, 0)
-        finally:
-            os.close(fd)
-    except (HistmigError, OSError):
+        fd = os.open(text, _OPEN_FLAGS)
+    except OSError:
+        return None                               # make_ref names why
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        progress.note("file", st.st_size)
+        data = os.pread(fd, FIRST_READ, 0)
+    except OSError:
         return None
+    finally:
+        os.close(fd)
     nl = data.find(b"\n")
     if nl < 0 or data.startswith(BOM):
         return None
     try:
-        obj = orjson.loads(data[:nl])
+        obj = orjson.loads(memoryview(data)[:nl])
     except orjson.JSONDecodeError:
         return None
-    meta = meta_of(obj) if line_type(obj) == "session_meta" else None
-    if meta is None:
+    if line_type(obj) != "session_meta":
         return None
-    names = parse_name(path.name)
-    sid = meta["id"] if isinstance(meta.get("id"), str) else names[1] if names else path.stem
-    ref = SessionRef(format=NAME, id=sid, path=path, archived=archived, compressed=False,
-                     size=st.st_size, updated=st.st_mtime)
-    return ref, meta["cwd"] if isinstance(meta.get("cwd"), str) else None
+    meta = payload(obj)
+    sid = meta.get("id")
+    if not isinstance(sid, str):
+        names = parse_name(path.name)
+        sid = names[1] if names else path.stem
+    cwd = meta.get("cwd")
+    return sid, st.st_size, st.st_mtime, cwd if isinstance(cwd, str) else None
+
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC     # jsonio/regular.py's
 
 
 def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
@@ -122,8 +140,28 @@ def _from_bytes(data: bytes) -> tuple[bytes, int, str | None] | None:
     end, size = _head_end(data, True), len(data)
     if not end:
         return None
-    start = max(0, size - TAIL_BYTES)
-    return data, end, tail_turn_cwd(data[start:], start) if end < size else None
+    return data, end, _tail_cwd(data, max(0, size - TAIL_BYTES)) if end < size else None
+
+
+def _tail_cwd(data: bytes, start: int) -> str | None:
+    """``tail_turn_cwd(data[start:], start)`` without copying the tail: the cwd of the last
+    ``turn_context`` among the lines that start in ``data[start:]`` (the first one, cut, left out)."""
+    if start > 0:
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            return None
+        start = nl + 1
+    pos, size = len(data), len(data)
+    while True:
+        i = data.rfind(b'"turn_context"', start, pos)
+        if i < 0:
+            return None
+        ls = data.rfind(b"\n", start, i) + 1 or start
+        le = data.find(b"\n", i)
+        obj = parse_line(1, memoryview(data)[ls:size if le < 0 else le + 1])[0]   # never line 1: no BOM
+        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
+            return payload(obj)["cwd"]
+        pos = ls
 
 
 def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:

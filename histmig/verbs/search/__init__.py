@@ -150,7 +150,7 @@ class Search:
         source = self.sources[ref.format]
         if source is not None:
             for path in source.files(ref):
-                for line in candidate_lines(path, self.finder, first if path == ref.path else None):
+                for line in candidate_lines(path, self.finder, first if path is ref.path or path == ref.path else None):
                     for rec in source.records([line]):
                         yield from self._record(rec, path, line.offset if not line.number else None)
             return

@@ -11,7 +11,7 @@ import os
 from typing import Iterator
 
 from histmig.core.diagnostics import HistmigInputError
-from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, open_stream, read_lines
+from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, is_zst, open_regular_fd, open_stream, read_lines
 from histmig.verbs.search.finder import Finder
 
 BLOCK = 1 << 20
@@ -24,27 +24,39 @@ def candidate_lines(path: str | os.PathLike, find: Finder | None, first: list | 
     if find is None:
         yield from read_lines(path)
         return
-    with open_stream(path) as fh:
-        carry = b""
-        offset = 0                   # of the first byte of ``carry`` in the file
-        while True:
-            block = fh.read(BLOCK)
-            if not block:
-                break
-            if first is not None and offset == 0 and not carry:
-                first.append(block)
-            data = carry + block if carry else block
-            end = data.rfind(b"\n") + 1
-            if end == 0:             # no line ends in this block yet
-                carry = data
-                if len(carry) > DEFAULT_MAX_LINE_BYTES:
-                    raise HistmigInputError(f"a line longer than {DEFAULT_MAX_LINE_BYTES >> 20} MiB", path=path)
-                continue
-            yield from _matches(data, end, find, offset)
-            offset += end
-            carry = data[end:]
-        if carry:                    # the last line, without its newline
-            yield from _matches(carry, len(carry), find, offset, last=True)
+    carry = b""
+    offset = 0                       # of the first byte of ``carry`` in the file
+    for block in _blocks(path):
+        if first is not None and offset == 0 and not carry:
+            first.append(block)
+        data = carry + block if carry else block
+        end = data.rfind(b"\n") + 1
+        if end == 0:             # no line ends in this block yet
+            carry = data
+            if len(carry) > DEFAULT_MAX_LINE_BYTES:
+                raise HistmigInputError(f"a line longer than {DEFAULT_MAX_LINE_BYTES >> 20} MiB", path=path)
+            continue
+        yield from _matches(data, end, find, offset)
+        offset += end
+        carry = data[end:]
+    if carry:                        # the last line, without its newline
+        yield from _matches(carry, len(carry), find, offset, last=True)
+
+
+def _blocks(path: str | os.PathLike) -> Iterator[bytes]:
+    """The file's bytes in blocks of :data:`BLOCK` (a ``.zst`` decompressed); a plain file read by
+    its descriptor (no file object: thousands of files, most of them one block)."""
+    if is_zst(path):
+        with open_stream(path) as fh:
+            while block := fh.read(BLOCK):
+                yield block
+        return
+    fd = open_regular_fd(path)
+    try:
+        while block := os.read(fd, BLOCK):
+            yield block
+    finally:
+        os.close(fd)
 
 
 def _matches(data: bytes, end: int, find: Finder, offset: int, last: bool = False) -> Iterator[Line]:
