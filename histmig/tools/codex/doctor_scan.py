@@ -31,6 +31,9 @@ CHUNK = 1 << 20
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
 ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
+# the head of a line as Codex writes it: ordinal, type, and the payload's type when it comes first
+HEAD = re.compile(rb'\{"timestamp":"[^"\\]*",(?:"ordinal":(-?[0-9]+),)?"type":"([^"\\]*)"'
+                  rb'(?:,"payload":\{"type":"([^"\\]*)")?')
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
 
@@ -97,42 +100,40 @@ class _Read:
     # ---- one block of complete lines: buf[:end] starts at stream offset base ----------------
 
     def block(self, buf, end: int, base: int) -> None:
-        ordered = self._ordered(buf, end, base)
-        self._turn_context(buf, end, base, ordered)
+        lines = _Lines(buf, end, self._ordinal_wanted())
+        ordered = self._ordered(buf, base, lines.ordered)
+        self._turn_context(buf, base, lines.tcs, ordered)
         if not self.asked and self.facts.id is not None:
             self.asked = True
             self.needs = self.needs_of(self.facts.id)
             if self.needs is not None:
                 self.offsets = sorted(self.needs.offsets)
-        self._ordinals(buf, end, base)
+        self._ordinals(buf, base, lines.ords)
         if self.asked:
             self._starts(buf, end, base)
         else:
             self._every_start(buf, end, base)
 
-    def _ordered(self, buf, end: int, base: int) -> set[int]:
-        spans: dict[int, int] = {}
-        for marker in ORDERED:
-            at = buf.find(marker, 0, end)
-            while at >= 0:
-                start, stop = _line_at(buf, at, end)
-                spans[start] = stop
-                at = buf.find(marker, stop, end)
-        for start in sorted(spans):
-            obj = _parse(buf, start, spans[start], base)
+    def _ordinal_wanted(self):
+        """What the walk keeps of the ordinal lines: None (none: no offset rows), ALL (the rows
+        are not known yet), or the set of ordinals the rows use."""
+        if not self.asked:
+            return ALL
+        return None if self.needs is None else self.needs.ordinals
+
+    def _ordered(self, buf, base: int, spans: list[tuple[int, int]]) -> set[int]:
+        for start, stop in spans:
+            obj = _parse(buf, start, stop, base)
             if isinstance(obj, dict):
                 self.facts.note(obj)
                 if _sets_cwd(obj) is not None:
                     self.cwd_at = base + start
-        return set(spans)
+        return {start for start, _ in spans}
 
-    def _turn_context(self, buf, end: int, base: int, ordered: set[int]) -> None:
+    def _turn_context(self, buf, base: int, spans: list[tuple[int, int]], ordered: set[int]) -> None:
         """The last line of the block that sets the resume cwd and is not an ordered one (those
         were noted in order): only the last such line can matter."""
-        limit = end
-        while (at := buf.rfind(TURN_CONTEXT, 0, limit)) >= 0:
-            start, stop = _line_at(buf, at, end)
-            limit = start
+        for start, stop in reversed(spans):
             if start in ordered:
                 continue
             cwd = _sets_cwd(_parse(buf, start, stop, base))
@@ -140,18 +141,17 @@ class _Read:
                 self.tc = (base + start, cwd)
                 return
 
-    def _ordinals(self, buf, end: int, base: int) -> None:
+    def _ordinals(self, buf, base: int, lines: list[tuple[int, int, int | None]]) -> None:
         if self.asked and self.needs is None:
             return                     # no offset rows for this thread: no ordinal is asked
         wanted = self.needs.ordinals if self.needs is not None else None
-        last = -1
-        for m in ORDINAL.finditer(buf, 0, end):
-            if wanted is not None and int(m.group(1)) not in wanted:
+        for start, stop, n in lines:
+            if n is None:              # not told by the line's head: every "ordinal":N in it counts
+                hit = any(wanted is None or int(m.group(1)) in wanted for m in ORDINAL.finditer(buf, start, stop))
+            else:
+                hit = wanted is None or n in wanted
+            if not hit:
                 continue
-            start, stop = _line_at(buf, m.start(), end)
-            if start == last:
-                continue
-            last = start
             obj = _parse(buf, start, stop, base)
             if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
                 n = obj["ordinal"]
@@ -226,6 +226,73 @@ class _Read:
         return self.spans[n - 1][1] if n - 1 in self.spans else None
 
 
+ALL = object()   # _Lines keeps every ordinal line (the thread's rows are not known yet)
+
+
+class _Lines:
+    """One walk over the lines of a block (a newline search per line, at memory speed) that sorts
+    out the lines the read needs, in file order, without searching their bodies:
+
+    - ``ordered``: the lines holding ``session_meta`` or ``thread_settings_applied``;
+    - ``tcs``: the lines holding ``turn_context``;
+    - ``ords``: ``(start, stop, n)`` of the lines whose top-level ordinal may be one asked for
+      (``n`` None: not known from the head, the line's ``"ordinal":N`` bytes are searched).
+
+    Codex writes every line as ``{"timestamp":"…","ordinal":N,"type":"T","payload":{"type":"P"…``
+    (``HEAD``). For such a line, in a line that parses at all (a strict parse refuses duplicate
+    keys), N is the top-level ordinal, T the type and P the payload's type, so a line of another
+    kind cannot change what the checks read whatever its body holds (a ``response_item`` that
+    quotes ``session_meta``, say): its body is not searched. Every other line (another head, a
+    BOM, an escaped key, an ``event_msg`` whose payload does not start with its type) is searched
+    for the three markers and for ``"ordinal":N`` as before (docs/doctor.md, "How doctor reads a
+    rollout")."""
+
+    __slots__ = ("ordered", "tcs", "ords")
+
+    def __init__(self, buf, end: int, wanted):
+        self.ordered: list[tuple[int, int]] = []
+        self.tcs: list[tuple[int, int]] = []
+        self.ords: list[tuple[int, int, int | None]] = []
+        find, head = buf.find, HEAD.match
+        ordered, tcs, ords = self.ordered, self.tcs, self.ords
+        start = 0
+        while start < end:
+            nl = find(b"\n", start, end)
+            stop = end if nl < 0 else nl + 1
+            m = head(buf, start, stop)
+            if m is None:
+                self._searched(buf, start, stop, wanted)
+            else:
+                n, kind, inner = m.groups()
+                if wanted is not None:
+                    if n is None:
+                        ords.append((start, stop, None))
+                    elif wanted is ALL or int(n) in wanted:
+                        ords.append((start, stop, int(n)))
+                if kind == b"session_meta":
+                    ordered.append((start, stop))
+                elif kind == b"turn_context":
+                    tcs.append((start, stop))
+                elif kind == b"event_msg":
+                    if inner == b"thread_settings_applied":
+                        ordered.append((start, stop))
+                    elif inner is None and _holds(buf, start, stop, ORDERED):
+                        ordered.append((start, stop))
+            start = stop
+
+    def _searched(self, buf, start: int, stop: int, wanted) -> None:
+        if _holds(buf, start, stop, ORDERED):
+            self.ordered.append((start, stop))
+        if buf.find(TURN_CONTEXT, start, stop) >= 0:
+            self.tcs.append((start, stop))
+        if wanted is not None:
+            self.ords.append((start, stop, None))
+
+
+def _holds(buf, start: int, stop: int, markers) -> bool:
+    return any(buf.find(marker, start, stop) >= 0 for marker in markers)
+
+
 def _sets_cwd(obj: Any) -> str | None:
     """The resume cwd ``ThreadFacts.note`` takes from this line's turn_context, if it is one."""
     if not isinstance(obj, dict) or obj.get("type") != "turn_context":
@@ -233,13 +300,6 @@ def _sets_cwd(obj: Any) -> str | None:
     probe = ThreadFacts()
     probe.note(obj)
     return probe.resume_cwd
-
-
-def _line_at(buf, at: int, end: int) -> tuple[int, int]:
-    """(start, end) of the line holding byte ``at``: end is after its newline (or ``end``)."""
-    start = buf.rfind(b"\n", 0, at) + 1
-    stop = buf.find(b"\n", at, end)
-    return start, (end if stop < 0 else stop + 1)
 
 
 def _parse(buf, start: int, stop: int, base: int) -> Any:
@@ -256,31 +316,65 @@ def _parse(buf, start: int, stop: int, base: int) -> Any:
     return None if error else obj
 
 
+class _Buffer:
+    """The one read buffer of this process, reused from file to file (a fresh one per file costs
+    page faults on every read). It grows only for a line longer than itself (up to the line limit,
+    as the pending bytes did) and is dropped afterwards, so memory stays flat."""
+
+    KEEP = 4 * CHUNK
+    buf = bytearray()
+
+    @classmethod
+    def take(cls, need: int, keep: int) -> bytearray:
+        """The buffer, at least ``need`` bytes long, its first ``keep`` bytes kept."""
+        if len(cls.buf) < need:
+            grown = bytearray(max(need, 2 * len(cls.buf), 2 * CHUNK))
+            grown[:keep] = cls.buf[:keep]
+            cls.buf = grown
+        return cls.buf
+
+    @classmethod
+    def release(cls) -> None:
+        if len(cls.buf) > cls.KEEP:
+            cls.buf = bytearray()
+
+
 def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[ThreadFacts, list[Resolved]]:
-    """Read ``path`` once (``.zst`` through the bounded reader). ``needs_of(thread_id)`` gives the
-    thread's offset rows (None: none). Returns the facts and every resolved offset row; raises like
-    ``jsonl.read_lines`` (HistmigError, OSError)."""
+    """Read ``path`` once (``.zst`` through the bounded reader), in blocks of whole lines read
+    straight into one reused buffer. ``needs_of(thread_id)`` gives the thread's offset rows (None:
+    none). Returns the facts and every resolved offset row; raises like ``jsonl.read_lines``
+    (HistmigError, OSError)."""
     read = _Read(needs_of)
-    pending = bytearray()
-    base = 0                # stream offset of pending[0]
+    base = 0                # stream offset of buf[0]
+    filled = 0              # bytes in buf: the start of a line not yet complete
     skipping = False        # inside a line over the size limit: its bytes are dropped, not parsed
-    with open_stream(path) as fh:
-        while data := fh.read(CHUNK):
-            if skipping:
-                nl = data.find(b"\n")
-                if nl < 0:
-                    base += len(data)
-                    continue
-                base, data, skipping = base + nl + 1, data[nl + 1:], False
-            pending += data
-            last = pending.rfind(b"\n")
-            if last >= 0:
-                read.block(pending, last + 1, base)
-                del pending[:last + 1]
-                base += last + 1
-            if len(pending) > DEFAULT_MAX_LINE_BYTES:
-                base, skipping = base + len(pending), True
-                pending.clear()
-    if pending:
-        read.block(pending, len(pending), base)
-    return read.facts, read.finish(base + len(pending))
+    try:
+        with open_stream(path) as fh:
+            while True:
+                buf = _Buffer.take(filled + CHUNK, filled)
+                with memoryview(buf) as view:
+                    got = fh.readinto(view[filled:filled + CHUNK])
+                if not got:
+                    break
+                if skipping:
+                    nl = buf.find(b"\n", 0, got)
+                    if nl < 0:
+                        base += got
+                        continue
+                    base, skipping = base + nl + 1, False
+                    buf[:got - nl - 1] = buf[nl + 1:got]
+                    got -= nl + 1
+                last = buf.rfind(b"\n", filled, filled + got)
+                filled += got
+                if last >= 0:
+                    read.block(buf, last + 1, base)
+                    buf[:filled - last - 1] = buf[last + 1:filled]
+                    base += last + 1
+                    filled -= last + 1
+                if filled > DEFAULT_MAX_LINE_BYTES:
+                    base, skipping, filled = base + filled, True, 0
+        if filled:
+            read.block(_Buffer.buf, filled, base)
+    finally:
+        _Buffer.release()
+    return read.facts, read.finish(base + filled)
