@@ -137,7 +137,7 @@ def test_forked_read_is_the_sequential_one(tmp_path, monkeypatch):
     hist.close()
     homes = resolve_homes(home=tmp_path)
     one = doctor_data.load(homes).rollouts
-    monkeypatch.setattr(doctor_data, "fork_map", functools.partial(forkmap.fork_map, min_weight=0, ncpu=2))
+    monkeypatch.setattr(doctor_data, "fork_stream", functools.partial(forkmap.fork_stream, min_weight=0, ncpu=2))
     two = doctor_data.load(homes).rollouts
     assert one == two and len(one) == 12
     assert any(r.offsets for r in one)

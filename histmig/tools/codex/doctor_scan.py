@@ -31,9 +31,10 @@ CHUNK = 1 << 20
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
 ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
-# the head of a line as Codex writes it: ordinal, type, and the payload's type when it comes first
-HEAD = re.compile(rb'\{"timestamp":"[^"\\]*",(?:"ordinal":(-?[0-9]+),)?"type":"([^"\\]*)"'
-                  rb'(?:,"payload":\{"type":"([^"\\]*)")?')
+# The head of a line as Codex writes it: ordinal, type, and the payload's type when it comes first.
+# Type names are word characters (a value with an escape is not a head). The timestamp may hold a
+# backslash: were the quote that ends it here an escaped one, the line would not be JSON at all.
+HEAD = re.compile(rb'\{"timestamp":"[^"]*",(?:"ordinal":(-?\d+),)?"type":"(\w*)"(?:,"payload":\{"type":"(\w*)")?')
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
 
@@ -94,6 +95,7 @@ class _Read:
         self.starts: set[int] = set()
         self.early: set[int] = set()   # every line start read before the id was known
         self.offsets: list[int] = []   # the needed offsets, ascending
+        self.heads: set[bytes] | None = None   # the asked ordinals as a line's head spells them
         self.cwd_at = -1               # where an in-order line last set resume_cwd
         self.tc: tuple[int, str] | None = None   # the last turn_context-only line with a cwd
 
@@ -116,10 +118,14 @@ class _Read:
 
     def _ordinal_wanted(self):
         """What the walk keeps of the ordinal lines: None (none: no offset rows), ALL (the rows
-        are not known yet), or the set of ordinals the rows use."""
+        are not known yet), or the ordinals the rows use as a head writes them (``_heads``)."""
         if not self.asked:
             return ALL
-        return None if self.needs is None else self.needs.ordinals
+        if self.needs is None:
+            return None
+        if self.heads is None:
+            self.heads = _heads(self.needs.ordinals)
+        return self.heads
 
     def _ordered(self, buf, base: int, spans: list[tuple[int, int]]) -> set[int]:
         for start, stop in spans:
@@ -267,7 +273,7 @@ class _Lines:
                 if wanted is not None:
                     if n is None:
                         ords.append((start, stop, None))
-                    elif wanted is ALL or int(n) in wanted:
+                    elif wanted is ALL or n in wanted:
                         ords.append((start, stop, int(n)))
                 if kind == b"session_meta":
                     ordered.append((start, stop))
@@ -287,6 +293,15 @@ class _Lines:
             self.tcs.append((start, stop))
         if wanted is not None:
             self.ords.append((start, stop, None))
+
+
+def _heads(ordinals: set[int]) -> set[bytes]:
+    """The ordinals as a head's digits: JSON writes an integer one way only, except that ``-0``
+    is 0 too (digits with a leading zero are no JSON: such a line never parses)."""
+    out = {str(n).encode() for n in ordinals}
+    if 0 in ordinals:
+        out.add(b"-0")
+    return out
 
 
 def _holds(buf, start: int, stop: int, markers) -> bool:
