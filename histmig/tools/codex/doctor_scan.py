@@ -1,11 +1,12 @@
-"""One read of a rollout for doctor, at byte speed: find the few lines the checks use with byte
-searches, parse only those, and check the thread's offset rows while the file is read.
+"""One read of a rollout for doctor, at byte speed: find the few lines the checks use by one walk
+over the lines (``_Lines``: Codex's line head says what each line is; other lines are searched for
+the markers), parse only those, and check the thread's offset rows while the file is read.
 
 What the checks need from a rollout (docs/doctor.md, "How doctor reads a rollout"):
 
 - ``ThreadFacts``: the lines holding ``session_meta`` / ``thread_settings_applied`` (parsed in file
-  order, as ``adapter.scan_thread`` does) and the last ``turn_context`` that names a cwd (found
-  backwards from the end of each block, so one parse per block);
+  order, as ``adapter.scan_thread`` does) and the last ``turn_context`` that names a cwd (tried
+  backwards from the end of each block, so usually one parse per block);
 - the spans of the ordinals the thread's ``thread_history_1.sqlite`` rows name, found by the
   ``"ordinal":N`` bytes Codex writes (serde_json never escapes the key) and confirmed by a strict
   parse of that line;
