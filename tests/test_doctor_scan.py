@@ -102,6 +102,16 @@ def test_same_as_strict_reading(tmp_path, monkeypatch, seed, chunk):
         "no newline at end": data.rstrip(b"\n"),
         "later session_meta": data + _line(90, "session_meta", {"id": TID, "model_provider": "p2", "cwd": "/late"}),
         "turn_context in text": data + _line(91, "response_item", {"text": "turn_context session_meta"}),
+        # the line walk (doctor_scan._Lines) reads Codex's head; these lines have one of another shape,
+        # or a body that quotes what the head says is not there
+        "head shapes": data + _line(92, "event_msg", {"x": 1, "type": "thread_settings_applied",
+                                                      "thread_settings": {"model_provider_id": "late"}})
+        + b'{"type":"turn_context","timestamp":"t","ordinal":93,"payload":{"cwd":"/keys-moved"}}\n'
+        + _line(94, "turn_context", {"cwd": "/tc-quotes", "note": "session_meta thread_settings_applied"})
+        + _line(95, "response_item", {"payload": {"ordinal": 3}, "text": '"ordinal":4 thread_settings_applied'})
+        + b'{"timestamp":"t\\\\","ordinal":96,"type":"turn_context","payload":{"cwd":"/backslash"}}\n'
+        + b'{"timestamp":"t","ordinal":-0,"type":"event_msg","payload":{"type":"x"}}\n',
+        "duplicate keys after a head": data + _line(97, "turn_context", {"cwd": "/dup"}).replace(b"}}", b'},"type":"x"}'),
     }
     for name, body in variants.items():
         check(tmp_path, body, rows_for(body, rng), name=f"{seed}-{len(name)}.jsonl")
@@ -137,7 +147,7 @@ def test_forked_read_is_the_sequential_one(tmp_path, monkeypatch):
     hist.close()
     homes = resolve_homes(home=tmp_path)
     one = doctor_data.load(homes).rollouts
-    monkeypatch.setattr(doctor_data, "fork_map", functools.partial(forkmap.fork_map, min_weight=0, ncpu=2))
+    monkeypatch.setattr(doctor_data, "fork_stream", functools.partial(forkmap.fork_stream, min_weight=0, ncpu=2))
     two = doctor_data.load(homes).rollouts
     assert one == two and len(one) == 12
     assert any(r.offsets for r in one)

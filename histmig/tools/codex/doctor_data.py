@@ -3,12 +3,14 @@ derive from it and its offset rows checked while it was read (``doctor_scan``), 
 state databases (``state``)."""
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
-from histmig.core.forkmap import fork_map
+from histmig.core.forkmap import fork_stream
 from histmig.tools.codex.adapter import ThreadFacts
 from histmig.tools.codex.doctor_history import Histories
 from histmig.tools.codex.doctor_scan import Resolved, scan_rollout
@@ -112,9 +114,9 @@ def load(homes: Homes, use_index: bool = True) -> CodexHome:
     for where, archived, zst in walk.rollouts(homes.codex, newest_first=False):
         if zst is not None:
             shadowed.append(Path(zst))     # Codex reads the plain file; the .zst is ignored
-        path = Path(where)
-        if path.is_file() and not path.is_symlink():   # the checks read regular files only
-            files.append((path, archived))
+        st = _lstat(where)
+        if st is not None and stat.S_ISREG(st.st_mode):   # the checks read regular files only (no symlink)
+            files.append((Path(where), archived, st))
     index = doctor_index.DoctorIndex(homes.state if use_index else None, [str(h) for h in hists])
     try:
         rollouts = _read_all(files, histories, index)
@@ -124,22 +126,32 @@ def load(homes: Homes, use_index: bool = True) -> CodexHome:
     return CodexHome(homes, config, rollouts, shadowed, dbs)
 
 
-def _read_all(files: list[tuple[Path, bool]], histories: Histories, index: doctor_index.DoctorIndex) -> list[Rollout]:
+def _read_all(files: list[tuple[Path, bool, os.stat_result]], histories: Histories,
+              index: doctor_index.DoctorIndex) -> list[Rollout]:
     """Each rollout as one read gives it: from the index when the file and its rows are unchanged
-    (doctor_index), else read, on both CPUs as flip's and move's planners (the result is the
-    sequential one). Each file is stat'ed before it is read, so a change during the read is seen next time."""
-    stats = [index.stat(str(p)) for p, _ in files]
+    (doctor_index), else read, on both CPUs (``fork_stream``: this process and a forked worker each
+    take the next file when free, so a busy CPU costs only its share; the result is the sequential
+    one). Each file is stat'ed (when listed) before it is read, so a change during the read is seen next time."""
     out: list[Rollout | None] = []
     todo = []
-    for i, (path, archived) in enumerate(files):
-        facts = index.lookup(str(path), stats[i], histories.needs_of)
+    for i, (path, archived, st) in enumerate(files):
+        facts = index.lookup(str(path), st, histories.needs_of)
         out.append(None if facts is None else Rollout(path, archived=archived, facts=facts))
         if facts is None:
             todo.append(i)
-    read = fork_map(lambda i: read_rollout(files[i][0], archived=files[i][1], needs_of=histories.needs_of), todo,
-                    [stats[i].st_size if stats[i] is not None else 0 for i in todo])
-    for i, r in zip(todo, read):
+
+    def read(i: int):
+        yield read_rollout(files[i][0], archived=files[i][1], needs_of=histories.needs_of)
+    for i, events in zip(todo, fork_stream(read, todo, [files[i][2].st_size for i in todo])):
+        r = next(iter(events))
         out[i] = r
         keep = r.error is None and not r.offsets
-        index.store(str(r.path), stats[i], r.facts if keep else None, r.needs)
+        index.store(str(r.path), files[i][2], r.facts if keep else None, r.needs)
     return out
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None

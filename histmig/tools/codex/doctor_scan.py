@@ -1,11 +1,12 @@
-"""One read of a rollout for doctor, at byte speed: find the few lines the checks use with byte
-searches, parse only those, and check the thread's offset rows while the file is read.
+"""One read of a rollout for doctor, at byte speed: find the few lines the checks use by one walk
+over the lines (``_Lines``: Codex's line head says what each line is; other lines are searched for
+the markers), parse only those, and check the thread's offset rows while the file is read.
 
 What the checks need from a rollout (docs/doctor.md, "How doctor reads a rollout"):
 
 - ``ThreadFacts``: the lines holding ``session_meta`` / ``thread_settings_applied`` (parsed in file
-  order, as ``adapter.scan_thread`` does) and the last ``turn_context`` that names a cwd (found
-  backwards from the end of each block, so one parse per block);
+  order, as ``adapter.scan_thread`` does) and the last ``turn_context`` that names a cwd (tried
+  backwards from the end of each block, so usually one parse per block);
 - the spans of the ordinals the thread's ``thread_history_1.sqlite`` rows name, found by the
   ``"ordinal":N`` bytes Codex writes (serde_json never escapes the key) and confirmed by a strict
   parse of that line;
@@ -31,6 +32,10 @@ CHUNK = 1 << 20
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
 ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
+# The head of a line as Codex writes it: ordinal, type, and the payload's type when it comes first.
+# Type names are word characters (a value with an escape is not a head). The timestamp may hold a
+# backslash: were the quote that ends it here an escaped one, the line would not be JSON at all.
+HEAD = re.compile(rb'\{"timestamp":"[^"]*",(?:"ordinal":(-?\d+),)?"type":"(\w*)"(?:,"payload":\{"type":"(\w*)")?')
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
 
@@ -91,48 +96,51 @@ class _Read:
         self.starts: set[int] = set()
         self.early: set[int] = set()   # every line start read before the id was known
         self.offsets: list[int] = []   # the needed offsets, ascending
+        self.heads: set[bytes] | None = None   # the asked ordinals as a line's head spells them
         self.cwd_at = -1               # where an in-order line last set resume_cwd
         self.tc: tuple[int, str] | None = None   # the last turn_context-only line with a cwd
 
     # ---- one block of complete lines: buf[:end] starts at stream offset base ----------------
 
     def block(self, buf, end: int, base: int) -> None:
-        ordered = self._ordered(buf, end, base)
-        self._turn_context(buf, end, base, ordered)
+        lines = _Lines(buf, end, self._ordinal_wanted())
+        ordered = self._ordered(buf, base, lines.ordered)
+        self._turn_context(buf, base, lines.tcs, ordered)
         if not self.asked and self.facts.id is not None:
             self.asked = True
             self.needs = self.needs_of(self.facts.id)
             if self.needs is not None:
                 self.offsets = sorted(self.needs.offsets)
-        self._ordinals(buf, end, base)
+        self._ordinals(buf, base, lines.ords)
         if self.asked:
             self._starts(buf, end, base)
         else:
             self._every_start(buf, end, base)
 
-    def _ordered(self, buf, end: int, base: int) -> set[int]:
-        spans: dict[int, int] = {}
-        for marker in ORDERED:
-            at = buf.find(marker, 0, end)
-            while at >= 0:
-                start, stop = _line_at(buf, at, end)
-                spans[start] = stop
-                at = buf.find(marker, stop, end)
-        for start in sorted(spans):
-            obj = _parse(buf, start, spans[start], base)
+    def _ordinal_wanted(self):
+        """What the walk keeps of the ordinal lines: None (none: no offset rows), ALL (the rows
+        are not known yet), or the ordinals the rows use as a head writes them (``_heads``)."""
+        if not self.asked:
+            return ALL
+        if self.needs is None:
+            return None
+        if self.heads is None:
+            self.heads = _heads(self.needs.ordinals)
+        return self.heads
+
+    def _ordered(self, buf, base: int, spans: list[tuple[int, int]]) -> set[int]:
+        for start, stop in spans:
+            obj = _parse(buf, start, stop, base)
             if isinstance(obj, dict):
                 self.facts.note(obj)
                 if _sets_cwd(obj) is not None:
                     self.cwd_at = base + start
-        return set(spans)
+        return {start for start, _ in spans}
 
-    def _turn_context(self, buf, end: int, base: int, ordered: set[int]) -> None:
+    def _turn_context(self, buf, base: int, spans: list[tuple[int, int]], ordered: set[int]) -> None:
         """The last line of the block that sets the resume cwd and is not an ordered one (those
         were noted in order): only the last such line can matter."""
-        limit = end
-        while (at := buf.rfind(TURN_CONTEXT, 0, limit)) >= 0:
-            start, stop = _line_at(buf, at, end)
-            limit = start
+        for start, stop in reversed(spans):
             if start in ordered:
                 continue
             cwd = _sets_cwd(_parse(buf, start, stop, base))
@@ -140,18 +148,17 @@ class _Read:
                 self.tc = (base + start, cwd)
                 return
 
-    def _ordinals(self, buf, end: int, base: int) -> None:
+    def _ordinals(self, buf, base: int, lines: list[tuple[int, int, int | None]]) -> None:
         if self.asked and self.needs is None:
             return                     # no offset rows for this thread: no ordinal is asked
         wanted = self.needs.ordinals if self.needs is not None else None
-        last = -1
-        for m in ORDINAL.finditer(buf, 0, end):
-            if wanted is not None and int(m.group(1)) not in wanted:
+        for start, stop, n in lines:
+            if n is None:              # not told by the line's head: every "ordinal":N in it counts
+                hit = any(wanted is None or int(m.group(1)) in wanted for m in ORDINAL.finditer(buf, start, stop))
+            else:
+                hit = wanted is None or n in wanted
+            if not hit:
                 continue
-            start, stop = _line_at(buf, m.start(), end)
-            if start == last:
-                continue
-            last = start
             obj = _parse(buf, start, stop, base)
             if isinstance(obj, dict) and isinstance(obj.get("ordinal"), int):
                 n = obj["ordinal"]
@@ -226,6 +233,82 @@ class _Read:
         return self.spans[n - 1][1] if n - 1 in self.spans else None
 
 
+ALL = object()   # _Lines keeps every ordinal line (the thread's rows are not known yet)
+
+
+class _Lines:
+    """One walk over the lines of a block (a newline search per line, at memory speed) that sorts
+    out the lines the read needs, in file order, without searching their bodies:
+
+    - ``ordered``: the lines holding ``session_meta`` or ``thread_settings_applied``;
+    - ``tcs``: the lines holding ``turn_context``;
+    - ``ords``: ``(start, stop, n)`` of the lines whose top-level ordinal may be one asked for
+      (``n`` None: not known from the head, the line's ``"ordinal":N`` bytes are searched).
+
+    Codex writes every line as ``{"timestamp":"…","ordinal":N,"type":"T","payload":{"type":"P"…``
+    (``HEAD``). For such a line, in a line that parses at all (a strict parse refuses duplicate
+    keys), N is the top-level ordinal, T the type and P the payload's type, so a line of another
+    kind cannot change what the checks read whatever its body holds (a ``response_item`` that
+    quotes ``session_meta``, say): its body is not searched. Every other line (another head, a
+    BOM, an escaped key, an ``event_msg`` whose payload does not start with its type) is searched
+    for the three markers and for ``"ordinal":N`` as before (docs/doctor.md, "How doctor reads a
+    rollout")."""
+
+    __slots__ = ("ordered", "tcs", "ords")
+
+    def __init__(self, buf, end: int, wanted):
+        self.ordered: list[tuple[int, int]] = []
+        self.tcs: list[tuple[int, int]] = []
+        self.ords: list[tuple[int, int, int | None]] = []
+        find, head = buf.find, HEAD.match
+        ordered, tcs, ords = self.ordered, self.tcs, self.ords
+        start = 0
+        while start < end:
+            nl = find(b"\n", start, end)
+            stop = end if nl < 0 else nl + 1
+            m = head(buf, start, stop)
+            if m is None:
+                self._searched(buf, start, stop, wanted)
+            else:
+                n, kind, inner = m.groups()
+                if wanted is not None:
+                    if n is None:
+                        ords.append((start, stop, None))
+                    elif wanted is ALL or n in wanted:
+                        ords.append((start, stop, int(n)))
+                if kind == b"session_meta":
+                    ordered.append((start, stop))
+                elif kind == b"turn_context":
+                    tcs.append((start, stop))
+                elif kind == b"event_msg":
+                    if inner == b"thread_settings_applied":
+                        ordered.append((start, stop))
+                    elif inner is None and _holds(buf, start, stop, ORDERED):
+                        ordered.append((start, stop))
+            start = stop
+
+    def _searched(self, buf, start: int, stop: int, wanted) -> None:
+        if _holds(buf, start, stop, ORDERED):
+            self.ordered.append((start, stop))
+        if buf.find(TURN_CONTEXT, start, stop) >= 0:
+            self.tcs.append((start, stop))
+        if wanted is not None:
+            self.ords.append((start, stop, None))
+
+
+def _heads(ordinals: set[int]) -> set[bytes]:
+    """The ordinals as a head's digits: JSON writes an integer one way only, except that ``-0``
+    is 0 too (digits with a leading zero are no JSON: such a line never parses)."""
+    out = {str(n).encode() for n in ordinals}
+    if 0 in ordinals:
+        out.add(b"-0")
+    return out
+
+
+def _holds(buf, start: int, stop: int, markers) -> bool:
+    return any(buf.find(marker, start, stop) >= 0 for marker in markers)
+
+
 def _sets_cwd(obj: Any) -> str | None:
     """The resume cwd ``ThreadFacts.note`` takes from this line's turn_context, if it is one."""
     if not isinstance(obj, dict) or obj.get("type") != "turn_context":
@@ -233,13 +316,6 @@ def _sets_cwd(obj: Any) -> str | None:
     probe = ThreadFacts()
     probe.note(obj)
     return probe.resume_cwd
-
-
-def _line_at(buf, at: int, end: int) -> tuple[int, int]:
-    """(start, end) of the line holding byte ``at``: end is after its newline (or ``end``)."""
-    start = buf.rfind(b"\n", 0, at) + 1
-    stop = buf.find(b"\n", at, end)
-    return start, (end if stop < 0 else stop + 1)
 
 
 def _parse(buf, start: int, stop: int, base: int) -> Any:
@@ -256,31 +332,65 @@ def _parse(buf, start: int, stop: int, base: int) -> Any:
     return None if error else obj
 
 
+class _Buffer:
+    """The one read buffer of this process, reused from file to file (a fresh one per file costs
+    page faults on every read). It grows only for a line longer than itself (up to the line limit,
+    as the pending bytes did) and is dropped afterwards, so memory stays flat."""
+
+    KEEP = 4 * CHUNK
+    buf = bytearray()
+
+    @classmethod
+    def take(cls, need: int, keep: int) -> bytearray:
+        """The buffer, at least ``need`` bytes long, its first ``keep`` bytes kept."""
+        if len(cls.buf) < need:
+            grown = bytearray(max(need, 2 * len(cls.buf), 2 * CHUNK))
+            grown[:keep] = cls.buf[:keep]
+            cls.buf = grown
+        return cls.buf
+
+    @classmethod
+    def release(cls) -> None:
+        if len(cls.buf) > cls.KEEP:
+            cls.buf = bytearray()
+
+
 def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[ThreadFacts, list[Resolved]]:
-    """Read ``path`` once (``.zst`` through the bounded reader). ``needs_of(thread_id)`` gives the
-    thread's offset rows (None: none). Returns the facts and every resolved offset row; raises like
-    ``jsonl.read_lines`` (HistmigError, OSError)."""
+    """Read ``path`` once (``.zst`` through the bounded reader), in blocks of whole lines read
+    straight into one reused buffer. ``needs_of(thread_id)`` gives the thread's offset rows (None:
+    none). Returns the facts and every resolved offset row; raises like ``jsonl.read_lines``
+    (HistmigError, OSError)."""
     read = _Read(needs_of)
-    pending = bytearray()
-    base = 0                # stream offset of pending[0]
+    base = 0                # stream offset of buf[0]
+    filled = 0              # bytes in buf: the start of a line not yet complete
     skipping = False        # inside a line over the size limit: its bytes are dropped, not parsed
-    with open_stream(path) as fh:
-        while data := fh.read(CHUNK):
-            if skipping:
-                nl = data.find(b"\n")
-                if nl < 0:
-                    base += len(data)
-                    continue
-                base, data, skipping = base + nl + 1, data[nl + 1:], False
-            pending += data
-            last = pending.rfind(b"\n")
-            if last >= 0:
-                read.block(pending, last + 1, base)
-                del pending[:last + 1]
-                base += last + 1
-            if len(pending) > DEFAULT_MAX_LINE_BYTES:
-                base, skipping = base + len(pending), True
-                pending.clear()
-    if pending:
-        read.block(pending, len(pending), base)
-    return read.facts, read.finish(base + len(pending))
+    try:
+        with open_stream(path) as fh:
+            while True:
+                buf = _Buffer.take(filled + CHUNK, filled)
+                with memoryview(buf) as view:
+                    got = fh.readinto(view[filled:filled + CHUNK])
+                if not got:
+                    break
+                if skipping:
+                    nl = buf.find(b"\n", 0, got)
+                    if nl < 0:
+                        base += got
+                        continue
+                    base, skipping = base + nl + 1, False
+                    buf[:got - nl - 1] = buf[nl + 1:got]
+                    got -= nl + 1
+                last = buf.rfind(b"\n", filled, filled + got)
+                filled += got
+                if last >= 0:
+                    read.block(buf, last + 1, base)
+                    buf[:filled - last - 1] = buf[last + 1:filled]
+                    base += last + 1
+                    filled -= last + 1
+                if filled > DEFAULT_MAX_LINE_BYTES:
+                    base, skipping, filled = base + filled, True, 0
+        if filled:
+            read.block(_Buffer.buf, filled, base)
+    finally:
+        _Buffer.release()
+    return read.facts, read.finish(base + filled)
