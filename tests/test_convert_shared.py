@@ -132,3 +132,28 @@ def test_small_runs_seeded_runs_and_targets_with_tables_are_not_shared(homes, ma
     monkeypatch.setattr(shared, "MIN_SESSIONS", 2)
     with pytest.raises(AssertionError, match="shared"):
         api.convert(homes, many, ConvertOptions("mini-cc"), apply=False)
+
+
+MARKED = (b'{"timestamp":"2026-06-05T04:58:20.653Z","type":"session_meta","payload":{"id":"019e9625-802f-7e91-840a-'
+          b'000000000001","cwd":"/w","histmig_source":{"tool":"claude-code","id":"3a7770b4","converted_at":"x"}}}')
+
+
+@pytest.mark.parametrize("first", [MARKED + b"\n", MARKED.replace(b"histmig_source", b"other") + b"\n",
+                                   b"\xef\xbb\xbf" + MARKED + b"\r\n", b"not json\n", b"\n", b'{"a":1,"a":2}\n',
+                                   MARKED.replace(b'"session_meta"', b'"turn_context"') + b"\n", b""])
+def test_codex_marker_of_a_session_read_whole_is_that_of_its_file(tmp_path, first):
+    """convert asks a Codex session whether it is a conversion from the records it just read."""
+    from histmig.tools.codex import adapter, provenance
+    rest = b"".join(orjson_line(o) for o in codex_lines("/w", "019e9625-802f-7e91-840a-000000000001")[1:])
+    path = tmp_path / "rollout-2026-06-05T04-58-20-019e9625-802f-7e91-840a-000000000001.jsonl"
+    for data in (first + rest, first):
+        path.write_bytes(data)
+        session = adapter.stream(path)
+        assert isinstance(session.records, list)
+        assert provenance.marker_of_session(session) == provenance.marker_of(path)
+    assert provenance.marker_of(path) == (("claude-code", "3a7770b4") if first.startswith((MARKED, b"\xef")) else None)
+
+
+def orjson_line(obj) -> bytes:
+    import orjson
+    return orjson.dumps(obj) + b"\n"
