@@ -38,6 +38,7 @@ def _mode(monkeypatch, share: bool) -> list[int]:
     pids: list[int] = []
     monkeypatch.setattr(shared, "MIN_SESSIONS", 2 if share else 10**9)
     monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.5, 0.5))        # a machine with a CPU to spare
     real, here = shared.convert_one, os.getpid()
 
     def convert_one(run, ref):
@@ -130,6 +131,9 @@ def test_small_runs_seeded_runs_and_targets_with_tables_are_not_shared(homes, ma
     monkeypatch.setattr(shared, "MIN_SESSIONS", N + 1)
     assert api.convert(homes, many, ConvertOptions("mini-cc"), apply=False).total.summary["converted"] == N
     monkeypatch.setattr(shared, "MIN_SESSIONS", 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.5, 0.5))        # no CPU to spare
+    assert api.convert(homes, many, ConvertOptions("mini-cc"), apply=False).total.summary["converted"] == N
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.4, 0.5, 0.5))
     with pytest.raises(AssertionError, match="shared"):
         api.convert(homes, many, ConvertOptions("mini-cc"), apply=False)
 

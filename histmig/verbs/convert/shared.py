@@ -15,8 +15,10 @@ What a sequential run carries from one session to the next is re-established in 
 - an error (a full spool disk): raised when its session's turn comes, never earlier.
 
 Not shared: a target with tables (a Codex ``threads`` row, OpenCode rows, Gemini project markers keep
-state across sessions), seeded ids (tests: one generator, drawn in order), and small runs (a fork
-costs more than it saves).
+state across sessions), seeded ids (tests: one generator, drawn in order), small runs (a fork costs
+more than it saves), and a run on a machine with no CPU to spare (a load average of one less than
+its CPUs or more): there the worker only competes for the same CPUs, and the fork, its copied pages
+and the pickled outcomes cost ~15 % more CPU for no gain in time (docs/bench.md, "convert").
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ MIN_SESSIONS = 24       # below this a run converts here alone (a fork and its p
 
 
 def converted(run: Run, refs: list[SessionRef]) -> Iterator[tuple[Outcome, list[Op]]]:
-    if len(refs) < MIN_SESSIONS or run.tables is not None or run.opts.seed is not None:
+    if len(refs) < MIN_SESSIONS or run.tables is not None or run.opts.seed is not None or not spare_cpu():
         yield from iter_convert(run, refs)
         return
     from histmig.core.forkmap import fork_stream
@@ -71,6 +73,16 @@ def converted(run: Run, refs: list[SessionRef]) -> Iterator[tuple[Outcome, list[
             yield out, ops
     finally:
         events.close()
+
+
+def spare_cpu() -> bool:
+    """Whether a second process would find a CPU to itself (the last minute's load average, which
+    counts this process, is below the CPUs minus one half)."""
+    from histmig.core.forkmap import cpus
+    try:
+        return os.getloadavg()[0] < cpus() - 0.5
+    except OSError:
+        return True
 
 
 class _Raised:
