@@ -92,6 +92,8 @@ def test_a_shared_run_writes_and_reports_what_a_sequential_one_does(homes, many,
     assert [_norm(w.describe()) for w in done2.total.warnings] == [_norm(w.describe()) for w in done.total.warnings]
     assert len(done2.total.warnings) == N
     assert not list(Path(homes.state, "spool").glob("*/*"))
+    _undo_all(homes, done2)                                # undo removes what the shared run wrote
+    assert not list(Path(homes.claude, "projects").rglob("*.jsonl"))
 
 
 def test_a_source_met_twice_is_converted_once_as_in_sequence(homes, many, monkeypatch):
