@@ -1,6 +1,7 @@
 """Path rules shared by every tool: the Claude project slug and prefix matching on boundaries."""
 from __future__ import annotations
 
+import functools
 import os
 
 SLUG_MAX = 200
@@ -28,6 +29,7 @@ def _base36(n: int) -> str:
             return digits
 
 
+@functools.lru_cache(maxsize=1024)     # convert asks once per session, for a few folders
 def claude_slug(path: str) -> str:
     """Claude Code's project-folder name for an absolute path (builds >= 2.1.105).
 

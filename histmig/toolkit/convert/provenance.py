@@ -60,6 +60,9 @@ class Index:
         self.homes, self.hooks = homes, hooks
         self.found: dict[tuple[str, str], str] = {}
         self._scanned: set[str] = set()
+        # cwd -> its folders, for a tool whose folders follow from the cwd alone (``FOLDERS_OF_CWD``:
+        # a slug of its realpath): computed once per cwd, not once per session
+        self._folders_of: dict[str | None, list[Path]] | None = {} if getattr(hooks, "FOLDERS_OF_CWD", False) else None
 
     def find(self, tool: str, source_id: str, cwd: str | None) -> str | None:
         for folder in self._folders(cwd):
@@ -76,7 +79,14 @@ class Index:
         self.found[(tool, source_id)] = path
 
     def _folders(self, cwd: str | None) -> Iterable[Path]:
-        return self.hooks.folders(self.homes, cwd) if self.hooks is not None else ()
+        if self.hooks is None:
+            return ()
+        if self._folders_of is None:
+            return self.hooks.folders(self.homes, cwd)
+        got = self._folders_of.get(cwd)
+        if got is None:
+            got = self._folders_of[cwd] = list(self.hooks.folders(self.homes, cwd))
+        return got
 
 
 def glob_files(pattern: str) -> Callable[[Path], Iterable[Path]]:

@@ -19,7 +19,20 @@ def marker(tool: str, source_id: str, at: str) -> dict[str, Any]:
 
 
 def marker_of(path: str | os.PathLike) -> tuple[str, str] | None:
-    obj = first_obj(Path(path))
+    return _marker(first_obj(Path(path)))
+
+
+def marker_of_session(session: Any) -> tuple[str, str] | None:
+    """:func:`marker_of` of a session that ``adapter.stream`` read whole (its records a list: line 1
+    is ``records[0]``, its value in ``extra["envelope"]`` unless the line did not parse), without
+    reading the file again; of a streamed one, from its file."""
+    if not isinstance(session.records, list):
+        return marker_of(session.path)
+    first = session.records[0].extra.get("envelope") if session.records else None
+    return _marker(first)
+
+
+def _marker(obj: Any) -> tuple[str, str] | None:
     payload = obj.get("payload") if isinstance(obj, dict) and obj.get("type") == "session_meta" else None
     return pair(payload.get(KEY) if isinstance(payload, dict) else None, "tool", "id")
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from histmig.tools.claude_family.provenance import files, marker_of, slug_folders
 
-__all__ = ["files", "folders", "marker_of"]
+__all__ = ["FOLDERS_OF_CWD", "files", "folders", "marker_of"]
+
+FOLDERS_OF_CWD = True      # folders(homes, cwd) is the slug of cwd's realpath: the run's index asks once per cwd
 
 
 def folders(homes: Any, cwd: str | None) -> list[Path]:

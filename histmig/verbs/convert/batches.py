@@ -22,6 +22,7 @@ from histmig.core.plan import Plan
 from histmig.toolkit.convert.sink import Sink, SpoolDir
 from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
 from histmig.verbs.convert import select
+from histmig.verbs.convert.shared import converted
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
 
@@ -70,7 +71,7 @@ def choose(homes: Any, target: str, sessions: Iterable[str] = (), *, from_tool: 
 def refuse_lossy(homes: Any, refs: list[SessionRef], opts: ConvertOptions) -> None:
     """--strict: a first pass that only measures loss, so nothing is written when one is lossy."""
     counted = Run(homes, opts, functools.partial(Sink, "count"))
-    lossy = [o for o, _ in iter_convert(counted, refs) if o.status == "convert" and o.loss.lossy]
+    lossy = [o for o, _ in converted(counted, refs) if o.status == "convert" and o.loss.lossy]
     if lossy:
         raise LossyError(lossy)
 
@@ -127,7 +128,7 @@ def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply
     run = _run(homes, opts, sink)
     done = Converted(new_plan(run))
     batch, size = new_plan(run), 0
-    for out, ops in iter_convert(run, refs):
+    for out, ops in converted(run, refs):     # on two CPUs when there are many (verbs/convert/shared.py)
         _check_named(out, named)
         add_outcome(done.total, out, [])
         if on_outcome:
