@@ -271,9 +271,10 @@ def _later(who: str) -> tuple[str, str]:
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
     rows = rec.get("rows", [])
     now = prefetch_updates(reader, rec["path"], rows)
+    later = history.later.rows      # usually empty: then no row's key is encoded to look it up
     for i, row in enumerate(rows):
         m = inverse_row(reader, rec["path"], row, offset_tables, now.get(i))
-        who = history.later.rows.get(row_key(rec["path"], row))
+        who = later.get(row_key(rec["path"], row)) if later else None
         if who:
             m.ops, m.problem = [], _later(who)
         session = row.get("session")
