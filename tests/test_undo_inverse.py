@@ -334,6 +334,28 @@ def test_a_corrupted_backup_is_refused_by_undo_and_named(tmp_path):
     assert sha(paths[tid(1)]) == before
 
 
+def test_a_backup_changed_in_place_is_hashed_again_and_refused(tmp_path):
+    """The apply's ``done`` record holds the hard-link backup's size, mtime and ctime (``bst``): undo
+    compares such a backup without hashing it while they hold. Bytes changed in the same inode, its
+    mtime set back, still move its ctime: the backup is hashed, found wrong and the session kept."""
+    h = homes()
+    paths = home_with(h.codex, {tid(1): rollout(tid(1)), tid(2): rollout(tid(2))})
+    txid = apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
+    assert b'"bst"' in (h.state / "tx" / txid / "journal.jsonl").read_bytes()
+    b = sorted(p for p in (h.state / "tx" / txid / "b").iterdir() if not p.name.endswith(".sqlite"))[0]
+    st = os.stat(b)
+    with open(b, "r+b") as fh:                      # same inode, same size, same mtime
+        fh.seek(10)
+        byte = fh.read(1)
+        fh.seek(10)
+        fh.write(bytes([byte[0] ^ 1]))
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+    before = {k: sha(p) for k, p in paths.items()}
+    out = undo(h)
+    assert out.exit_code == 3 and [s.code for s in out.skips] == ["bad-backup"] and "sha256" in out.skips[0].reason
+    assert sum(sha(p) != before[k] for k, p in paths.items()) == 1     # the other session was undone
+
+
 # -- the line diff behind it -----------------------------------------------------------------------
 _line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"") + b"\n")
 

@@ -105,8 +105,9 @@ def replace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
 
 def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
     items = [Item(p) for p in preps]
+    folders: dict[tuple, int] = {}      # one descriptor per folder of the batch, shared by its files
     try:
-        live = _open_and_back_up(ctx, items, attempt)
+        live = _open_and_back_up(ctx, items, attempt, folders)
         _journal_intents(ctx, live)
         live = _write_temps(ctx, live)
         ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live])
@@ -120,25 +121,45 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
         for it in done:
             post = salvage(ctx, it.prep, it.dfd, it.src, it.st0, it.prep.post_sha, it.prep.post_size, False)
             ctx.replaced[it.inode] = it.prep.path
-            dones.append(("done", {"n": it.prep.n, "post": post}))
+            dones.append(("done", {"n": it.prep.n, "post": post, **_backup_stat(it)}))
         ctx.journal.append_many(dones)
     except BaseException:
         _cleanup(ctx, items)
         raise
     finally:
-        for name in ("tfd", "src", "dfd"):
+        for name in ("tfd", "src"):
             _close(items, name)
+        for it in items:
+            it.dfd = -1
+        for fd in folders.values():
+            os.close(fd)
     for it in items:
         if it.outcome is not None and it.backup:
             unlink_quiet(ctx.fs, it.backup, None)   # not replaced: a hard-link backup would leave nlink 2
     return items
 
 
-def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int) -> list[Item]:
+def _backup_stat(it: Item) -> dict:
+    """``bst``: the replaced inode's size, mtime and ctime once it is only the hard-link backup (the
+    rename has just moved its ctime). Undo compares the backup with them: unchanged, its bytes are
+    the ones hashed while the temp was written, and it is not hashed again
+    (histmig/verbs/undo/files.py ``backup_unchanged``)."""
+    if (it.backup_rec or {}).get("kind") != "link":
+        return {}
+    st = os.fstat(it.src)
+    return {"bst": [st.st_size, st.st_mtime_ns, st.st_ctime_ns]}
+
+
+def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int, folders: dict[tuple, int]) -> list[Item]:
+    """Each file opened from its folder's descriptor: a folder is walked (without following
+    symlinks, fsio.open_dir) once per batch, not once per file (rollouts share day folders)."""
     live = []
     for it in items:
         p = it.prep
-        it.dfd = fsio.open_dir(p.root, p.parts)
+        where = (p.root, p.path.rpartition(os.sep)[0])
+        if where not in folders:
+            folders[where] = fsio.open_dir(p.root, p.parts)
+        it.dfd = folders[where]
         it.src = fsio.open_read(p.name, dir_fd=it.dfd)
         it.st0 = os.fstat(it.src)
         it.tmp = _temp_for(ctx, p, attempt, it.st0)
@@ -206,8 +227,11 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
 def _fill_temp(ctx: Ctx, it: Item) -> None:
     fs, p, label = ctx.fs, it.prep, it.label + " (temp)"
     if p.streamed:
-        fill = zstdfill.fill if p.plain_sha else stream_segments
-        pre, post, size = fill(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
+        if p.plain_sha:
+            pre, post, size = zstdfill.fill(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label)
+        else:      # the source's hash is the plan's when the plan read it whole (undo): not hashed again
+            known = p.pre_sha if ctx.opts.trust_plan_hash else None
+            pre, post, size = stream_segments(fs, p, it.src, it.tfd, it.st0.st_size, ctx.opts, label, pre_sha=known)
         if p.pre_sha is not None and pre != p.pre_sha:   # the plan's: same ctime, other bytes (cannot happen)
             os.close(it.tfd)
             it.tfd = -1

@@ -79,15 +79,22 @@ def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
         roots[r] = real
     if not plan.operations:
         return roots
+    inside: set[str] = set()        # paths (a database: every row op names it) and identifiers checked once
+    idents: set[tuple] = set()
     for op in plan.operations:
         for p in op.paths():
-            if not any(_under(_clean(p), r) for r in roots):
-                raise _invalid(f"{p} is outside the plan's roots")
+            if p not in inside:
+                if not any(_under(_clean(p), r) for r in roots):
+                    raise _invalid(f"{p} is outside the plan's roots")
+                inside.add(p)
         if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete)):
-            cols = [op.table, *_sql_columns(op)]
+            cols = (op.table, *_sql_columns(op))
+            if cols in idents:
+                continue
             bad = [c for c in cols if not _IDENT.match(str(c))]
             if bad:
                 raise _invalid(f"bad SQL identifier {bad[0]!r}")
+            idents.add(cols)
         if isinstance(op, WriteFile):
             _check_patches(op)
     return roots

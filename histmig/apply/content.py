@@ -132,13 +132,15 @@ def write_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: in
 
 
 def stream_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: int,
-                    opts: ApplyOptions, label: str) -> tuple[str, str, int]:
+                    opts: ApplyOptions, label: str, *, pre_sha: str | None = None) -> tuple[str, str, int]:
     """Write the new content into ``tmp`` in one sequential read of the source, hashing both sides
     on the way: ``(sha256 of the source, sha256 of what was written, its size)``. The rewrite's fast
     path (precheck did not read the file): the caller compares the source hash with the plan's
-    before the temp may replace anything, and journals the written hash before the rename."""
+    before the temp may replace anything, and journals the written hash before the rename.
+    ``pre_sha``: the source's hash, already known (``ApplyOptions.trust_plan_hash``): returned as
+    it is, the source is not hashed again (one sha256 pass instead of two)."""
     win, buf, size = Window(src, file_size=cur_size), bytearray(), 0
-    pre, post = hashlib.sha256(), hashlib.sha256()
+    pre, post = (_NoHash(pre_sha) if pre_sha else hashlib.sha256()), hashlib.sha256()
     pos = 0
     for start, end, new in segments(prep, win, cur_size, opts):
         if new is None:
@@ -163,6 +165,19 @@ def stream_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: i
         raise OSError(errno.EIO, "segments do not cover the source")
     _flush(fs, tmp, buf, label)
     return pre.hexdigest(), post.hexdigest(), size
+
+
+class _NoHash:
+    """Stands in for the source's sha256 when it is known already (see :func:`stream_segments`)."""
+
+    def __init__(self, known: str):
+        self.known = known
+
+    def update(self, _data) -> None:
+        pass
+
+    def hexdigest(self) -> str:
+        return self.known
 
 
 def _flush(fs: fsio.FS, tmp: int, buf: bytearray, label: str) -> bytearray:

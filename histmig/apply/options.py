@@ -25,6 +25,11 @@ class ApplyOptions:
     on_commit: Callable[[str], None] | None = None   # called after each file is durably replaced
     argv: list[str] | None = None
     append_retries: int = 3
+    # The plan was made by this process moments ago from a whole-file read (undo's inverse plan:
+    # its diff hashed every file it rewrites, stat taken before that read and checked after it). A
+    # streamed rewrite whose ctime still equals the plan's then takes the plan's sha256 as the
+    # source's instead of hashing the source again while writing (docs/safety.md "Streamed").
+    trust_plan_hash: bool = False
 
     def transform_tail(self, op: Op, data: bytes) -> bytes:
         return self.tail_transform(op, data) if (self.tail_transform and data) else data

@@ -95,9 +95,10 @@ def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[tuple[int,
             m = _mismatch(con, op)             # the slow, exact check decides
         elif len(rows) != 1:
             m = f"{len(rows)} rows match {op.key}, expected 1"
+        elif rows[0] == tuple(op.expect.values()):   # the group's cols are tuple(op.expect): same order
+            m = None
         else:
-            got = dict(zip(cols, rows[0]))
-            m = None if got == op.expect else f"row {op.key} holds {got}, plan expected {op.expect}"
+            m = f"row {op.key} holds {dict(zip(cols, rows[0]))}, plan expected {op.expect}"
         if m:
             out.append((i, m))
     return out

@@ -165,6 +165,8 @@ def _done_intents(records: Iterable[dict]) -> list[dict]:
             latest[r["n"]]["done" if r["kind"] == "done" else "salvaged_raw"] = r.get("raw", True)
             if r.get("post"):
                 latest[r["n"]]["post"] = r["post"]
+            if r.get("bst"):
+                latest[r["n"]]["bst"] = r["bst"]
         elif r["kind"] == "ready" and r["n"] in latest and r.get("pre_sha256"):
             latest[r["n"]]["pre"] = {**latest[r["n"]]["pre"], "sha256": r["pre_sha256"]}
     return [latest[n] for n in sorted(latest) if latest[n].get("done")]
@@ -189,7 +191,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     units, reader, renames = Units(), RowReader(), []
     offset_tables = frozenset().union(*(h.offset_tables for h in hooks.values()))
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
-    ahead = _replaced_ahead(env, intents)
+    ahead, pool = _replaced_ahead(env, intents)
     try:
         for rec in intents:
             method = rec["method"]
@@ -202,11 +204,13 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
                 for m in renamed.members:
                     _add(units, env, rec, m, history, session=_session_of(m))
             elif method in _FILES:
-                m = ahead.pop(id(rec), None) or _FILES[method](env, rec)
+                m = fut.result() if (fut := ahead.pop(id(rec), None)) is not None else _FILES[method](env, rec)
                 if isinstance(m, Exception):
                     raise m
                 _add(units, env, rec, m, history, session=rec.get("session"))
     finally:
+        if pool is not None:      # only reads run there: wait for them, start no more
+            pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
     _settings_files(homes, env, units, list(hooks.values()))
     _rows_clients_added(homes, units, hooks)
@@ -215,22 +219,25 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     return units
 
 
-def _replaced_ahead(env: uf.Env, intents: list[dict]) -> dict[int, Any]:
-    """The inverse of every rewritten file still at its path, computed on two threads before the
-    loop (by ``id`` of its intent: the Member, or the exception to raise in its turn). Only reads:
-    the diff's reads and sha256 release the GIL, so both CPUs read and hash the files and their
-    backups (a flip's undo: every rollout and its backup, twice the bytes the flip read)."""
+def _replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], Any]:
+    """The inverse of every rewritten file still at its path, computed on two threads while the
+    loop goes on (by ``id`` of its intent: a future of the Member, or of the exception to raise in
+    its turn; and the pool, for the caller to shut down). Only reads: the diff's reads and sha256
+    release the GIL, so both CPUs read and hash the files and their backups while the main thread
+    inverts the database rows (a flip's undo: the rows' intent comes after the first file's)."""
     todo = [r for r in intents if r["method"] == "replace" and os.path.lexists(r["path"])]
     if len(todo) < 2:
-        return {}
-    from histmig.apply.check import parallel_map
+        return {}, None
+    from concurrent.futures import ThreadPoolExecutor
+    from histmig.apply.check import WORKERS
 
     def one(rec: dict) -> Any:
         try:
             return uf.inverse_replace(env, rec)
         except Exception as e:       # raised where the sequential loop would have raised it
             return e
-    return {id(r): m for r, m in zip(todo, parallel_map(one, todo, workers=2))}
+    pool = ThreadPoolExecutor(min(2, WORKERS))
+    return {id(r): pool.submit(one, r) for r in todo}, pool
 
 
 def _session_of(m: uf.Member) -> dict | None:
@@ -264,9 +271,10 @@ def _later(who: str) -> tuple[str, str]:
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
     rows = rec.get("rows", [])
     now = prefetch_updates(reader, rec["path"], rows)
+    later = history.later.rows      # usually empty: then no row's key is encoded to look it up
     for i, row in enumerate(rows):
         m = inverse_row(reader, rec["path"], row, offset_tables, now.get(i))
-        who = history.later.rows.get(row_key(rec["path"], row))
+        who = later.get(row_key(rec["path"], row)) if later else None
         if who:
             m.ops, m.problem = [], _later(who)
         session = row.get("session")

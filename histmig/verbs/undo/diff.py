@@ -34,6 +34,7 @@ class Diff:
     size: int = 0                 # the file's size now
     sha256: str = ""              # of the whole file now
     old_sha256: str = ""          # of the backup's first ``pre_size`` bytes (read while pairing)
+    st: os.stat_result | None = None   # the file's stat taken before it was read, unchanged after
 
 
 def span_patch(offset: int, cur: bytes, want: bytes) -> Patch | None:
@@ -60,7 +61,7 @@ def _agree(n: int, same) -> int:
 
 
 def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | None,
-                        pre_size: int, *, salvaged: bool = False) -> Diff:
+                        pre_size: int, *, salvaged: bool = False, backup_trusted: bool = False) -> Diff:
     """Patches (in the file's coordinates) that restore the backup's lines over the first
     ``post_size`` bytes, which must hash to ``post_sha`` (what the apply wrote). Lines of that
     region beyond the backup's count are a client's, salvaged during the apply (``salvaged``);
@@ -68,13 +69,21 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
 
     Equal stretches are compared a MiB at a time (one memcmp); only a line that differs is read
     as a line, so a flip that changed two lines of a 20 MB rollout costs two reads, not 20,000
-    ``readline`` calls."""
+    ``readline`` calls.
+
+    ``backup_trusted``: the backup is known unchanged since the apply hashed it (its inode's stat
+    as the apply journaled it, :func:`histmig.verbs.undo.files.backup_unchanged`): it is compared,
+    not hashed (``old_sha256`` stays empty). The file's stat is taken before it is read and must be
+    the same after (``Diff.st``): the hash then belongs to that stat, and the apply of the inverse
+    plan may take it as the file's (``ApplyOptions.trust_plan_hash``)."""
     with os.fdopen(fsio.open_read(path), "rb") as cur, open(backup, "rb") as old:
         cfd, ofd = cur.fileno(), old.fileno()
-        size = os.fstat(cfd).st_size
+        st = os.fstat(cfd)
+        size = st.st_size
         if size < post_size:
             raise DiffError(f"shorter than the transaction left it ({size} < {post_size} bytes)")
-        applied, old_h, out = hashlib.sha256(), hashlib.sha256(), Diff(size=size)
+        applied, out = hashlib.sha256(), Diff(size=size, st=st)
+        old_h = _Skip() if backup_trusted else hashlib.sha256()
         pos, opos = _pair_lines(cfd, ofd, post_size, pre_size, applied, out.patches, old_h)
         if opos < pre_size or (pos < post_size and not salvaged):
             raise LinesDiffer()
@@ -89,7 +98,23 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
         except OSError as e:                  # it shrank while read: not what the apply left
             raise DiffError(f"changed while being read ({e.strerror})") from None
         out.sha256 = whole.hexdigest()
+        if _stamp(os.fstat(cfd)) != _stamp(st):
+            raise DiffError("changed while being read")
         return out
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+class _Skip:
+    """A hasher that hashes nothing (a trusted backup is compared, not hashed)."""
+
+    def update(self, _data) -> None:
+        pass
+
+    def hexdigest(self) -> str:
+        return ""
 
 
 def _feed(h, chunks) -> None:

@@ -66,17 +66,18 @@ def _old_bytes(env: Env, rec: dict) -> bytes:
         return fh.read(rec["pre"]["size"])
 
 
-def _fingerprint(path: str, sha: str) -> Fingerprint:
-    """The file as it is now, with a hash the caller already computed while reading it."""
-    st = os.lstat(path)
+def _fingerprint(st: os.stat_result, sha: str) -> Fingerprint:
+    """The file as it was read, with the hash the caller computed while reading it. ``st`` is taken
+    before that read (and checked after it): the apply trusts the hash while the ctime is unchanged
+    (``ApplyOptions.trust_plan_hash``)."""
     return Fingerprint(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns,
                        sha256=sha, ctime_ns=st.st_ctime_ns)
 
 
-def _write(path: str, rec: dict, patches: list[Patch], sha: str, tail: bool, reason: str,
+def _write(path: str, rec: dict, patches: list[Patch], expect: Fingerprint, tail: bool, reason: str,
            in_place_ok: bool = False) -> WriteFile:
     """The inverse rewrite; the old mtime comes back unless a client wrote to the file since."""
-    return WriteFile(path=path, expect=_fingerprint(path, sha), patches=tuple(patches),
+    return WriteFile(path=path, expect=expect, patches=tuple(patches),
                      in_place_ok=in_place_ok and all(not p.delta for p in patches),
                      session=rec.get("session"), reason=reason,
                      mtime_ns=None if tail else rec["pre"]["mtime_ns"])
@@ -98,9 +99,10 @@ def inverse_replace(env: Env, rec: dict) -> Member:
                              f"replaced file after the apply are kept in {backup}", path))
     if _is_zst(path):
         return _inverse_whole(env, rec, path, backup)
+    trusted = backup_unchanged(backup, rec)
     try:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
-                                salvaged=bool(rec.get("salvaged_raw")))
+                                salvaged=bool(rec.get("salvaged_raw")), backup_trusted=trusted)
     except DiffError as e:
         if bad := verify_backup(env.folder, rec):
             return Member.kept(path, bad, "bad-backup")
@@ -108,18 +110,40 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     except LinesDiffer:
         if bad := verify_backup(env.folder, rec):
             return Member.kept(path, bad, "bad-backup")
+        now = Fingerprint.of(path)          # stat, then hash: a change while hashing moves the ctime
         d = Diff(patches=[whole_patch(path, backup, post["size"], pre["size"])], tail_start=post["size"],
-                 size=os.path.getsize(path), sha256=Fingerprint.of(path).sha256)
+                 size=now.size, sha256=now.sha256)
         if d.patches[0].old and hashlib.sha256(d.patches[0].old).hexdigest() != post.get("sha256"):
             return _changed(env, rec, path, backup, "changed since the transaction (not only appended to)")
+        expect = now
     else:
-        if bad := verify_backup(env.folder, rec, prefix_sha=d.old_sha256):
+        # a trusted backup was compared with the file, not hashed: its sizes are still checked
+        if bad := verify_backup(env.folder, rec, prefix_sha=d.old_sha256, hashed=not trusted):
             return Member.kept(path, bad, "bad-backup")
+        expect = _fingerprint(d.st, d.sha256)
     tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
     patches = d.patches + tail
     grown = d.size > post.get("size", 0)
-    op = _write(path, rec, patches, d.sha256, grown, "undo" + (" (appended lines kept)" if grown else ""))
+    op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""))
     return Member(path, [op], edits=[(p.offset, p.delta) for p in patches if p.delta], grown=grown, warnings=notes)
+
+
+def backup_unchanged(backup: str, rec: dict) -> bool:
+    """True when a hard-link backup is still the inode the apply replaced, untouched since: its
+    (dev, ino) are the journaled original's and its size, mtime and ctime what the apply's ``done``
+    record saw after the rename (``bst``; ctime moves on every write and cannot be set back, as in
+    docs/safety.md "Plans applied directly"). Its bytes are then the ones the apply hashed while
+    writing (``pre.sha256``), and undo's diff compares them without hashing them again. Journals of
+    older versions have no ``bst``: their backups are hashed."""
+    bst, pre = rec.get("bst"), rec.get("pre") or {}
+    if not bst or (rec.get("backup") or {}).get("kind") != "link":
+        return False
+    try:
+        st = os.lstat(backup)
+    except OSError:
+        return False
+    return ((st.st_dev, st.st_ino) == (pre.get("dev"), pre.get("ino")) and st.st_size == pre.get("size")
+            and [st.st_size, st.st_mtime_ns, st.st_ctime_ns] == bst)
 
 
 def _line_edit(env: Env, rec: dict) -> Callable[[bytes], bytes] | None:
@@ -183,7 +207,8 @@ def inverse_inplace(env: Env, rec: dict) -> Member:
     post_size = (rec.get("post") or {}).get("size", rec["pre"]["size"])
     patches, h = [], hashlib.sha256()
     with os.fdopen(fsio.open_read(path), "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        st = os.fstat(fh.fileno())        # before the read: the hash belongs to this stat
+        size = st.st_size
         if size < post_size:
             return Member.kept(path, "shorter than the transaction left it", "modified")
         for off, old, new in spans:
@@ -194,10 +219,12 @@ def inverse_inplace(env: Env, rec: dict) -> Member:
                 return Member.kept(path, f"changed since the transaction (bytes at offset {off})", "modified")
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+        if os.fstat(fh.fileno()).st_ctime_ns != st.st_ctime_ns:
+            return Member.kept(path, "changed while being read", "modified")
     tail = tail_patches(path, post_size, size, _line_edit(env, rec))
     if not patches and not tail:
         return Member(path)
-    op = _write(path, rec, patches + tail, h.hexdigest(), size > post_size, "undo", in_place_ok=True)
+    op = _write(path, rec, patches + tail, _fingerprint(st, h.hexdigest()), size > post_size, "undo", in_place_ok=True)
     return Member(path, [op], edits=[(p.offset, p.delta) for p in tail if p.delta], grown=size > post_size)
 
 

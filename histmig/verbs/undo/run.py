@@ -53,7 +53,8 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
     applied = ApplyResult()
     if plan.operations:
         begin = next((r for r in iter_records(folder) if r["kind"] == "begin"), {})   # line 1: one read
-        opts = ApplyOptions(tail_transform=inverse_line_edit(begin), argv=argv)
+        # the inverse plan was made from whole-file reads moments ago (verbs/undo/diff.py)
+        opts = ApplyOptions(tail_transform=inverse_line_edit(begin), argv=argv, trust_plan_hash=True)
         applied = apply_plan(plan, homes, options=opts)
     skipped = {s.path for s in applied.skips}
     res.undo_txid, res.done = applied.txid, applied.done
