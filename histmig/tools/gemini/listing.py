@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import orjson
+
 from histmig.jsonio.jsonl import BOM, parse_json
 from histmig.jsonio.regular import open_regular_fd
-from histmig.tools.gemini.records import CONTEXT_TAGS, counts, line_kind
-
-BLANK = object()        # a blank line: no record, not broken
-BROKEN = object()       # a line that does not parse: an opaque record (a broken line)
+from histmig.tools.gemini.records import CONTEXT_TAGS, counts
 
 
 class Facts:
@@ -43,50 +42,73 @@ def small_facts(path: Any, size: int) -> Facts | None:
 
 
 def facts_of_bytes(data: bytes) -> Facts:
+    """One pass over the lines of ``data``, split and judged the way ``jsonl.iter_lines`` and ``Line``
+    (``blank``, ``body``, ``obj``) do it, each parsed once; what ``_head_facts`` and ``resolve`` read
+    of the objects is taken as the line goes by (``resolve``'s list as ids only)."""
     facts = Facts()
-    values = values_of_bytes(data)
-    facts.broken = values.count(BROKEN)
-    _head(facts, values)
-    facts.messages = _count(values)
-    return facts
-
-
-def values_of_bytes(data: bytes) -> list[Any]:
-    """Each line's value: :data:`BLANK`, :data:`BROKEN`, or what it parsed to (any JSON value), split and
-    judged the way ``jsonl.iter_lines`` and ``Line`` (``blank``, ``body``, ``error``) do it."""
-    out: list[Any] = []
+    meta = facts.meta
+    order: list[str] = []
+    live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
+    counted: dict[str, bool] = {}             # id -> whether its last version counts (resolve.counted)
     pos, size, find = 0, len(data), data.find
+    loads, dumps = orjson.loads, orjson.dumps
     while pos < size:
         nl = find(b"\n", pos)
         end = size if nl < 0 else nl + 1
         start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
         stop = end - (2 if data[end - 2:end] == b"\r\n" else 1) if nl >= 0 else end
-        body = data[start:stop]
-        if data[pos:pos + 1] != b"{" and not body.strip():
-            out.append(BLANK)
-        else:
-            value, error = parse_json(body)
-            out.append(BROKEN if error is not None else value)
+        first = data[pos:pos + 1]
         pos = end
-    return out
-
-
-def _head(facts: Facts, values: list[Any]) -> None:
-    """``_head_facts``: metadata merged in line order, the first prompt among the user messages."""
-    meta = facts.meta
-    for obj in values:
-        if not isinstance(obj, dict):
-            continue
-        kind = line_kind(obj)
-        if kind == "meta":
-            meta.update(obj)
-        elif kind == "$set" and isinstance(obj["$set"], dict):
-            meta.update({k: v for k, v in obj["$set"].items() if k != "messages"})
-            for m in obj["$set"].get("messages") or []:
-                if isinstance(m, dict) and m.get("type") == "user" and facts.prompt is None:
+        body = data[start:stop]
+        if first != b"{" and not body.strip():
+            continue                                          # blank: no record
+        try:                       # parse_json's answer when orjson's encoding is the line (its fast path)
+            obj = loads(body)
+            ok = isinstance(obj, dict) and dumps(obj) == body
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):     # (encoding: deeper than orjson writes)
+            ok = False
+        if not ok:
+            obj, error = parse_json(body)
+            if error is not None:
+                facts.broken += 1
+                continue
+            if not isinstance(obj, dict):
+                continue
+        if "$set" in obj:
+            sets = obj["$set"]
+            if not isinstance(sets, dict):
+                continue
+            meta.update({k: v for k, v in sets.items() if k != "messages"})
+            for m in sets.get("messages") or []:
+                if facts.prompt is None and isinstance(m, dict) and m.get("type") == "user":
                     facts.prompt = prompt_of(m.get("content"))
-        elif kind == "message" and obj.get("type") == "user" and facts.prompt is None:
-            facts.prompt = prompt_of(obj.get("content"))
+            if isinstance(sets.get("messages"), list):
+                order, live = [], set()
+                for m in sets["messages"]:
+                    if isinstance(m, dict) and "id" in m:
+                        mid = str(m["id"])
+                        if mid not in live:
+                            live.add(mid)
+                            order.append(mid)
+                        counted[mid] = counts(m)
+        elif "$rewindTo" in obj:
+            target = str(obj["$rewindTo"])
+            if target in live:
+                cut = order.index(target)
+                live.difference_update(order[cut:])
+                del order[cut:]
+        elif "id" in obj:
+            if facts.prompt is None and obj.get("type") == "user":
+                facts.prompt = prompt_of(obj.get("content"))
+            mid = str(obj["id"])
+            if mid not in live:
+                live.add(mid)
+                order.append(mid)
+            counted[mid] = counts(obj)
+        else:
+            meta.update(obj)
+    facts.messages = sum(1 for mid in order if counted[mid])
+    return facts
 
 
 def prompt_of(content: Any) -> str | None:
@@ -114,38 +136,3 @@ def _text(p: Any) -> tuple[str | None, bool]:
     if isinstance(p.get("text"), str) and not p.get("thought"):
         return p["text"], p["text"].lstrip().startswith(CONTEXT_TAGS)
     return None, False
-
-
-def _count(values: list[Any]) -> int:
-    """``records.resolve``'s final list, counted as scan counts (``counts``): ids only."""
-    order: list[str] = []
-    live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
-    counted: dict[str, bool] = {}
-    for obj in values:
-        if not isinstance(obj, dict):
-            continue
-        kind = line_kind(obj)
-        if kind == "message":
-            mid = str(obj["id"])
-            if mid not in live:
-                live.add(mid)
-                order.append(mid)
-            counted[mid] = counts(obj)
-        elif kind == "$set" and isinstance(obj["$set"], dict):
-            msgs = obj["$set"].get("messages")
-            if isinstance(msgs, list):
-                order, live = [], set()
-                for m in msgs:
-                    if isinstance(m, dict) and "id" in m:
-                        mid = str(m["id"])
-                        if mid not in live:
-                            live.add(mid)
-                            order.append(mid)
-                        counted[mid] = counts(m)
-        elif kind == "$rewindTo":
-            target = str(obj["$rewindTo"])
-            if target in live:
-                cut = order.index(target)
-                live.difference_update(order[cut:])
-                del order[cut:]
-    return sum(1 for mid in order if counted[mid])
