@@ -18,7 +18,7 @@ from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
 from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings
-from histmig.tools.claude_family.listing import HEAD_TAIL, broken_lines_state, mark_unreadable
+from histmig.tools.claude_family.listing import HEAD_TAIL, mark_unreadable
 from histmig.tools.gemini import files, legacy
 from histmig.tools.gemini.records import (RESOLVED, Resolved, line_kind, line_record, message_records, messages,
                                           resolve)
@@ -192,6 +192,8 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
 
 
 def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
+    if not is_legacy(path) and st.st_size <= 2 * HEAD_TAIL and _summarize_bytes(ref, path, st):
+        return
     try:
         if is_legacy(path):
             meta, head, opaque, ref.messages = _legacy_facts(stream(path))
@@ -207,17 +209,39 @@ def _summarize(ref: SessionRef, path: Path, st: Any) -> None:
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
         return
+    prompt = next((p for p in (_prompt(r) for r in head if r.role == "user") if p), None)
+    # what the client's listing and cleanup call resumable: a prompt, or a model message with content
+    resumable = prompt is not None or any(r.role == "assistant" and r.parts for r in head)
+    _row(ref, meta, prompt, resumable, sum(1 for r in opaque if r.opaque))
+
+
+def _summarize_bytes(ref: SessionRef, path: Path, st: Any) -> bool:
+    """A small ``.jsonl`` from its bytes (listing.py: the same row, no Line or Record); False when the
+    file grew past its stat meanwhile (the Line reader then reads it as it is)."""
+    from histmig.tools.gemini.listing import small_facts
+    try:
+        facts = small_facts(path, st.st_size)
+    except (HistmigError, OSError) as e:
+        mark_unreadable(ref, e)
+        return True
+    if facts is None:
+        return False
+    ref.messages = facts.messages
+    # a JSONL head holds user records only: resumable means a prompt
+    _row(ref, facts.meta, facts.prompt, facts.prompt is not None, facts.broken)
+    return True
+
+
+def _row(ref: SessionRef, meta: dict, prompt: str | None, resumable: bool, broken: int) -> None:
     if isinstance(meta.get("sessionId"), str):
         ref.id = meta["sessionId"]
     ref.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
-    prompt = next((p for p in (_prompt(r) for r in head if r.role == "user") if p), None)
     ref.title = meta.get("summary") if isinstance(meta.get("summary"), str) else prompt
-    # what the client's listing and cleanup call resumable: a prompt, or a model message with content
-    resumable = prompt is not None or any(r.role == "assistant" and r.parts for r in head)
     ref.extra = {"lastUpdated": meta.get("lastUpdated"), "resumable": resumable}
     if not resumable:
         ref.state.append("no prompt (Gemini deletes it at its next start)")
-    ref.state += broken_lines_state(opaque)
+    if broken:
+        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
 
 
 def _legacy_facts(s: Session) -> tuple[dict, list[Record], list[Record], int]:

@@ -1,0 +1,138 @@
+"""A Gemini listing row of a small ``.jsonl`` straight from its bytes (issue 15's cold-read rule,
+docs/scan-show.md): the file read once, each line parsed once (``jsonl.parse_json``, as strictly as
+``Line.obj``) into a plain value, and the metadata, first prompt, message count and broken lines taken
+from those values -- no ``Line``, no ``Record``. Every answer is the one adapter.py's ``_head_facts`` and
+``records.resolve`` give from the Line reader (docs/specs/gemini.md §2, §3); tests/test_gemini_listing.py
+compares both on every shape. A file that grew past what its stat said is left to them (None).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from histmig.jsonio.jsonl import BOM, parse_json
+from histmig.jsonio.regular import open_regular_fd
+from histmig.tools.gemini.records import CONTEXT_TAGS, counts
+
+
+class Facts:
+    """What the listing shows: merged metadata, the first prompt, the counted messages, broken lines."""
+
+    __slots__ = ("meta", "prompt", "messages", "broken")
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+        self.prompt: str | None = None
+        self.messages = 0
+        self.broken = 0
+
+
+def small_facts(path: Any, size: int) -> Facts | None:
+    """The facts of a file of ``size`` bytes read whole; None when it holds more than that now."""
+    fd = open_regular_fd(path)
+    try:
+        data = os.pread(fd, size + 1, 0)
+    finally:
+        os.close(fd)
+    if len(data) > size:
+        return None
+    return facts_of_bytes(data)
+
+
+def facts_of_bytes(data: bytes) -> Facts:
+    """One pass over the lines of ``data``, split and judged the way ``jsonl.iter_lines`` and ``Line``
+    (``blank``, ``body``, ``obj``) do it, each parsed once; what ``_head_facts`` and ``resolve`` read
+    of the objects is taken as the line goes by (``resolve``'s list as ids only)."""
+    facts = Facts()
+    meta = facts.meta
+    order: list[str] = []
+    live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
+    counted: dict[str, bool] = {}             # id -> whether its last version counts (resolve.counted)
+    pos, size, find = 0, len(data), data.find
+    loads, dumps = orjson.loads, orjson.dumps
+    while pos < size:
+        nl = find(b"\n", pos)
+        end = size if nl < 0 else nl + 1
+        start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
+        stop = end - (2 if data[end - 2:end] == b"\r\n" else 1) if nl >= 0 else end
+        first = data[pos:pos + 1]
+        pos = end
+        body = data[start:stop]
+        if first != b"{" and not body.strip():
+            continue                                          # blank: no record
+        try:                       # parse_json's answer when orjson's encoding is the line (its fast path)
+            obj = loads(body)
+            ok = isinstance(obj, dict) and dumps(obj) == body
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):     # (encoding: deeper than orjson writes)
+            ok = False
+        if not ok:
+            obj, error = parse_json(body)
+            if error is not None:
+                facts.broken += 1
+                continue
+            if not isinstance(obj, dict):
+                continue
+        if "$set" in obj:
+            sets = obj["$set"]
+            if not isinstance(sets, dict):
+                continue
+            meta.update({k: v for k, v in sets.items() if k != "messages"})
+            for m in sets.get("messages") or []:
+                if facts.prompt is None and isinstance(m, dict) and m.get("type") == "user":
+                    facts.prompt = prompt_of(m.get("content"))
+            if isinstance(sets.get("messages"), list):
+                order, live = [], set()
+                for m in sets["messages"]:
+                    if isinstance(m, dict) and "id" in m:
+                        mid = str(m["id"])
+                        if mid not in live:
+                            live.add(mid)
+                            order.append(mid)
+                        counted[mid] = counts(m)
+        elif "$rewindTo" in obj:
+            target = str(obj["$rewindTo"])
+            if target in live:
+                cut = order.index(target)
+                live.difference_update(order[cut:])
+                del order[cut:]
+        elif "id" in obj:
+            if facts.prompt is None and obj.get("type") == "user":
+                facts.prompt = prompt_of(obj.get("content"))
+            mid = str(obj["id"])
+            if mid not in live:
+                live.add(mid)
+                order.append(mid)
+            counted[mid] = counts(obj)
+        else:
+            meta.update(obj)
+    facts.messages = sum(1 for mid in order if counted[mid])
+    return facts
+
+
+def prompt_of(content: Any) -> str | None:
+    """adapter._prompt over records.content_parts: the first text part not injected, not blank and not
+    starting with ``/`` or ``?`` (a part with a call, a response or inline data is no text)."""
+    if isinstance(content, str):
+        texts = [(content, False)] if content else []
+    elif isinstance(content, list):
+        texts = [_text(p) for p in content]
+    else:
+        return None
+    for text, injected in texts:
+        if text is not None and text.strip() and not injected and text.lstrip()[:1] not in ("/", "?"):
+            return text.strip()
+    return None
+
+
+def _text(p: Any) -> tuple[str | None, bool]:
+    """``records.part_of``'s Text (text, injected), or (None, False) for any other part."""
+    if not isinstance(p, dict):
+        return (p, False) if isinstance(p, str) else (None, False)
+    for key in ("functionCall", "functionResponse", "inlineData"):
+        if key in p and isinstance(p[key], dict):
+            return None, False
+    if isinstance(p.get("text"), str) and not p.get("thought"):
+        return p["text"], p["text"].lstrip().startswith(CONTEXT_TAGS)
+    return None, False

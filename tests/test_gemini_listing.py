@@ -1,0 +1,105 @@
+"""issue 16/15: the Gemini listing of a small ``.jsonl`` reads bytes (histmig/tools/gemini/listing.py) and
+gives exactly the row the Line reader gives (``_head_facts`` and ``records.resolve`` in adapter.py): broken,
+blank, BOM, CRLF, unterminated, partial and empty files, ``$set``/``$rewindTo`` patches, injected and
+command prompts, duplicate keys and lines that are JSON but no object; the scan index stores the same."""
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from histmig.core.scanindex import ScanIndex
+from histmig.tools.gemini import adapter
+
+META = {"sessionId": "b425c916-bfa5-4ab1-8b5c-effa78bc7c31", "projectHash": "9c", "kind": "main",
+        "startTime": "2026-12-01T14:03:03.261Z", "lastUpdated": "2026-12-01T14:03:03.261Z"}
+
+
+def line(o) -> bytes:
+    return orjson.dumps(o) + b"\n"
+
+
+def msg(mid: str, t: str, content, **extra) -> dict:
+    return {"id": mid, "timestamp": "2026-12-01T14:03:03.304Z", "type": t, "content": content, **extra}
+
+
+CTX = [{"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}]
+PLAIN = (line(META) + line({"$set": {"messages": [msg("c", "user", CTX)]}})
+         + line(msg("u1", "user", [{"text": "Say hello."}])) + line({"$set": {"lastUpdated": "2026-12-01T14:04Z"}})
+         + line(msg("g1", "gemini", "Hello.", model="gemini-2.5-flash")))
+TOOL = (line(META) + line(msg("u1", "user", "  list files  "))
+        + line(msg("g1", "gemini", "", toolCalls=[{"id": "t1", "name": "ls", "args": {}, "status": "success",
+                                                  "result": [{"functionResponse": {"id": "t1", "response":
+                                                             {"output": "a"}}}]}]))
+        + line(msg("u2", "user", [{"functionResponse": {"id": "t1", "response": {"output": "a"}}}]))
+        + line(msg("g2", "gemini", "done")))
+
+FILES = {
+    "plain": PLAIN,
+    "tool": TOOL,
+    "broken": PLAIN[:150] + b"\n{not json\n\n[1,2]\nnull\n\"s\"\n" + PLAIN,
+    "duplicate-key": PLAIN + b'{"id":"d","type":"user","type":"gemini"}\n',
+    "spaced": PLAIN + b'{"id" : "s1", "type": "user", "content": "spaced"}\n',
+    "nul": PLAIN + b'{"id":"n","content":"a\x00b"}\n',
+    "bad-utf8": PLAIN + b'{"id":"n","content":"\xff"}\n',
+    "bom": b"\xef\xbb\xbf" + PLAIN,
+    "bom-blank": b"\xef\xbb\xbf\n" + PLAIN,
+    "crlf": PLAIN.replace(b"\n", b"\r\n"),
+    "blank-lines": b"\n  \n" + PLAIN.replace(b"\n", b"\n\n") + b"\t\n",
+    "unterminated": PLAIN[:-1],
+    "partial": PLAIN + b'{"id":"x","type":"user","cont',
+    "empty": b"",
+    "only-blank": b"\n\n  \n",
+    "meta-only": line(META),
+    "no-prompt": line(META) + line(msg("u1", "user", CTX)) + line(msg("u2", "user", "/help"))
+                 + line(msg("u3", "user", [{"text": "?"}, {"text": "x", "thought": True}])),
+    "late-prompt": line(META) + line(msg("u1", "user", [{"text": "  "}, {"functionCall": {"name": "f"}, "text": "no"},
+                                                         {"inlineData": {"mimeType": "image/png"}}, "raw text"])),
+    "summary": PLAIN + line({"$set": {"summary": "A summary", "sessionId": "other", "startTime": 5}}),
+    "rewind": PLAIN + line(msg("u2", "user", "second")) + line({"$rewindTo": "u1"}) + line(msg("u3", "user", "third")),
+    "rewind-missing": PLAIN + line({"$rewindTo": "nope"}),
+    "set-replace": PLAIN + line({"$set": {"messages": [msg("a", "user", "replaced"), msg("a", "user", "again"),
+                                                       msg("b", "gemini", "x"), {"no": "id"}, 3]}}),
+    "set-not-list": PLAIN + line({"$set": {"messages": {"k": 1}}}) + line({"$set": 3}),
+    "redefined": PLAIN + line(msg("u1", "user", CTX)) + line(msg("g1", "info", "x")),
+    "resumed": PLAIN + line({**META, "startTime": "later"}) + line({"$set": {"messages": [msg("c", "user", CTX)]}})
+               + line(msg("u9", "user", "after resume")),
+    "deep": PLAIN + b'{"id":"deep","x":' + b"[" * 300 + b"]" * 300 + b"}\n",
+    "big-int": PLAIN + b'{"id":"i","n":123456789012345678901234567890}\n',
+}
+
+
+def rows(path, monkeypatch, *, old: bool):
+    with monkeypatch.context() as m:
+        if old:
+            m.setattr(adapter, "_summarize_bytes", lambda *a: False)
+        index = ScanIndex(None, {})
+        ref = adapter.ref_for(path, "/w/app", index=index)
+        return ref, index.records
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_bytes_row_is_the_line_readers_row(tmp_path, monkeypatch, name):
+    path = tmp_path / "tmp" / "app" / "chats" / "session-2026-12-01T14-02-9d6121d7.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(FILES[name])
+    new, new_index = rows(path, monkeypatch, old=False)
+    old, old_index = rows(path, monkeypatch, old=True)
+    assert vars(new) == vars(old)
+    assert new_index == old_index
+
+
+def test_bytes_path_is_taken(tmp_path, monkeypatch):
+    path = tmp_path / "session-2026-12-01T14-02-9d6121d7.jsonl"
+    path.write_bytes(FILES["broken"])
+    m = monkeypatch
+    m.setattr(adapter, "_head_facts", lambda *a: pytest.fail("the Line reader ran"))
+    ref = adapter.ref_for(path, None)
+    assert ref.messages == 2 and ref.title == "Say hello." and ref.state == ["2 broken lines"]    # [1,2], null, "s": JSON
+
+
+def test_a_file_that_grew_past_its_stat_goes_to_the_line_reader(tmp_path):
+    from histmig.tools.gemini.listing import small_facts
+    path = tmp_path / "session-2026-12-01T14-02-9d6121d7.jsonl"
+    path.write_bytes(PLAIN)
+    assert small_facts(path, len(PLAIN) - 1) is None
+    assert small_facts(path, len(PLAIN)).messages == 2
