@@ -1,5 +1,5 @@
 """A listing of many session files on every CPU (histmig/core/forkmap.py ``fork_map``), for a tool whose
-``discover`` reads each file on its own (Codex's discover does the same for rollouts).
+``discover`` reads each file on its own (Codex's rollouts, Qwen's session files).
 
 Files go in batches (``BATCH``: bounds what is held, keeps the listing lazy); in each, the scan index's
 hits are answered here first, so a repeat scan forks nothing, and only the files to read are shared
@@ -15,19 +15,20 @@ BATCH = 1024
 
 
 def list_files(paths: Iterable[Any], index: Any, hit: Callable[[Any, Any], Any],
-               make: Callable[[Any, Any], Any]) -> Iterator[Any]:
+               make: Callable[[Any, Any], Any], path_of: Callable[[Any], Any] = lambda p: p) -> Iterator[Any]:
     """``make(path, index)`` for each path (a ref), but ``hit(path, index)`` first when there is an
-    index (the ref of an unchanged file, or None)."""
+    index (the ref of an unchanged file, or None). ``path_of``: the file behind an item of ``paths``
+    when an item carries more than its path (Codex: (path, archived, shadowed)), for its weight."""
     batch: list[Any] = []
     for path in paths:
         batch.append(path)
         if len(batch) >= BATCH:
-            yield from _batch(batch, index, hit, make)
+            yield from _batch(batch, index, hit, make, path_of)
             batch = []
-    yield from _batch(batch, index, hit, make)
+    yield from _batch(batch, index, hit, make, path_of)
 
 
-def _batch(batch: list[Any], index: Any, hit: Callable, make: Callable) -> Iterator[Any]:
+def _batch(batch: list[Any], index: Any, hit: Callable, make: Callable, path_of: Callable) -> Iterator[Any]:
     if not batch:
         return
     hits = [None if index is None else hit(path, index) for path in batch]
@@ -42,7 +43,7 @@ def _batch(batch: list[Any], index: Any, hit: Callable, make: Callable) -> Itera
     read: Iterator = iter(())
     if todo:
         from histmig.core.forkmap import file_size, fork_map
-        read = iter(fork_map(one, todo, [file_size(p) for p in todo]))
+        read = iter(fork_map(one, todo, [file_size(path_of(p)) for p in todo]))
     for ref in hits:
         if ref is not None:
             yield ref

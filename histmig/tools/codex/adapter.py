@@ -812,47 +812,16 @@ def detect(path: str | os.PathLike) -> bool:
 def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterator[SessionRef]:
     """Every rollout ``walk.rollouts`` lists (the one walker: scan sees what flip, move and doctor see);
     ``index``: a ``ScanIndex`` that answers for unchanged files (histmig.core.scanindex). Files are
-    listed in batches on every CPU (``fork_map``: a batch under 32 MB runs here), in walk order."""
-    batch: list[tuple] = []
-    for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
-        batch.append((Path(path), is_archived, Path(shadowed) if shadowed is not None else None))
-        if len(batch) >= DISCOVER_BATCH:
-            yield from _list_batch(batch, index)
-            batch = []
-    yield from _list_batch(batch, index)
+    listed in batches on every CPU (histmig/toolkit/forklist.py: a batch under 32 MB runs here), in
+    walk order."""
+    from histmig.toolkit.forklist import list_files
+    entries = ((Path(path), is_archived, Path(shadowed) if shadowed is not None else None)
+               for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived))
+    yield from list_files(entries, index, index_hit, _entry_ref, path_of=lambda entry: entry[0])
 
 
-DISCOVER_BATCH = 1024      # files per fork_map: bounds what is held, keeps the listing lazy
-
-
-def _list_batch(batch: list[tuple], index: Any) -> Iterator[SessionRef]:
-    if not batch:
-        return
-    recorder = None if index is None else _Recorder(index)
-    # the index's hits answered here first: only the files to read are shared out (a repeat scan forks
-    # nothing and sends no refs through a pipe)
-    hits = [None if index is None else index_hit(entry, index) for entry in batch]
-    todo = [entry for entry, ref in zip(batch, hits) if ref is None]
-
-    def one(entry: tuple) -> tuple[SessionRef, tuple | None]:
-        if recorder is not None:
-            recorder.stored = None
-        ref = make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=recorder)
-        return ref, None if recorder is None else recorder.stored
-    read: Iterator = iter(())
-    if todo:
-        from histmig.core.forkmap import file_size, fork_map
-        read = iter(fork_map(one, todo, [file_size(e[0]) for e in todo]))
-    for hit in hits:
-        if hit is not None:
-            yield hit
-            continue
-        ref, stored = next(read)
-        if index is not None:
-            index.touched.add(os.fspath(ref.path))
-            if stored is not None:
-                index.store(*stored[0], **stored[1])
-        yield ref
+def _entry_ref(entry: tuple, index: Any) -> SessionRef:
+    return make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=index)
 
 
 def index_hit(entry: tuple, index: Any) -> SessionRef | None:
@@ -864,23 +833,6 @@ def index_hit(entry: tuple, index: Any) -> SessionRef | None:
         return None
     fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
     return None if fields is None else _cached_ref(path, st, fields, archived)
-
-
-class _Recorder:
-    """The scan index as a (forked) worker sees it: look-ups answered, stores handed back to the
-    parent with the ref, which files them in the one index it saves."""
-
-    def __init__(self, index: Any):
-        self.index, self.stored = index, None
-
-    def hit(self, *a: Any) -> Any:
-        return self.index.hit(*a)
-
-    def grown(self, *a: Any) -> Any:
-        return self.index.grown(*a)
-
-    def store(self, *a: Any, **kw: Any) -> None:
-        self.stored = (a, kw)
 
 
 def usage_of(rec: Record) -> dict | None:
