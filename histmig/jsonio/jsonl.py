@@ -160,7 +160,7 @@ def parse_json(body: bytes) -> tuple[Any, str | None]:
 
     Returns ``(value, None)`` or ``(None, reason)``; never raises.
     """
-    if not body.strip():
+    if body[:1] != b"{" and not body.strip():      # (a record is never blank: no copy to say so)
         return None, "blank line"
     if b"\x00" in body:
         return None, "NUL bytes"
@@ -185,6 +185,25 @@ def parse_json(body: bytes) -> tuple[Any, str | None]:
         except (ValueError, RecursionError):
             return None, "not valid JSON"
     return value, None
+
+
+def bodies(data: bytes) -> Iterator[bytes | None]:
+    """The JSON text of each line of ``data`` (a file's bytes read whole), split and judged as
+    ``iter_lines`` and ``Line`` do it: the first line's BOM and each terminator left out; None for a
+    blank line (``Line.blank``); ``b""`` for a line over ``DEFAULT_MAX_LINE_BYTES`` (``Line.oversize``:
+    not copied, and ``parse_json`` finds no record in it, so it is opaque as its Line is)."""
+    pos, size, find = 0, len(data), data.find
+    while pos < size:
+        nl = find(b"\n", pos)
+        end = size if nl < 0 else nl + 1
+        if end - pos > DEFAULT_MAX_LINE_BYTES:
+            yield b""
+        else:
+            start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
+            stop = end - (2 if data[end - 2:end] == b"\r\n" else 1) if nl >= 0 else end
+            body = data[start:stop]
+            yield None if data[pos:pos + 1] != b"{" and not body.strip() else body
+        pos = end
 
 
 def iter_lines(fp: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

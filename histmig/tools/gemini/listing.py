@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
-
-from histmig.jsonio.jsonl import BOM, parse_json
+from histmig.jsonio.jsonl import bodies, parse_json
 from histmig.jsonio.regular import open_regular_fd
 from histmig.tools.gemini.records import CONTEXT_TAGS, counts
 
@@ -43,37 +41,23 @@ def small_facts(path: Any, size: int) -> Facts | None:
 
 def facts_of_bytes(data: bytes) -> Facts:
     """One pass over the lines of ``data``, split and judged the way ``jsonl.iter_lines`` and ``Line``
-    (``blank``, ``body``, ``obj``) do it, each parsed once; what ``_head_facts`` and ``resolve`` read
-    of the objects is taken as the line goes by (``resolve``'s list as ids only)."""
+    (``blank``, ``body``, ``obj``) do it (``jsonl.bodies``, ``parse_json``), each parsed once; what
+    ``_head_facts`` and ``resolve`` read of the objects is taken as the line goes by (``resolve``'s
+    list as ids only)."""
     facts = Facts()
     meta = facts.meta
     order: list[str] = []
     live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
     counted: dict[str, bool] = {}             # id -> whether its last version counts (resolve.counted)
-    pos, size, find = 0, len(data), data.find
-    loads, dumps = orjson.loads, orjson.dumps
-    while pos < size:
-        nl = find(b"\n", pos)
-        end = size if nl < 0 else nl + 1
-        start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
-        stop = end - (2 if data[end - 2:end] == b"\r\n" else 1) if nl >= 0 else end
-        first = data[pos:pos + 1]
-        pos = end
-        body = data[start:stop]
-        if first != b"{" and not body.strip():
+    for body in bodies(data):
+        if body is None:
             continue                                          # blank: no record
-        try:                       # parse_json's answer when orjson's encoding is the line (its fast path)
-            obj = loads(body)
-            ok = isinstance(obj, dict) and dumps(obj) == body
-        except (orjson.JSONDecodeError, orjson.JSONEncodeError):     # (encoding: deeper than orjson writes)
-            ok = False
-        if not ok:
-            obj, error = parse_json(body)
-            if error is not None:
-                facts.broken += 1
-                continue
-            if not isinstance(obj, dict):
-                continue
+        obj, error = parse_json(body)
+        if error is not None:
+            facts.broken += 1
+            continue
+        if not isinstance(obj, dict):
+            continue
         if "$set" in obj:
             sets = obj["$set"]
             if not isinstance(sets, dict):

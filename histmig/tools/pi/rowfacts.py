@@ -78,26 +78,11 @@ def messages(objs: list[Any]) -> int:
 
 
 def objects_of_bytes(data: bytes) -> list[Any]:
-    """:func:`objects` of the lines of a file read whole into ``data``, without a ``Line`` per line:
-    each line split, judged blank and parsed (``jsonl.parse_json``, as strictly as ``Line.obj``) the
-    way ``jsonl.read_lines`` and ``Line`` do it."""
-    from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, parse_json
+    """:func:`objects` of the lines of a file read whole into ``data``, without a ``Line`` per line
+    (``jsonl.bodies`` splits and judges them as ``Line`` does; parsed as strictly, ``parse_json``)."""
+    from histmig.jsonio.jsonl import bodies, parse_json
     out: list[Any] = []
-    pos, size, find = 0, len(data), data.find
-    while pos < size:
-        nl = find(b"\n", pos)
-        end = size if nl < 0 else nl + 1
-        if end - pos > DEFAULT_MAX_LINE_BYTES:
-            out.append(None)                             # an over-limit line: opaque, never blank
-            pos = end
-            continue
-        start = pos + 3 if pos == 0 and data.startswith(BOM) else pos
-        stop = end - (2 if data[end - 2:end] == b"\r\n" else 1) if nl >= 0 else end
-        body = data[start:stop]
-        if data[pos:pos + 1] != b"{" and not body.strip():
-            out.append(BLANK)
-        else:
-            obj = parse_json(body)[0]
-            out.append(obj if isinstance(obj, dict) else None)
-        pos = end
+    for body in bodies(data):
+        obj = BLANK if body is None else parse_json(body)[0]
+        out.append(obj if obj is BLANK or isinstance(obj, dict) else None)
     return out
