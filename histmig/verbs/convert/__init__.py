@@ -75,27 +75,9 @@ class Run:
         self.tables = self.rules.tables(homes) if self.rules.tables else None
         self.folders: dict[str, Path] = {}
         self.warnings: list[Warning] = []
-        self._sources: dict[str, tuple[Any, Any, bool]] = {}
-        self._writer: Callable[..., Written] | None = None
 
     def now(self) -> float:
         return self.ids.time()
-
-    def source(self, fmt: str) -> tuple[Any, Any, bool]:
-        """A source tool's adapter, provenance hook and whether it lends its model names, looked
-        up once per run (the tool table resolves a name and its aliases on every look-up)."""
-        got = self._sources.get(fmt)
-        if got is None:
-            tool = registry.adapter(fmt)
-            got = self._sources[fmt] = (tool, registry.hook(fmt, "provenance"),
-                                        bool(getattr(tool, "lends_model", False)))
-        return got
-
-    def writer(self) -> Callable[..., Written]:
-        """The target's writer, imported on first use."""
-        if self._writer is None:
-            self._writer = WRITERS[self.opts.target]
-        return self._writer
 
 
 def iter_convert(run: Run, refs: Iterable[SessionRef]) -> Iterator[tuple[Outcome, list[Op]]]:
@@ -109,7 +91,7 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
         return _skip(out, "same-tool", f"already a {ref.format} session"), []
     if ref.error:
         return _skip(out, "unreadable", ref.error), []
-    tool, marks, _ = run.source(ref.format)
+    tool = registry.adapter(ref.format)
     try:     # stream(): the records are read again from the file when flattened, one at a time
         session = getattr(tool, "stream", tool.read)(ref)
     except (HistmigError, OSError) as e:
@@ -120,6 +102,7 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     cwd = session.cwd or ref.cwd
     if not cwd or not valid_cwd(cwd) or ".." in Path(cwd).parts:
         return _skip(out, "invalid-cwd", f"no usable cwd ({cwd!r:.80})"), []
+    marks = registry.hook(ref.format, "provenance")
     mark = _marker(marks, session, ref.path) if marks is not None else None
     if mark and not run.opts.again:     # convert the original instead (or pass --again)
         return _skip(out, "is-conversion", f"is a conversion of {mark[0]} session {mark[1]}"), []
@@ -156,9 +139,9 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
         assert UUID_RE.match(sid)
     t = Target(run.root, sid, cwd, run.ids, session.format, out.source_id,
                keep_reasoning_text=run.opts.keep_reasoning_text, provider=run.provider or "openai",
-               model=run.model or (session.model if run.source(session.format)[2] else None), sink=run.sink,
+               model=run.model or (session.model if _lends_model(session.format) else None), sink=run.sink,
                tables=run.tables)
-    w: Written = run.writer()(conv, t)
+    w: Written = WRITERS[run.opts.target](conv, t)
     for path, _ in w.files:
         if not all(safe_component(c) for c in path.relative_to(run.root).parts):
             for _, data in w.files:
@@ -201,6 +184,11 @@ def _mtime_ns(run: Run, w: Written) -> int | None:
         run.warnings.append(Warning("old-mtime", f"{w.session_id}: kept time {w.last_ts} is older than "
                                     f"{days} days; {run.rules.cleanup_note}", str(w.files[0][0])))
     return (int(dt.timestamp()) - (1 if dt.microsecond and dt.timestamp() < 0 else 0)) * 10**9 + dt.microsecond * 1000
+
+
+def _lends_model(source: str) -> bool:
+    """Whether the source tool's model names are worth recording in the target (an adapter says so)."""
+    return bool(getattr(registry.adapter(source), "lends_model", False))
 
 
 def _marker(marks: Any, session: Any, path: Any) -> tuple[str, str] | None:
