@@ -148,5 +148,9 @@ def mark_unreadable(ref: SessionRef, e: Exception) -> SessionRef:
 
 def broken_lines_state(records: Iterable[Record]) -> list[str]:
     """``["N broken line(s)"]`` for the opaque records, or [] when every line parsed."""
-    broken = sum(1 for r in records if r.opaque)
+    return broken_state(sum(1 for r in records if r.opaque))
+
+
+def broken_state(broken: int) -> list[str]:
+    """``["N broken line(s)"]`` for ``broken`` lines that did not parse, or [] for none."""
     return [f"{broken} broken line" + ("s" if broken != 1 else "")] if broken else []

@@ -18,7 +18,7 @@ from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
 from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings
-from histmig.tools.claude_family.listing import HEAD_TAIL, mark_unreadable
+from histmig.tools.claude_family.listing import HEAD_TAIL, broken_state, mark_unreadable
 from histmig.tools.gemini import files, legacy
 from histmig.tools.gemini.records import (RESOLVED, Resolved, line_kind, line_record, message_records, messages,
                                           resolve)
@@ -240,8 +240,7 @@ def _row(ref: SessionRef, meta: dict, prompt: str | None, resumable: bool, broke
     ref.extra = {"lastUpdated": meta.get("lastUpdated"), "resumable": resumable}
     if not resumable:
         ref.state.append("no prompt (Gemini deletes it at its next start)")
-    if broken:
-        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    ref.state += broken_state(broken)
 
 
 def _legacy_facts(s: Session) -> tuple[dict, list[Record], list[Record], int]:

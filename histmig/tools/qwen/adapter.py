@@ -26,8 +26,8 @@ from histmig.jsonio.jsonl import Line, read_lines, record_lines
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import (broken_warnings, first_timestamp, first_value, record_bytes,
                                                 records_per_line, str_or_none)
-from histmig.tools.claude_family.listing import (HEAD_TAIL, UUID_RE, broken_lines_state, list_ends, mark_unreadable,
-                                                subdirs)
+from histmig.tools.claude_family.listing import (HEAD_TAIL, UUID_RE, broken_lines_state, broken_state, list_ends,
+                                                mark_unreadable, subdirs)
 
 NAME = "qwen"
 NAMED_KEYS = frozenset({"uuid", "parentUuid", "timestamp", "type", "message", "usageMetadata"})
@@ -268,7 +268,7 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef:
     facts, ref.messages, resume, first = got
     ref.cwd, ref.created, ref.title = facts.cwd, facts.created, facts.title
     ref.state += ["archived"] if ref.archived else []
-    ref.state += [f"{facts.broken} broken line" + ("s" if facts.broken != 1 else "")] if facts.broken else []
+    ref.state += broken_state(facts.broken)
     if index is not None:
         from histmig.core.scanindex import fields_of
         index.store(key, st, fields_of(ref, FIELDS), resume=resume, first=first)
