@@ -119,14 +119,15 @@ def head_values(data: bytes, eof: bool, *, max_lines: int, max_bytes: int) -> tu
     return out, pos
 
 
-def last_lines_with(data: bytes, marker: bytes) -> Iterator[bytes]:
-    """The lines of ``data`` (starting at a line start) holding ``marker``, last first."""
+def last_lines_with(data: bytes, marker: bytes, start: int = 0) -> Iterator[bytes]:
+    """The lines of ``data[start:]`` (``start`` at a line start) holding ``marker``, last first
+    (``start``: no copy of the bytes before it)."""
     pos = len(data)
     while True:
-        i = data.rfind(marker, 0, pos)
+        i = data.rfind(marker, start, pos)
         if i < 0:
             return
-        ls = data.rfind(b"\n", 0, i) + 1
+        ls = data.rfind(b"\n", start, i) + 1 or start
         le = data.find(b"\n", i)
         yield data[ls:len(data) if le < 0 else le + 1]
         pos = ls

@@ -21,6 +21,12 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
 def open_regular_fd(path: str | os.PathLike) -> int:
     """:func:`open_regular` as a bare fd (for a caller that reads once and closes: a dry run's
     line 1 of every rollout). It stays O_NONBLOCK, which has no effect on a regular file."""
+    return open_regular_stat(path)[0]
+
+
+def open_regular_stat(path: str | os.PathLike) -> tuple[int, os.stat_result]:
+    """:func:`open_regular_fd` and the ``fstat`` it checked (a caller that needs the size or mtime
+    too: no second ``fstat``)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -38,4 +44,4 @@ def open_regular_fd(path: str | os.PathLike) -> int:
         os.close(fd)
         raise
     progress.note("file", st.st_size)
-    return fd
+    return fd, st

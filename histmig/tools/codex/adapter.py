@@ -451,12 +451,16 @@ def _latest_turn_cwd(path: Path) -> str | None:
     return tail_turn_cwd(data, start)
 
 
-def tail_turn_cwd(data: bytes, start: int) -> str | None:
-    """``_latest_turn_cwd`` of the file's last bytes ``data``, read from offset ``start``."""
+def tail_turn_cwd(data: bytes, start: int, lo: int = 0) -> str | None:
+    """``_latest_turn_cwd`` of the file's last bytes ``data[lo:]``, read from offset ``start`` (a
+    line cut by that offset left out; ``lo``: a caller holding the whole file passes no copy)."""
     from histmig.jsonio.marks import last_lines_with, parse_line
     if start > 0:
-        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
-    for raw in last_lines_with(data, b'"turn_context"'):
+        nl = data.find(b"\n", lo)
+        if nl < 0:
+            return None
+        lo = nl + 1
+    for raw in last_lines_with(data, b'"turn_context"', lo):
         obj = parse_line(1, raw)[0]        # never line 1 of the file: no BOM to strip
         if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
             return payload(obj)["cwd"]

@@ -13,16 +13,16 @@ from __future__ import annotations
 import functools
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
-from histmig.core import progress
 from histmig.core.model import SessionRef
-from histmig.jsonio.jsonl import BOM, open_regular_fd
-from histmig.jsonio.marks import last_lines_with, parse_line
+from histmig.core.diagnostics import HistmigError
+from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
+from histmig.jsonio.regular import open_regular_stat
+from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
 from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
@@ -81,19 +81,14 @@ def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]
 def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
     """``(id, size, updated, cwd)`` of a plain rollout whose first line is its ``session_meta`` (the
     id and cwd of that line, size and mtime as the listing gives them); None for anything else. One
-    open, fstat and read per file (``open_regular_fd``'s checks, inlined: thousands of files)."""
-    text = os.fspath(path)
-    if text.endswith(".zst"):
+    open, fstat and read per file."""
+    if is_zst(path):
         return None
     try:
-        fd = os.open(text, _OPEN_FLAGS)
-    except OSError:
+        fd, st = open_regular_stat(path)
+    except (HistmigError, OSError):
         return None                               # make_ref names why
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        progress.note("file", st.st_size)
         data = os.pread(fd, FIRST_READ, 0)
     except OSError:
         return None
@@ -117,7 +112,6 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[
     return sid, st.st_size, st.st_mtime, cwd if isinstance(cwd, str) else None
 
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC     # jsonio/regular.py's
 
 
 def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
@@ -140,28 +134,8 @@ def _from_bytes(data: bytes) -> tuple[bytes, int, str | None] | None:
     end, size = _head_end(data, True), len(data)
     if not end:
         return None
-    return data, end, _tail_cwd(data, max(0, size - TAIL_BYTES)) if end < size else None
-
-
-def _tail_cwd(data: bytes, start: int) -> str | None:
-    """``tail_turn_cwd(data[start:], start)`` without copying the tail: the cwd of the last
-    ``turn_context`` among the lines that start in ``data[start:]`` (the first one, cut, left out)."""
-    if start > 0:
-        nl = data.find(b"\n", start)
-        if nl < 0:
-            return None
-        start = nl + 1
-    pos, size = len(data), len(data)
-    while True:
-        i = data.rfind(b'"turn_context"', start, pos)
-        if i < 0:
-            return None
-        ls = data.rfind(b"\n", start, i) + 1 or start
-        le = data.find(b"\n", i)
-        obj = parse_line(1, memoryview(data)[ls:size if le < 0 else le + 1])[0]   # never line 1: no BOM
-        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-            return payload(obj)["cwd"]
-        pos = ls
+    start = max(0, size - TAIL_BYTES)
+    return data, end, tail_turn_cwd(data, start, start) if end < size else None
 
 
 def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
