@@ -3,6 +3,7 @@
 line is kept byte for byte, broken lines are counted and kept."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -197,16 +198,19 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
     first line is no header is not Pi's (None)."""
     from histmig.core.scanindex import fields_of, fill, head_hash
     ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
+    fd = None
     try:
-        st = path.stat()
+        # without an index to ask, the file is opened first and its fstat is the stat (one syscall less)
+        fd, st = _open_stat(path) if index is None else (None, path.stat())
         ref.size, ref.updated = st.st_size, st.st_mtime
         hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
         if hit is not None:
             return fill(ref, hit)
         if st.st_size <= 2 * HEAD_TAIL:        # small: read whole, its lines judged from the bytes
             from histmig.tools.pi.rowfacts import objects_of_bytes
-            objs = objects_of_bytes(_read_whole(path))
-            if not _summarize_objs(ref, objs, [], True):
+            opened, fd = fd, None                # _read_whole closes it
+            data = _read_whole(path, opened, st.st_size)
+            if not _summarize_objs(ref, objects_of_bytes(data), [], True):
                 return None
             whole = True
         else:
@@ -224,6 +228,9 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
         ref.error = e.describe() if isinstance(e, HistmigError) else (getattr(e, "strerror", None) or str(e))
         ref.state.append("unreadable")
         return ref
+    finally:
+        if fd is not None:      # a large file: its ends are read by path
+            os.close(fd)
     if index is not None:
         index.store(str(path), st, fields_of(ref, FIELDS), resume=resume, first=first)
     return ref
@@ -248,15 +255,30 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
     return total, resume or {"end": lines.end, "msgs": total}
 
 
-def _read_whole(path: Path) -> bytes:
-    """Every byte of a small file (``read_lines`` reads to the end too, whatever the size said)."""
-    from histmig.jsonio.jsonl import open_regular_fd
-    import os
-    fd = open_regular_fd(path)
+def _open_stat(path: Path) -> tuple[int | None, Any]:
+    """The file opened as ``_read_whole`` opens it, and its fstat; when it cannot be opened, no fd and
+    ``path.stat()`` (what happens next is then what happened before a file was opened first: the
+    stat's error, or the open's from the reader)."""
+    from histmig.jsonio.regular import open_regular_stat
     try:
-        parts = []
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
+        return open_regular_stat(path)
+    except HistmigError:
+        return None, path.stat()
+
+
+def _read_whole(path: Path, fd: int | None = None, size: int = -1) -> bytes:
+    """Every byte of a small file (``read_lines`` reads to the end too, whatever the size said), from
+    ``fd`` when it is open (closed here either way). A read shorter than asked is the end of a
+    regular file; one that fills ``size + 1`` means the file grew, and the reads go on to the end."""
+    if fd is None:
+        from histmig.jsonio.regular import open_regular_fd
+        fd = open_regular_fd(path)
+    try:
+        want = size + 1 if size >= 0 else 1 << 20
+        parts = [os.read(fd, want)]
+        if len(parts[0]) == want:
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
         return b"".join(parts)
     finally:
         os.close(fd)
@@ -275,12 +297,11 @@ def _summarize_objs(ref: SessionRef, head: list, tail: list, whole: bool) -> boo
     ref.id = (header.get("id") if isinstance(header.get("id"), str) else None) or ref.id
     ref.cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
     ref.created = header.get("timestamp") if isinstance(header.get("timestamp"), str) else None
-    ref.title = rowfacts.first_prompt(head)
-    ref.provider = rowfacts.last_provider(head + tail)
-    ref.messages = rowfacts.messages(head) if whole else None
-    broken = rowfacts.broken(head + tail)
-    if broken:
-        ref.state.append(f"{broken} broken line" + ("s" if broken != 1 else ""))
+    row = rowfacts.Row(head, tail)
+    ref.title, ref.provider = row.prompt, row.provider
+    ref.messages = row.messages if whole else None
+    if row.broken:
+        ref.state.append(f"{row.broken} broken line" + ("s" if row.broken != 1 else ""))
     return True
 
 

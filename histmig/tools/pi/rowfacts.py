@@ -1,11 +1,12 @@
 """A listing row's facts straight from the parsed lines (docs/pi.md), without building a Record per
 line: the header, the first prompt, the last assistant's provider, the message count and the broken
-lines are what ``scan`` shows, and each reads one or two keys of a line's object. Every answer is the
+lines are what ``scan`` shows, and each reads one or two keys of a line's object (:class:`Row`: all of
+them in one pass). Every answer is the
 one the Record readers give (histmig/tools/pi/entries.py: ``records_from_lines``, and ``header_of``,
 ``first_prompt``, ``last_assistant`` in adapter.py); a line is parsed as strictly as there."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from histmig.jsonio.jsonl import Line
 
@@ -23,11 +24,6 @@ def objects(lines: Iterable[Line]) -> list[Any]:
     return out
 
 
-def broken(objs: list[Any]) -> int:
-    """Lines kept as bytes: not blank, and not a JSON object."""
-    return objs.count(None)
-
-
 def header(objs: list[Any]) -> dict | None:
     """The first non-blank line's object when it is the ``session`` header."""
     for obj in objs:
@@ -37,23 +33,35 @@ def header(objs: list[Any]) -> dict | None:
     return None
 
 
-def _messages(objs: list[Any]) -> Iterator[dict]:
-    """The ``message`` of every message entry."""
-    for obj in objs:
-        if obj is not None and obj is not BLANK and obj.get("type") == "message":
-            msg = obj.get("message")
-            if isinstance(msg, dict):
-                yield msg
+class Row:
+    """The rest of a row, from one pass over the objects (a small file: thousands of rows per scan):
+    the first prompt and the message count of ``head``, the last assistant's provider and the broken
+    lines of ``head`` and ``tail`` together."""
 
+    __slots__ = ("prompt", "provider", "messages", "broken")
 
-def first_prompt(objs: list[Any]) -> str | None:
-    for msg in _messages(objs):
-        if msg.get("role") != "user":
-            continue
-        for text in _texts(msg.get("content")):
-            if text.strip():
-                return text.strip()
-    return None
+    def __init__(self, head: list[Any], tail: list[Any]):
+        self.prompt = self.provider = None
+        self.messages = self.broken = 0
+        for objs, in_head in ((head, True), (tail, False)):
+            for obj in objs:
+                if obj is None:
+                    self.broken += 1        # kept as bytes: not blank, and not a JSON object
+                elif obj is not BLANK and obj.get("type") == "message":
+                    msg = obj.get("message")
+                    if isinstance(msg, dict):
+                        self._message(msg, in_head)
+
+    def _message(self, msg: dict, in_head: bool) -> None:
+        role = msg.get("role")
+        if role == "assistant":
+            self.messages += in_head
+            if isinstance(msg.get("provider"), str):
+                self.provider = msg["provider"]
+        elif role == "user":
+            self.messages += in_head
+            if in_head and self.prompt is None:
+                self.prompt = next((t.strip() for t in _texts(msg.get("content")) if t.strip()), None)
 
 
 def _texts(content: Any) -> list[str]:
@@ -63,18 +71,6 @@ def _texts(content: Any) -> list[str]:
         return [b["text"] for b in content
                 if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
     return []
-
-
-def last_provider(objs: list[Any]) -> str | None:
-    provider = None
-    for msg in _messages(objs):
-        if msg.get("role") == "assistant" and isinstance(msg.get("provider"), str):
-            provider = msg["provider"]
-    return provider
-
-
-def messages(objs: list[Any]) -> int:
-    return sum(1 for msg in _messages(objs) if msg.get("role") in ("user", "assistant"))
 
 
 def objects_of_bytes(data: bytes) -> list[Any]:
