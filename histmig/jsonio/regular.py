@@ -45,3 +45,14 @@ def open_regular_stat(path: str | os.PathLike) -> tuple[int, os.stat_result]:
         raise
     progress.note("file", st.st_size)
     return fd, st
+
+
+def open_or_stat(path: str | os.PathLike) -> tuple[int | None, os.stat_result]:
+    """:func:`open_regular_stat` for a listing that reads the file next: the fd and its fstat, so
+    the file costs one stat, not a ``stat`` and an ``fstat``. When it cannot be opened, no fd and
+    ``os.stat(path)`` (its OSError raised), so what follows is what followed a stat before: the
+    reader's own open raises the open's error."""
+    try:
+        return open_regular_stat(path)
+    except HistmigInputError:
+        return None, os.stat(path)

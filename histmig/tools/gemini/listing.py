@@ -27,9 +27,10 @@ class Facts:
         self.broken = 0
 
 
-def small_facts(path: Any, size: int) -> Facts | None:
-    """The facts of a file of ``size`` bytes read whole; None when it holds more than that now."""
-    fd = open_regular_fd(path)
+def small_facts(path: Any, size: int, fd: int | None = None) -> Facts | None:
+    """The facts of a file of ``size`` bytes read whole (from ``fd`` when it is open; closed here);
+    None when it holds more than that now."""
+    fd = open_regular_fd(path) if fd is None else fd
     try:
         data = os.pread(fd, size + 1, 0)
     finally:

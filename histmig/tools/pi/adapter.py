@@ -12,6 +12,7 @@ from histmig.toolkit.usage import add_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
 from histmig.jsonio.jsonl import Line, head_lines, read_lines, record_lines, tail_lines
+from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
 from histmig.tools.pi.layout import all_session_files
@@ -201,7 +202,7 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
     fd = None
     try:
         # without an index to ask, the file is opened first and its fstat is the stat (one syscall less)
-        fd, st = _open_stat(path) if index is None else (None, path.stat())
+        fd, st = open_or_stat(path) if index is None else (None, path.stat())
         ref.size, ref.updated = st.st_size, st.st_mtime
         hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
         if hit is not None:
@@ -253,17 +254,6 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
             if isinstance(msg, dict) and msg.get("role") in ("user", "assistant"):
                 total += 1
     return total, resume or {"end": lines.end, "msgs": total}
-
-
-def _open_stat(path: Path) -> tuple[int | None, Any]:
-    """The file opened as ``_read_whole`` opens it, and its fstat; when it cannot be opened, no fd and
-    ``path.stat()`` (what happens next is then what happened before a file was opened first: the
-    stat's error, or the open's from the reader)."""
-    from histmig.jsonio.regular import open_regular_stat
-    try:
-        return open_regular_stat(path)
-    except HistmigError:
-        return None, path.stat()
 
 
 def _read_whole(path: Path, fd: int | None = None, size: int = -1) -> bytes:
