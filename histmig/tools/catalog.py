@@ -7,7 +7,7 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from histmig.core.diagnostics import AmbiguousError, NotFoundError, UsageError
 from histmig.core.model import SessionRef
@@ -21,25 +21,69 @@ def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool =
     ``indexed`` list through the scan index in the state dir (histmig.core.scanindex; ``use_index=False``
     is ``scan --no-index``); it is saved when the listing ends, pruned of vanished files only after a
     complete listing of every tool."""
-    chosen = [adapter(t) for t in tools] if tools else list(adapters())
+    chosen = _chosen(homes, tools)
     index = _open_index(homes) if use_index else None
     if loaded is not None:
         loaded["index"] = index          # (``listing`` reads the other tools' ids from it: one load, not two)
     complete = False
     try:
-        for a in chosen:
-            found = a.discover(homes, index=index) if index is not None and getattr(a, "indexed", False) \
-                else a.discover(homes)
+        for name, a in chosen:
+            found = () if a is None else a.discover(homes, index=index) \
+                if index is not None and getattr(a, "indexed", False) else a.discover(homes)
             ids = []
             for ref in found:
                 ids.append(ref.id)
                 yield ref
             if index is not None:
-                index.store_ids(a.name, sorted(ids))
+                index.store_ids(name, sorted(ids))
         complete = not tools
     finally:
         if index is not None:
             index.save(keep=index.touched if complete else None)
+
+
+def _chosen(homes, tools: Iterable[str] | None) -> list[tuple[str, Any]]:
+    """(name, adapter) of each chosen tool (every tool with an adapter by default), in table order; the
+    adapter is None, and stays unimported, for a tool none of whose declared paths is on disk: a tool
+    keeps its sessions under the paths its row declares (histmig/tools/__init__.py), so it has none
+    (``scan --tool pi`` lists the other nine tools for their ids: on a home with Pi only, nine imports)."""
+    from histmig.tools import TABLE, canonical
+    out = []
+    for name in [canonical(t) for t in tools] if tools else list(TABLE):
+        row = TABLE[name]
+        if _nowhere(homes, row) and _has_adapter(row):
+            out.append((name, None))
+            continue
+        a = adapter(name) if tools else row.hook("adapter")
+        if a is not None:
+            out.append((name, a))
+    return out
+
+
+def _nowhere(homes, row) -> bool:
+    """True when every path the row declares is unset or missing (a path that cannot be looked at, or a
+    row that declares none, counts as there)."""
+    if not row.homes:
+        return False
+    for spec in row.homes:
+        try:
+            path = getattr(homes, spec.name)
+            if path is not None:
+                os.lstat(path)
+                return False
+        except FileNotFoundError:
+            continue
+        except (AttributeError, OSError):
+            return False
+    return True
+
+
+def _has_adapter(row) -> bool:
+    from importlib.util import find_spec
+    try:
+        return find_spec(f"{row.package}.adapter") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def locate_all(homes, tools: Iterable[str] | None = None, *,
