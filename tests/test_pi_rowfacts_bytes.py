@@ -24,6 +24,14 @@ CASES = {
     "empty": b"",
     "lone-newline": b"\n",
     "brace-blank": b"{\n",
+    # canonical lines take jsonl.canonical_values' one-call path; lines that parse only joined to
+    # their neighbours (a string or a list across the newline) must not
+    "canonical": b'{"type":"session","id":"a","cwd":"/w"}\n{"type":"message","message":{"role":"user"}}\n[1]\n3\n',
+    "canonical-unterminated": b'{"type":"session"}\n{"a":[1,2.5,null]}',
+    "joined-string": b'{"a":"x}\n{y"},{"b":1}\n',
+    "joined-list": b'{"a":[1\n2]},{"b":3}\n',
+    "canonical-then-spaced": b'{"a":1}\n{"a": 1}\n',
+    "escaped-nul": b'{"a":"\\u0000"}\n',
 }
 
 
@@ -32,3 +40,10 @@ def test_bytes_give_what_lines_give(tmp_path, name):
     path = tmp_path / "s.jsonl"
     path.write_bytes(CASES[name])
     assert rowfacts.objects_of_bytes(CASES[name]) == rowfacts.objects(list(read_lines(path)))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_parsed_lines_are_each_body_parsed(name):
+    """jsonl.parsed_lines (one orjson call for a canonical file) gives what bodies + parse_json give."""
+    from histmig.jsonio.jsonl import bodies, parse_json, parsed_lines
+    assert list(parsed_lines(CASES[name])) == [None if b is None else parse_json(b) for b in bodies(CASES[name])]

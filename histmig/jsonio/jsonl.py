@@ -206,6 +206,41 @@ def bodies(data: bytes) -> Iterator[bytes | None]:
         pos = end
 
 
+def parsed_lines(data: bytes) -> Iterator[tuple[Any, str | None] | None]:
+    """``parse_json`` of each of ``bodies(data)`` (None for a blank line), in order. A file whose every
+    line is the compact canonical encoding of its value (what the clients write) is parsed in one
+    ``orjson`` call (:func:`canonical_values`), not one call and one Python frame per line."""
+    values = canonical_values(data)
+    if values is not None:
+        for value in values:
+            yield value, None
+        return
+    for body in bodies(data):
+        yield None if body is None else parse_json(body)
+
+
+def canonical_values(data: bytes) -> list[Any] | None:
+    """The value of every line of ``data`` when each line (``\n``-terminated, the last one may be
+    unterminated) is exactly ``orjson.dumps`` of its value; None otherwise. For such a line
+    ``parse_json`` gives ``(value, None)`` and ``bodies`` the line itself: no BOM, CR, blank, NUL,
+    duplicate key or over-deep line survives the byte comparison (nor a line that only parses
+    joined to its neighbours: each is compared alone), so any other file takes the per-line path."""
+    if not data or data[:3] == BOM or len(data) > DEFAULT_MAX_LINE_BYTES:
+        return None
+    lines = (data[:-1] if data[-1:] == b"\n" else data).split(b"\n")
+    try:
+        values = orjson.loads(b"[" + b",".join(lines) + b"]")
+        if len(values) != len(lines):
+            return None
+        dumps = orjson.dumps
+        for value, line in zip(values, lines):
+            if dumps(value) != line:
+                return None
+    except (orjson.JSONDecodeError, TypeError):      # (orjson.JSONEncodeError is a TypeError)
+        return None
+    return values
+
+
 def iter_lines(fp: BinaryIO, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                chunk_size: int = CHUNK, start_offset: int = 0, start_number: int = 1) -> Iterator[Line]:
     """Yield every line of a binary stream with its exact bytes and byte offset.

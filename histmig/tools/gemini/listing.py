@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from histmig.jsonio.jsonl import bodies, parse_json
+from histmig.jsonio.jsonl import parsed_lines
 from histmig.jsonio.regular import open_regular_fd
 from histmig.tools.gemini.records import CONTEXT_TAGS, counts
 
@@ -42,7 +42,7 @@ def small_facts(path: Any, size: int, fd: int | None = None) -> Facts | None:
 
 def facts_of_bytes(data: bytes) -> Facts:
     """One pass over the lines of ``data``, split and judged the way ``jsonl.iter_lines`` and ``Line``
-    (``blank``, ``body``, ``obj``) do it (``jsonl.bodies``, ``parse_json``), each parsed once; what
+    (``blank``, ``body``, ``obj``) do it (``jsonl.parsed_lines``), each parsed once; what
     ``_head_facts`` and ``resolve`` read of the objects is taken as the line goes by (``resolve``'s
     list as ids only)."""
     facts = Facts()
@@ -50,10 +50,10 @@ def facts_of_bytes(data: bytes) -> Facts:
     order: list[str] = []
     live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
     counted: dict[str, bool] = {}             # id -> whether its last version counts (resolve.counted)
-    for body in bodies(data):
-        if body is None:
+    for parsed in parsed_lines(data):
+        if parsed is None:
             continue                                          # blank: no record
-        obj, error = parse_json(body)
+        obj, error = parsed
         if error is not None:
             facts.broken += 1
             continue

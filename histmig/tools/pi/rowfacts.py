@@ -75,10 +75,6 @@ def _texts(content: Any) -> list[str]:
 
 def objects_of_bytes(data: bytes) -> list[Any]:
     """:func:`objects` of the lines of a file read whole into ``data``, without a ``Line`` per line
-    (``jsonl.bodies`` splits and judges them as ``Line`` does; parsed as strictly, ``parse_json``)."""
-    from histmig.jsonio.jsonl import bodies, parse_json
-    out: list[Any] = []
-    for body in bodies(data):
-        obj = BLANK if body is None else parse_json(body)[0]
-        out.append(obj if obj is BLANK or isinstance(obj, dict) else None)
-    return out
+    (``jsonl.parsed_lines`` splits, judges and parses them as ``Line`` does)."""
+    from histmig.jsonio.jsonl import parsed_lines
+    return [BLANK if p is None else p[0] if isinstance(p[0], dict) else None for p in parsed_lines(data)]
