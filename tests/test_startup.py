@@ -147,3 +147,26 @@ def test_unpack_dry_run_loads_no_write_path(tmp_path):
     forbidden = [*WRITE_PATH, "histmig.toolkit.convert", "histmig.verbs.flip", "histmig.verbs.move",
                  "histmig.verbs.convert", "histmig.verbs.doctor", "histmig.verbs.undo"]
     assert not _offending(mods, forbidden), _offending(mods, forbidden)
+
+
+def test_a_listing_imports_no_adapter_of_a_tool_not_on_disk(tmp_path):
+    """issue 16 (start3): ``scan --tool pi`` lists the other tools too, for short ids unique among all of
+    them (tools/catalog.py ``known_ids``); a tool none of whose declared paths exists has no sessions,
+    so its adapter is not imported (a home with Pi alone: nine imports fewer)."""
+    import shutil
+    full = tmp_path / "full"
+    full.mkdir()
+    samples.install(full)
+    home = tmp_path / "h"
+    shutil.copytree(full / ".pi", home / ".pi", symlinks=True)
+    for args in (["scan", "--tool", "pi", "--json", "--no-index"], ["scan", "--json"]):
+        argv = ["--home", str(home), "--state-dir", str(tmp_path / "state"), *args]
+        out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=tmp_path)
+        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("MODULES ")), None)
+        assert line is not None, out.stderr
+        *mods, code = line.split()[1:]
+        assert code == "0", args
+        assert "histmig.tools.pi.adapter" in mods
+        others = [f"histmig.tools.{t}.adapter" for t in ("codex", "claude_code", "mini_cc", "manifest", "qwen",
+                                                         "gemini", "copilot", "cline", "opencode")]
+        assert not _offending(mods, others), (args, _offending(mods, others))
