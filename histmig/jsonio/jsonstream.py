@@ -67,9 +67,14 @@ def write_json(value: Any, write: Callable[[str], Any], *, default: Callable[[An
         opening, closing, entries = "[", "]", ((None, v) for v in items)
     first = True
     for key, item in entries:
-        write(("" if not first else opening) + ("\n" if first else ",\n") + pad)
+        head = ("" if not first else opening) + ("\n" if first else ",\n") + pad
         if key is not None:
-            write(orjson.dumps(key, option=OPTIONS, default=default).decode() + ": ")
-        write_json(item, write, default=default, indent=indent + 2)
+            head += orjson.dumps(key, option=OPTIONS, default=default).decode() + ": "
+        if isinstance(item, Plain):      # one write per item of a long list (scan --json: one per session)
+            text = orjson.dumps(item.value, option=OPTIONS, default=default).decode()
+            write(head + text.replace("\n", "\n" + pad))
+        else:
+            write(head)
+            write_json(item, write, default=default, indent=indent + 2)
         first = False
     write(opening + closing if first else "\n" + " " * indent + closing)
