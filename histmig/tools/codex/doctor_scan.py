@@ -84,8 +84,9 @@ class Resolved:
 
     @property
     def off(self) -> bool:
-        fixes, _, bad, stale = self.judge(lambda w: w)
-        return bool(fixes or bad or stale)
+        """Whether ``judge`` finds anything without planned edits: a value it cannot fix, or one
+        that is not what it wants (stale now, and a fix)."""
+        return any(want is UNFIXABLE or have != want for have, want in self.cols.values())
 
 
 class _Read:
