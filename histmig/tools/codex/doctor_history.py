@@ -25,14 +25,10 @@ TABLES = (("thread_turns", TURN_COLUMNS, ("thread_id", "turn_id")),
 
 
 # each table's offset columns: (column, how its want follows the ordinal, the ordinal's column)
+# (doctor_db's module docstring)
 OFFSETS = {"thread_turns": (("rollout_byte_offset", "start", "rollout_ordinal"),
                             ("rollout_end_byte_offset", "end", "rollout_end_ordinal")),
            "thread_history_projection_state": (("next_rollout_byte_offset", "next", "next_rollout_ordinal"),)}
-
-
-def expect(table: str, row: dict) -> dict[str, tuple[str, object]]:
-    """Each offset column and the ordinal it follows (docs: doctor_db's module docstring)."""
-    return {col: (kind, row.get(ordinal)) for col, kind, ordinal in OFFSETS[table]}
 
 
 def validate(hist: Path) -> None:
@@ -106,8 +102,8 @@ class Histories:
 
 
 def _add(needs: Needs, hist: str, table: str, key: tuple, row: dict) -> None:
-    want = {}
-    for col, kind, ordinal in OFFSETS[table]:          # expect(), with what the read looks up
+    want = {}             # each offset column -> (kind, the ordinal it follows)
+    for col, kind, ordinal in OFFSETS[table]:
         n = row.get(ordinal)
         want[col] = (kind, n)
         if type(n) is int:
