@@ -118,6 +118,100 @@ def test_same_as_strict_reading(tmp_path, monkeypatch, seed, chunk):
     check(tmp_path, data, rows_for(data, rng), name="z.jsonl.zst")
 
 
+def stored_rows(data: bytes, rng: random.Random):
+    """Rows as a history database stored them when it was written: each offset the start or end of
+    the line whose head has its ordinal (the lines doctor_scan takes without a strict parse,
+    _trusted), whether or not that line parses now; a few stored as a float or a string."""
+    heads: dict[int, list[tuple[int, int]]] = {}
+    at = 0
+    for line in data.splitlines(keepends=True):
+        m = doctor_scan.HEAD.match(line)
+        if m and m[1] is not None:
+            heads.setdefault(int(m[1]), []).append((at, at + len(line)))
+        at += len(line)
+    span = {n: rng.choice([spans[0], spans[-1]]) for n, spans in heads.items()}
+    ordinals = sorted(span) or [0]
+    rows = []
+    for _ in range(10):
+        a, b = sorted(rng.choice(ordinals) for _ in range(2))
+        start, end = span.get(a, (0, 0))[0], span.get(b, (0, None))[1]
+        kind = rng.random()
+        rows.append(("thread_turns", {"thread_id": TID, "rollout_ordinal": a, "rollout_end_ordinal": b,
+                                      "rollout_byte_offset": float(start) if kind < 0.15 else start,
+                                      "rollout_end_byte_offset": str(end) if kind > 0.85 else end}))
+    n = rng.choice(ordinals)
+    rows.append(("thread_history_projection_state", {"thread_id": TID, "next_rollout_ordinal": n,
+                                                      "next_rollout_byte_offset": span.get(n, (len(data),))[0]}))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stored_offsets_of_lines_that_do_not_parse(tmp_path, seed):
+    """A line the rows point at exactly is taken by its head without a parse: the resolved rows are
+    still the strict reading's when that line (or another with its ordinal) is torn, invalid or
+    repeated, before or after it."""
+    rng = random.Random(seed)
+    data = rollout(rng, 30)
+    lines = data.splitlines(keepends=True)
+    invalid = lines[5][:-2] + b',"ordinal":5}\n'          # a duplicate key: never parses
+    variants = {
+        "plain": data,
+        "used line invalid": b"".join(lines[:5] + [invalid] + lines[6:]),
+        "used line torn": b"".join(lines[:5] + [lines[5][:30] + b"\n"] + lines[6:]),
+        "valid copy before": b"".join(lines[:3] + [lines[5]] + lines[3:]),
+        "invalid copy before": b"".join(lines[:3] + [invalid] + lines[3:]),
+        "valid copy after": data + lines[5],
+        "invalid copy after": data + invalid,
+        "copy before, used line invalid": b"".join(lines[:3] + [lines[5]] + lines[3:5] + [invalid] + lines[6:]),
+        "a line between, used line invalid": b"".join(lines[:5] + [lines[9], invalid] + lines[6:]),
+    }
+    for name, body in variants.items():
+        for _ in range(8):
+            check(tmp_path, body, stored_rows(body, rng), name=f"{seed}-{len(name)}.jsonl")
+
+
+def _turn(a, start, b, end):
+    return ("thread_turns", {"thread_id": TID, "rollout_ordinal": a, "rollout_end_ordinal": b,
+                             "rollout_byte_offset": start, "rollout_end_byte_offset": end})
+
+
+def _next(n, offset):
+    return ("thread_history_projection_state", {"thread_id": TID, "next_rollout_ordinal": n,
+                                                "next_rollout_byte_offset": offset})
+
+
+def test_what_a_line_taken_by_its_head_may_not_decide(tmp_path, monkeypatch):
+    """The cases where the stored offset matches a line's head and the strict reading still wants
+    another offset, because the line does not parse: another line gave its ordinal a span first
+    (here before the thread id was known), the ordinal is read by a ``next`` column (as n or as
+    n - 1), or two rows store different offsets for it."""
+    monkeypatch.setattr(doctor_scan, "CHUNK", 64)
+    lines = [_line(0, "session_meta", {"id": TID, "model_provider": "openai", "cwd": "/a"})]
+    lines += [_line(i, "response_item", {"type": "x", "text": "y" * (40 * i)}) for i in range(1, 12)]
+
+    def broken(i):                     # line i with a duplicate key: it never parses
+        return lines[i][:-2] + b',"ordinal":%d}\n' % i
+
+    def at(body, line):                # (start, end) of that line in body
+        start = body.index(line)
+        return start, start + len(line)
+    extra = _line(40, "event_msg", {"type": "y"})
+    cases = []
+    body = b"".join(lines[:7] + [broken(7)] + lines[9:])       # 7 does not parse, 8 is missing
+    cases.append((body, [_turn(2, at(body, lines[2])[0], 7, at(body, broken(7))[1]), _next(8, len(body))]))
+    body = b"".join(lines[:5] + [extra, broken(5)] + lines[6:])  # a line between 4 and 5, 5 does not parse
+    cases.append((body, [_next(5, at(body, broken(5))[1])]))
+    cases.append((body, [_next(5, at(body, broken(5))[0])]))
+    body = lines[5] + b"".join(lines[:5] + [broken(5)] + lines[6:])   # 5 read before the session_meta
+    cases.append((body, [_turn(5, at(body, broken(5))[0], 6, at(body, lines[6])[1])]))
+    body = b"".join(lines[:5] + [broken(5)] + lines[6:])
+    start = at(body, broken(5))[0]
+    cases.append((body, [_turn(5, start + 1, 6, None), _turn(5, start, 6, None)]))
+    cases.append((body, [_turn(5, float(start), 6, None)]))
+    for i, (body, rows) in enumerate(cases):
+        check(tmp_path, body, rows, name=f"case{i}.jsonl")
+
+
 def test_no_session_meta_and_empty(tmp_path):
     check(tmp_path, b"", [])
     check(tmp_path, _line(1, "event_msg", {"type": "a"}), [])

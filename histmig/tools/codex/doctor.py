@@ -69,8 +69,9 @@ def check_shadowed(home: data.CodexHome) -> list[Finding]:
 
 def check_cwd_missing(home: data.CodexHome, index: HomeIndex) -> list[Finding]:
     groups: dict[str, list[data.Rollout]] = defaultdict(list)
+    missing = doctor_codex_db.once_per_path(dir_missing)
     for r in home.rollouts:
-        if r.error is None and dir_missing(r.facts.cwd):
+        if r.error is None and missing(r.facts.cwd):
             groups[r.facts.cwd].append(r)
     out = []
     for cwd, rs in sorted(groups.items()):

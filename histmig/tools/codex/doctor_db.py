@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import HistmigError
-from histmig.toolkit.doctor.base import Finding, dir_exists, same_path, session_tag
+from histmig.toolkit.doctor.base import Finding, session_tag
+from histmig.toolkit.doctor.base import dir_exists as _dir_exists, same_path as _same_path
 from histmig.tools.codex.doctor_data import CodexHome, Rollout
 from histmig.tools.codex.doctor_split import Split
 from histmig.toolkit.doctor.locate import move_fix
@@ -122,8 +123,23 @@ def check_row_providers(home: CodexHome, db: Path, rows, by_id) -> list[Finding]
     return out
 
 
+def once_per_path(fn):
+    """``fn`` asked once per distinct string argument(s) during one check: thousands of rows and
+    rollouts name a few dozen folders, each a stat or two (other values are passed through)."""
+    seen: dict[tuple, Any] = {}
+
+    def call(*args):
+        if not all(type(a) is str for a in args):
+            return fn(*args)
+        if args not in seen:
+            seen[args] = fn(*args)
+        return seen[args]
+    return call
+
+
 def check_row_cwds(db: Path, rows, by_id) -> list[Finding]:
     fixable, moved = [], []
+    same_path, dir_exists = once_per_path(_same_path), once_per_path(_dir_exists)
     for row in rows:
         r = by_id.get(row["id"])
         stored = r.facts.meta_cwd if r is not None else None

@@ -46,8 +46,11 @@ def digest(needs: Needs | None) -> str | None:
     if needs is None:
         return None
     try:
-        if all(type(v) is not float or math.isfinite(v) for row in needs.rows for v in row[3].values()):
-            return hashlib.blake2b(orjson.dumps(needs.rows), digest_size=16).hexdigest()
+        text = orjson.dumps(needs.rows)
+        # an infinite float is written as null: only a text with a null needs the values looked at
+        if b"null" not in text or all(type(v) is not float or math.isfinite(v)
+                                      for row in needs.rows for v in row[3].values()):
+            return hashlib.blake2b(text, digest_size=16).hexdigest()
     except TypeError:                        # orjson.JSONEncodeError: bytes, a huge integer
         pass
     return "r" + hashlib.blake2b(repr(needs.rows).encode(), digest_size=16).hexdigest()

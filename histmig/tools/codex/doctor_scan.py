@@ -35,7 +35,12 @@ ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
 # The head of a line as Codex writes it: ordinal, type, and the payload's type when it comes first.
 # Type names are word characters (a value with an escape is not a head). The timestamp may hold a
 # backslash: were the quote that ends it here an escaped one, the line would not be JSON at all.
-HEAD = re.compile(rb'\{"timestamp":"[^"]*",(?:"ordinal":(-?\d+),)?"type":"(\w*)"(?:,"payload":\{"type":"(\w*)")?')
+# Group 1 is the ordinal; the last group the match closed (``lastindex``) says what the line is:
+# SESSION_META, TURN_CONTEXT, SETTINGS (an event_msg whose payload is thread_settings_applied),
+# UNTYPED (an event_msg whose payload does not start with its type), or 1 / None: any other line.
+HEAD = re.compile(rb'\{"timestamp":"[^"]*",(?:"ordinal":(-?\d+),)?"type":"(?:(session_meta)"|(turn_context)"'
+                  rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*)"|())|\w*")')
+SESSION_META, TURN_CONTEXT_LINE, SETTINGS, UNTYPED = 2, 3, 4, 5
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
 
@@ -79,8 +84,9 @@ class Resolved:
 
     @property
     def off(self) -> bool:
-        fixes, _, bad, stale = self.judge(lambda w: w)
-        return bool(fixes or bad or stale)
+        """Whether ``judge`` finds anything without planned edits: a value it cannot fix, or one
+        that is not what it wants (stale now, and a fix)."""
+        return any(want is UNFIXABLE or have != want for have, want in self.cols.values())
 
 
 class _Read:
@@ -97,25 +103,46 @@ class _Read:
         self.early: set[int] = set()   # every line start read before the id was known
         self.offsets: list[int] = []   # the needed offsets, ascending
         self.heads: set[bytes] | None = None   # the asked ordinals as a line's head spells them
+        self.trusted: dict[int, tuple[int | None, int | None]] = {}   # see _trusted
         self.cwd_at = -1               # where an in-order line last set resume_cwd
         self.tc: tuple[int, str] | None = None   # the last turn_context-only line with a cwd
 
     # ---- one block of complete lines: buf[:end] starts at stream offset base ----------------
 
     def block(self, buf, end: int, base: int) -> None:
+        noted = self._first_meta(buf, end, base) if not self.asked else 0
         lines = _Lines(buf, end, self._ordinal_wanted())
-        ordered = self._ordered(buf, base, lines.ordered)
+        ordered = self._ordered(buf, base, [span for span in lines.ordered if span[0] >= noted])
         self._turn_context(buf, base, lines.tcs, ordered)
-        if not self.asked and self.facts.id is not None:
-            self.asked = True
-            self.needs = self.needs_of(self.facts.id)
-            if self.needs is not None:
-                self.offsets = sorted(self.needs.offsets)
+        self._ask()
         self._ordinals(buf, base, lines.ords)
         if self.asked:
             self._starts(buf, end, base)
         else:
             self._every_start(buf, end, base)
+
+    def _first_meta(self, buf, end: int, base: int) -> int:
+        """Note the block's first line before the walk when it is Codex's session_meta (a rollout's
+        first line is): the thread id is then known and the walk keeps only the ordinal lines its
+        rows use. Returns where the lines not noted yet begin. (The id is the first session_meta's
+        that has one, and noting a line changes nothing else the walk reads.)"""
+        nl = buf.find(b"\n", 0, end)
+        stop = end if nl < 0 else nl + 1
+        m = HEAD.match(buf, 0, stop)
+        if m is None or m.lastindex != SESSION_META:
+            return 0
+        self._ordered(buf, base, [(0, stop)])
+        self._ask()
+        return stop
+
+    def _ask(self) -> None:
+        """The thread's rows, once its id is known (``needs_of`` is asked once)."""
+        if not self.asked and self.facts.id is not None:
+            self.asked = True
+            self.needs = self.needs_of(self.facts.id)
+            if self.needs is not None:
+                self.offsets = sorted(self.needs.offsets)
+                self.trusted = _trusted(self.needs)
 
     def _ordinal_wanted(self):
         """What the walk keeps of the ordinal lines: None (none: no offset rows), ALL (the rows
@@ -157,6 +184,8 @@ class _Read:
                 hit = any(wanted is None or int(m.group(1)) in wanted for m in ORDINAL.finditer(buf, start, stop))
             else:
                 hit = wanted is None or n in wanted
+                if hit and wanted is not None and self._trust(n, base + start, base + stop):
+                    continue
             if not hit:
                 continue
             obj = _parse(buf, start, stop, base)
@@ -166,6 +195,18 @@ class _Read:
                     self.all_spans[n] = (base + start, base + stop)
                 elif n in wanted:
                     self.spans[n] = (base + start, base + stop)
+
+    def _trust(self, n: int, start: int, stop: int) -> bool:
+        """Take this head line's span for ordinal ``n`` without parsing it when the rows store
+        exactly its start and end (``_trusted``) and no line before it gave ``n`` a span (a later
+        one still replaces it, as it would replace the parsed line)."""
+        stored = self.trusted.get(n)
+        if stored is None or n in self.spans or n in self.all_spans:
+            return False
+        if stored[0] not in (None, start) or stored[1] not in (None, stop):
+            return False
+        self.spans[n] = (start, stop)
+        return True
 
     def _starts(self, buf, end: int, base: int) -> None:
         """Which of the needed offsets inside this block are line starts."""
@@ -263,28 +304,26 @@ class _Lines:
         find, head = buf.find, HEAD.match
         ordered, tcs, ords = self.ordered, self.tcs, self.ords
         start = 0
-        while start < end:
+        while start < end:          # a few steps per line: this loop is most of a cold doctor's CPU
             nl = find(b"\n", start, end)
             stop = end if nl < 0 else nl + 1
             m = head(buf, start, stop)
             if m is None:
                 self._searched(buf, start, stop, wanted)
-            else:
-                n, kind, inner = m.groups()
-                if wanted is not None:
-                    if n is None:
-                        ords.append((start, stop, None))
-                    elif wanted is ALL or n in wanted:
-                        ords.append((start, stop, int(n)))
-                if kind == b"session_meta":
-                    ordered.append((start, stop))
-                elif kind == b"turn_context":
+                start = stop
+                continue
+            if wanted is not None:
+                n = m[1]
+                if n is None:
+                    ords.append((start, stop, None))
+                elif wanted is ALL or n in wanted:
+                    ords.append((start, stop, int(n)))
+            kind = m.lastindex
+            if kind is not None and kind > 1:
+                if kind == TURN_CONTEXT_LINE:
                     tcs.append((start, stop))
-                elif kind == b"event_msg":
-                    if inner == b"thread_settings_applied":
-                        ordered.append((start, stop))
-                    elif inner is None and _holds(buf, start, stop, ORDERED):
-                        ordered.append((start, stop))
+                elif kind != UNTYPED or _holds(buf, start, stop, ORDERED):
+                    ordered.append((start, stop))
             start = stop
 
     def _searched(self, buf, start: int, stop: int, wanted) -> None:
@@ -294,6 +333,35 @@ class _Lines:
             self.tcs.append((start, stop))
         if wanted is not None:
             self.ords.append((start, stop, None))
+
+
+def _trusted(needs: Needs) -> dict[int, tuple[int | None, int | None]]:
+    """The ordinals whose line needs no strict parse, each with the (start, end) offsets the rows
+    store for it (None where no row stores one).
+
+    A row's want for ordinal n is the start (end) of n's line when that line parses, else the row's
+    own offset when it is a line start (``_Read._resolve``). When the rows store exactly the start
+    (end) of the one line whose head says n, that is a line start, so the want is that offset
+    whether or not the line parses: the parse cannot change a finding and is skipped (the rows of
+    a healthy rollout are all like this). Left out, so parsed: an ordinal a ``next`` column reads,
+    as n or as n - 1 (its want depends on two lines), and one a row stores a non-integer offset for,
+    or two different offsets."""
+    stored: dict[int, list] = {}
+    left_out: set[int] = set()
+    for _, _, _, row, expect in needs.rows:
+        for col, (kind, n) in expect.items():
+            have = row.get(col)
+            if have is None or type(n) is not int:
+                continue                 # not resolved, or resolved without any line's span
+            if kind == "next":
+                left_out.update((n, n - 1))
+                continue
+            pair = stored.setdefault(n, [None, None])
+            at = 0 if kind == "start" else 1
+            if type(have) is not int or pair[at] not in (None, have):
+                left_out.add(n)
+            pair[at] = have
+    return {n: (pair[0], pair[1]) for n, pair in stored.items() if n not in left_out}
 
 
 def _heads(ordinals: set[int]) -> set[bytes]:
