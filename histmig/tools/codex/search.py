@@ -129,12 +129,17 @@ def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | Non
     ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
 
 
-def _from_bytes(data: bytes) -> tuple[bytes, int, str | None] | None:
-    """``(head bytes, end of the head, the tail's cwd)`` of a file read whole into ``data``."""
-    end, size = _head_end(data, True), len(data)
-    if not end:
+def _from_bytes(data: bytes) -> tuple[bytes, int | None, str | None] | None:
+    """``(head bytes, end of the head, the tail's cwd)`` of a file read whole into ``data``. The end
+    is None (found by ``_head_fields`` only if it needs it) when the file's last line starts past
+    128 KB: the head ends before the file does, so the tail is read."""
+    size = len(data)
+    if not size:
         return None
     start = max(0, size - TAIL_BYTES)
+    if data.rfind(b"\n", 0, size - 1) + 1 >= HEAD_BYTES:   # the last line's start (one memrchr)
+        return data, None, tail_turn_cwd(data, start, start)
+    end = _head_end(data, True)
     return data, end, tail_turn_cwd(data, start, start) if end < size else None
 
 
@@ -164,12 +169,17 @@ TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
 HEAD_SLACK = 64 * 1024      # read past 128 KB for the end of the line that reaches it (most end in it)
 
 
-def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | None) -> tuple[str | None, str | None]:
+def _head_fields(data: bytes, end: int | None, tail_cwd: str | None,
+                 meta_cwd: str | None) -> tuple[str | None, str | None]:
     """``(cwd, title)`` from a rollout's head (``data[:end]``: the lines ``head_values`` gives; its
     first line the session_meta whose cwd is ``meta_cwd``; ``tail_cwd``, the tail's, wins). Only
     lines holding a marker of a line type ``_ref_from_objs`` reads are parsed (the writer spells type
-    names as is): the last ``turn_context`` and the message lines up to the first prompt."""
+    names as is): the last ``turn_context`` and the message lines up to the first prompt. ``end``
+    None: ``data`` is the whole file and its head ends before it; the lines before a prompt are
+    counted only up to it (``_head_end`` counts them all: 20 us a session)."""
     first = data.find(b"\n")
+    if end is None and not tail_cwd:
+        end = _head_end(data, True)
     turn = None
     for raw in () if tail_cwd else last_lines_with(data[first + 1:end], b'"turn_context"'):
         obj = _parse(raw, 0, len(raw))
@@ -177,11 +187,20 @@ def _head_fields(data: bytes, end: int, tail_cwd: str | None, meta_cwd: str | No
             turn = payload(obj)["cwd"]
             break
     title, done = None, first + 1
-    for m in PROMPT_MARK.finditer(data, done, end):
+    stop = len(data) if end is None else end
+    lines, at = 0, 0                              # (end None) line ends counted before ``at``
+    for m in PROMPT_MARK.finditer(data, done, stop):
         if m.start() < done:
             continue                              # a second marker on a line already read
         ls = data.rfind(b"\n", 0, m.start()) + 1
-        done = min(end, data.find(b"\n", m.end()) + 1 or end)
+        if end is None:                           # the line is in the head: it starts before 128 KB,
+            if ls >= HEAD_BYTES:                  # within the first 200 lines
+                break
+            while lines < HEAD_LINES and (nl := data.find(b"\n", at, ls)) >= 0:
+                lines, at = lines + 1, nl + 1
+            if lines >= HEAD_LINES:
+                break
+        done = min(stop, data.find(b"\n", m.end()) + 1 or stop)
         obj = _parse(data, ls, done)
         t = line_type(obj)
         if t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
