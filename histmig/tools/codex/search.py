@@ -6,7 +6,8 @@ messages: a rollout's id is its first line's ``session_meta`` id, read from that
 ``cwd`` and ``title`` are filled by ``complete`` only when the search needs them (a match, ``--cwd``),
 from the same head and tail ``make_ref`` reads, parsing only the lines they come from. Anything
 unusual (a ``.zst``, no ``session_meta`` first, a head line past the first read) is listed by
-``make_ref`` itself, so the fields are always the listing's (docs/search.md, "How it is fast").
+``make_ref`` itself (``count=False``: no count past the head), so the fields are always the
+listing's (docs/search.md, "How it is fast").
 """
 from __future__ import annotations
 
@@ -71,10 +72,10 @@ def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, 
 
 
 def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]:
-    """The listing's ref (``make_ref``) of an unusual file, or ``(id, size, mtime, cwd)`` read from
-    the first line of a plain one (``_first_line_ref``)."""
+    """The listing's ref (``make_ref``, messages not counted: a search shows no counts) of an unusual
+    file, or ``(id, size, mtime, cwd)`` read from the first line of a plain one (``_first_line_ref``)."""
     got = _first_line_ref(*entry)
-    return make_ref(entry[0], archived=entry[1], shadowed=entry[2]) if got is None else got
+    return make_ref(entry[0], archived=entry[1], shadowed=entry[2], count=False) if got is None else got
 
 
 def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
@@ -121,7 +122,7 @@ def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | Non
     got = _from_bytes(first) if first is not None and len(first) >= (ref.size or 0) else None
     got = got or _from_file(ref.path)
     if got is None:
-        full = make_ref(Path(ref.path), archived=ref.archived)
+        full = make_ref(Path(ref.path), archived=ref.archived, count=False)
         ref.cwd, ref.title = full.cwd, full.title
         return
     data, end, tail = got
