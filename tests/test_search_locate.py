@@ -90,3 +90,28 @@ def test_codex_first_lines_read_by_forked_workers_are_the_listings(tmp_path, mon
     h = tmp_path / "h"
     samples.install(h)
     assert _same_as_discover(_homes(h)) > 10
+
+
+def test_codex_heads_counted_only_up_to_the_prompt(tmp_path):
+    # a rollout whose last line starts past 128 KB: its head is not counted to its end, only up to the
+    # prompt (histmig/tools/codex/search.py _head_fields); the prompt past 200 lines, past 128 KB, inside
+    # both, with a turn_context in the tail, and without one (the head's is the cwd)
+    h = tmp_path / "h"
+    samples.install(h, tools=("codex",))
+    ts = "2026-11-30T05:00:00.000Z"
+    small = _line({"timestamp": ts, "type": "event_msg", "payload": {"type": "agent_message", "message": "x"}})
+    big = _line({"timestamp": ts, "type": "event_msg", "payload": {"type": "token_count", "info": "x" * 3000}})
+    body = (_line({"timestamp": ts, "type": "turn_context", "payload": {"cwd": "/head/cwd"}})
+            + _line({"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "user",
+                     "content": [{"type": "input_text", "text": "the prompt"}]}}))
+    files = sorted((h / ".codex" / "sessions").rglob("*.jsonl"))
+    tail = big * 60 + _line({"timestamp": ts, "type": "turn_context", "payload": {"cwd": "/tail/cwd"}})
+    shapes = [(small * 250, tail), (big * 60, tail), (b"", big * 60), (small * 150, tail)]
+    for f, (before, after) in zip(files, shapes):
+        sid = f.name[-len("00000000-0000-0000-0000-000000000000.jsonl"):-len(".jsonl")]
+        meta = _line({"timestamp": ts, "type": "session_meta", "payload": {"id": sid, "cwd": "/meta"}})
+        f.write_bytes(meta + before + body + after)
+    assert len(files) >= len(shapes)
+    assert _same_as_discover(_homes(h)) >= len(shapes)
+    titles = [r.title for r in adapter("codex").discover(_homes(h))]
+    assert titles.count("the prompt") == 2 and titles.count(None) >= 2

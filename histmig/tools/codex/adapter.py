@@ -302,12 +302,15 @@ def _states(ref: SessionRef, first: Any, broken: int, shadowed: Path | None, met
 
 
 def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
-             head_bytes: int = 128 * 1024, index: Any = None) -> SessionRef:
+             head_bytes: int = 128 * 1024, index: Any = None, count: bool = True) -> SessionRef:
     """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception.
 
     The head (200 lines or 128 KB) gives every field; beyond it, messages are counted by a byte
     search (``count_from``) and the cwd comes from the 64 KB tail. ``index`` (a ``ScanIndex``)
-    answers for an unchanged file and resumes the count of one that only grew."""
+    answers for an unchanged file and resumes the count of one that only grew. ``count=False``
+    (``search``, which shows no counts): no count beyond the head, ``messages`` None then, nothing
+    stored in the index; every other field as listed (a ``.zst`` past its head is not decompressed
+    to its end)."""
     from histmig.core.model import SessionRef
     try:
         st = path.stat()
@@ -333,15 +336,18 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
     ref.size, ref.updated = st.st_size, st.st_mtime
     resume = None
     if ref.compressed and (len(objs) >= 200 or covered >= head_bytes):
-        ref.messages = _count_rest(path, covered, ref.messages)[0]  # st_size is compressed: a full head says "more"
+        # st_size is compressed: a full head says "more"
+        ref.messages = _count_rest(path, covered, ref.messages)[0] if count else None
     elif covered < st.st_size and not ref.compressed:
-        grown = index.grown(key, st, ctx) if index is not None else None
-        if grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
+        grown = index.grown(key, st, ctx) if index is not None and count else None
+        if not count:
+            ref.messages = None
+        elif grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
             ref.messages, resume = _count_rest(path, grown[0]["end"], grown[0]["msgs"])   # only the new bytes
         else:
             ref.messages, resume = _count_rest(path, covered, ref.messages)
         ref.cwd = _latest_turn_cwd(path) or ref.cwd   # (not for a .zst: its tail means decompressing it all)
-    if index is not None and ref.error is None:
+    if index is not None and count and ref.error is None:
         index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first if resume else None)
     return ref
 
