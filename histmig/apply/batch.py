@@ -110,10 +110,12 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
         live = _open_and_back_up(ctx, items, attempt, folders)
         _journal_intents(ctx, live)
         live = _write_temps(ctx, live)
-        ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live])
+        streamed = [it for it in live if it.prep.streamed]
+        _journal_ready(ctx, streamed)       # written here, made durable by the temps' sync just below
+        ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live]
+                           + ([ctx.journal.sync_item()] if streamed else []))
         _close(items, "tfd")
         parallel_map(_verify, [it for it in live if not it.prep.streamed or it.prep.plain_sha])
-        _journal_ready(ctx, [it for it in live if it.prep.streamed])
         _replace_all(ctx, live)
         done = [it for it in live if it.replaced]
         _sync_folders(ctx, done)
@@ -261,11 +263,13 @@ def _verify(it: Item) -> None:
 
 def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:
     """The written hash of each streamed temp, durable before its rename: recover and undo compare
-    the file with it (the intent was journaled before the temp existed, without it)."""
+    the file with it (the intent was journaled before the temp existed, without it). Written
+    without an fsync of its own: the caller's batch sync of the temps includes the journal
+    (docs/safety.md, "What the write path guarantees"), and every rename comes after that sync."""
     if streamed:
         ctx.journal.append_many([("ready", {"n": it.prep.n, "pre_sha256": it.prep.pre_sha,
                                             "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size}})
-                                 for it in streamed])
+                                 for it in streamed], sync=False)
 
 
 def _replace_all(ctx: Ctx, live: list[Item]) -> None:

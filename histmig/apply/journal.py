@@ -102,14 +102,21 @@ class Journal:
         rec = {"kind": kind, "t": time.time_ns(), **data}
         self._write([orjson.dumps(rec) + b"\n"])
 
-    def append_many(self, records: list[tuple[str, dict[str, Any]]]) -> None:
+    def append_many(self, records: list[tuple[str, dict[str, Any]]], *, sync: bool = True) -> None:
         """Several records made durable by one write and one fsync (a batch's intents or dones):
-        a crash leaves a prefix of them (a torn last line is ignored by :func:`read_records`)."""
+        a crash leaves a prefix of them (a torn last line is ignored by :func:`read_records`).
+        ``sync=False``: written only; the caller makes them durable with its own batch sync, in
+        which it includes :meth:`sync_item`, before any step that needs them."""
         if not records:
             return
         t = time.time_ns()
         data = b"".join(orjson.dumps({"kind": kind, "t": t, **rec}) + b"\n" for kind, rec in records)
-        self._write([data])
+        self._write([data], sync=sync)
+
+    def sync_item(self) -> tuple[int, str]:
+        """The journal as an item of :meth:`histmig.apply.fsio.FS.fsync_batch` (one ``syncfs`` per
+        file system: on the temps' file system the journal costs no sync of its own)."""
+        return self.fd, str(self.folder / JOURNAL)
 
     def append_stream(self, kind: str, head: dict[str, Any], key: str, items) -> None:
         """One record whose ``key`` is a long list, encoded item by item (the items are generated
@@ -129,7 +136,7 @@ class Journal:
         out.append(b"]}\n")
         self._write(out)
 
-    def _write(self, parts: list[bytes]) -> None:
+    def _write(self, parts: list[bytes], *, sync: bool = True) -> None:
         """One counted write and its fsync. A write that failed part-way (disk full) or a crash
         mid-append leaves half a record: the next one starts on a new line, so it is not glued to
         that torn line (which :func:`read_records` skips) and lost with it."""
@@ -142,7 +149,8 @@ class Journal:
             self.torn = True
             raise
         self.torn = False
-        self.fs.fsync(self.fd, label)
+        if sync:
+            self.fs.fsync(self.fd, label)
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -81,22 +81,26 @@ def _mismatched(con: sqlite3.Connection, ops: list) -> list[tuple[int, str]]:
 
 def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[tuple[int, SqlUpdate]]) -> list[tuple[int, str]]:
     """One query by the first key column (``IN``, which its index serves; a row-value ``IN`` over
-    all key columns is not planned with the index), the full key matched here."""
+    all key columns is not planned with the index), the full key matched here. The group's ``keys``
+    and ``cols`` are ``tuple(op.key)`` and ``tuple(op.expect)`` (:func:`_mismatched`): each op's
+    values in that order are ``tuple(op.key.values())`` and ``tuple(op.expect.values())``."""
     names = ", ".join(f'"{c}"' for c in (*keys, *cols))
-    firsts = list(dict.fromkeys(op.key[keys[0]] for _i, op in ops))
-    sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" for _ in firsts)})'
+    nk = len(keys)
+    want = [(i, op, tuple(op.key.values())) for i, op in ops]
+    firsts = list(dict.fromkeys(k[0] for _i, _op, k in want))
+    sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" * len(firsts))})'
     found: dict[tuple, list[tuple]] = {}
     for row in con.execute(sql, firsts):
-        found.setdefault(tuple(row[:len(keys)]), []).append(row[len(keys):])
+        found.setdefault(row[:nk], []).append(row[nk:])
     out = []
-    for i, op in ops:
-        rows = found.get(tuple(op.key[k] for k in keys))
+    for i, op, k in want:
+        rows = found.get(k)
+        if rows is not None and len(rows) == 1 and rows[0] == tuple(op.expect.values()):
+            continue                           # the common case: the row holds what the plan expects
         if rows is None:
             m = _mismatch(con, op)             # the slow, exact check decides
         elif len(rows) != 1:
             m = f"{len(rows)} rows match {op.key}, expected 1"
-        elif rows[0] == tuple(op.expect.values()):   # the group's cols are tuple(op.expect): same order
-            m = None
         else:
             m = f"row {op.key} holds {dict(zip(cols, rows[0]))}, plan expected {op.expect}"
         if m:

@@ -13,7 +13,8 @@ import click
 
 from histmig.cli import jsonout
 from histmig.cli.common import Progress, Context, complete, diag, emit_json, info, print_warnings
-from histmig.cli.tx_options import apply_options, current_options, options_from, pop_flags, safety_flags
+from histmig.cli.tx_options import (apply_options, current_options, fewer_collections, options_from, pop_flags,
+                                    safety_flags)
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
 from histmig.core.plan import Plan
 
@@ -130,6 +131,7 @@ def counted(done: list[str], plan: Plan | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @_flags
 @click.pass_obj
+@fewer_collections()
 def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
     """Apply a plan written with --plan-out (checked against the disk first).
 
@@ -155,6 +157,7 @@ def apply_cmd(ctx: Context, plan_file: str, as_json: bool, **flags) -> int:
                    "a changed file gets its old bytes back (its bytes now stay in the undo's backup).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
+@fewer_collections()
 def undo_cmd(ctx: Context, txid, dry_run, keep_appended, restore_deleted, force, as_json) -> int:
     """Undo a transaction (default: the latest one that is still applied).
 

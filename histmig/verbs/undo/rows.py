@@ -82,14 +82,18 @@ def prefetch_updates(reader: RowReader, db: str, rows: list[dict]) -> dict[int, 
         for (table, keys, cols), idx in groups.items():
             for s in range(0, len(idx), IN_BATCH):
                 part = idx[s:s + IN_BATCH]
-                firsts = list(dict.fromkeys(rows[i]["key"][keys[0]] for i in part))
+                want = [(i, tuple(rows[i]["key"].values())) for i in part]   # in ``keys`` order (the group's)
+                firsts = list(dict.fromkeys(k[0] for _i, k in want))
                 found: dict[tuple, list[tuple]] = {}
                 sql = (f'SELECT {", ".join(map(_q, (*keys, *cols)))} FROM {_q(table)} '
-                       f'WHERE {_q(keys[0])} IN ({", ".join("?" for _ in firsts)})')
-                for r in con.execute(sql, firsts):
-                    found.setdefault(tuple(r[:len(keys)]), []).append(tuple(r[len(keys):]))
-                for i in part:
-                    got = found.get(tuple(rows[i]["key"][k] for k in keys))
+                       f'WHERE {_q(keys[0])} IN ({", ".join("?" * len(firsts))})')
+                nk = len(keys)
+                cur = con.cursor()
+                cur.row_factory = None       # plain tuples: a sqlite3.Row per row, sliced, cost most of the loop
+                for r in cur.execute(sql, firsts):
+                    found.setdefault(r[:nk], []).append(r[nk:])
+                for i, k in want:
+                    got = found.get(k)
                     if got is not None and len(got) == 1:
                         out[i] = got[0]
     except sqlite3.Error:
