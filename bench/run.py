@@ -199,6 +199,14 @@ def bench_reads(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
 def bench_flip(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     flip = Row("`flip openai my-provider --apply`", "`cp -r` + `sync -f` (durable copy)")
     undo = Row("`undo` of that flip", "the flip's own apply")
+    # the necessary work of a safe rewrite (bench/rewrite_floor.py): read, sha256 of old and new bytes,
+    # temp, one syncfs, rename, of exactly the files the flip rewrites
+    hashed = Row("`flip openai my-provider --apply`",
+                 "read + sha256 of old and new bytes + temp + `syncfs` + rename of the files it rewrites (Python)")
+    listing, stage = b.work / "flip-files.txt", b.work / "flip-stage"
+    listing.write_text("\n".join(rewritten(b, b.fresh(trees["codex"], "flip"), ["flip", "openai", "my-provider"]))
+                       + "\n")
+    floor = [sys.executable, str(HERE / "rewrite_floor.py"), str(listing), str(stage)]
     for _ in range(pairs):
         home = b.fresh(trees["codex"], "flip")
         copy = b.work / "flip-copy"
@@ -206,7 +214,10 @@ def bench_flip(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
         applied = b.run(b.hm + ["flip", "openai", "my-provider", "--apply"], home)
         flip.add(applied, b.run(f"cp -r '{home / '.codex'}' '{copy}' && sync -f '{copy}'", home, shell=True))
         undo.add(b.run(b.hm + ["undo"], home), applied)
-    return [flip, undo]
+        home = b.fresh(trees["codex"], "flip")
+        shutil.rmtree(stage, ignore_errors=True)
+        hashed.add(applied, b.run(floor, home))
+    return [flip, hashed, undo]
 
 
 def bench_move(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
@@ -236,7 +247,7 @@ print(n)
     parsed = Row("`move` (dry run)", "read all bytes + find OLD + parse those lines (Python, orjson)")
     apply = Row("`move --apply`", "durable copy of the files it rewrites")
     listing = b.work / "move-files.txt"
-    listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
+    listing.write_text("\n".join(rewritten(b, src / "home", ["move", old, new])) + "\n")
     home = src / "home"
     tops = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
     floor_read = [sys.executable, "-c", READ_ALL, *tops]
@@ -259,7 +270,7 @@ def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     home = src / "home"
     apply = Row("`move --tool qwen --apply`", "durable copy of the files it rewrites")
     listing = b.work / "qwen-files.txt"
-    listing.write_text("\n".join(rewritten(b, src, old, new)) + "\n")
+    listing.write_text("\n".join(rewritten(b, src / "home", ["move", old, new])) + "\n")
     scans = scan_rows(b, home, "qwen", ".qwen", pairs)
     for _ in range(pairs):
         fresh = b.fresh(src, "qwen")
@@ -331,10 +342,10 @@ def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     return rows
 
 
-def rewritten(b: Bench, src: Path, old: str, new: str) -> list[str]:
-    """The files move's plan rewrites (its write_file operations), for the durable-copy floor."""
-    plan = b.work / "move-plan.json"
-    b.run(b.hm + ["move", old, new, "--plan-out", str(plan)], src / "home")
+def rewritten(b: Bench, home: Path, command: list[str]) -> list[str]:
+    """The files a plan rewrites (its write operations), for the floors that copy or rewrite them."""
+    plan = b.work / "plan.json"
+    b.run(b.hm + command + ["--plan-out", str(plan)], home)
     ops = json.loads(plan.read_text()).get("operations", [])
     return sorted({op["path"] for op in ops if op.get("kind") == "write" and os.path.isfile(op.get("path", ""))})
 
