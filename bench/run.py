@@ -246,8 +246,12 @@ print(n)
 '''
     parsed = Row("`move` (dry run)", "read all bytes + find OLD + parse those lines (Python, orjson)")
     apply = Row("`move --apply`", "durable copy of the files it rewrites")
+    hashed = Row("`move --apply`",
+                 "read + sha256 of old and new bytes + temp + `syncfs` + rename of the files it rewrites (Python)")
     listing = b.work / "move-files.txt"
     listing.write_text("\n".join(rewritten(b, src / "home", ["move", old, new])) + "\n")
+    stage, in_copy = b.work / "move-stage", b.work / "move-files-in-copy.txt"    # (rewritten in b.fresh's copy)
+    in_copy.write_text(listing.read_text().replace(str(src) + os.sep, str(b.work / "move") + os.sep))
     home = src / "home"
     tops = [str(home / ".claude" / "projects"), str(home / ".codex" / "sessions")]
     floor_read = [sys.executable, "-c", READ_ALL, *tops]
@@ -260,7 +264,10 @@ print(n)
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
-    return [dry, parsed, apply]
+        fresh = b.fresh(src, "move")
+        shutil.rmtree(stage, ignore_errors=True)
+        hashed.add(a, b.run([sys.executable, str(HERE / "rewrite_floor.py"), str(in_copy), str(stage)], fresh))
+    return [dry, parsed, apply, hashed]
 
 
 def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
