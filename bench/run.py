@@ -74,6 +74,26 @@ print(n)
 # the warm scan's floor with histmig's start-up in it: the interpreter and click alone take longer than
 # walking and stating 2,000 files (docs/bench.md, "Listings"), so the walk runs after the same imports
 WALK_STAT_CLI = "import histmig.cli  # what every histmig command loads before it starts\n" + WALK_STAT
+# the cold listing's floor for small sessions (Pi, Gemini: a few KB each): every file read, every line
+# of a .jsonl and every .json parsed, after the same start-up (docs/bench.md, "Listings")
+READ_PARSE_CLI = """import histmig.cli  # what every histmig command loads before it starts
+import os, sys, orjson
+n = 0
+for top in sys.argv[1:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            with open(os.path.join(d, name), "rb") as f:
+                data = f.read()
+            if name.endswith(".jsonl"):
+                for line in data.splitlines():
+                    if line.strip():
+                        orjson.loads(line)
+                        n += 1
+            elif name.endswith(".json"):
+                orjson.loads(data)
+                n += 1
+print(n)
+"""
 LAUNCH = '''import json, os, subprocess, sys, time
 cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 os.sync()      # not timed: no step pays for the dirty pages of the one before
@@ -312,16 +332,21 @@ def scan_rows(b: Bench, home: Path, tool: str, top: str, pairs: int) -> list[Row
     cold = Row(f"`scan --tool {tool} --json --no-index`", "`cat` of every file")
     warm = Row(f"`scan --tool {tool} --json` (index present)", "walk + stat (Python)")
     warm_started = Row(f"`scan --tool {tool} --json` (index present)", "walk + stat after histmig's start-up")
+    parsed = Row(f"`scan --tool {tool} --json --no-index`",
+                 "walk + read + parse every line (Python, orjson) after histmig's start-up")
     cat = f"find '{home}/{top}' -type f -exec cat {{}} + > /dev/null"
     walk = [sys.executable, "-c", WALK_STAT, str(home / top)]
     walk_started = [sys.executable, "-c", WALK_STAT_CLI, str(home / top)]
+    read_parse = [sys.executable, "-c", READ_PARSE_CLI, str(home / top)]
     b.run(scan, home)               # builds the index the warm runs use
     for _ in range(pairs):
-        cold.add(b.run(scan + ["--no-index"], home), b.run(cat, home, shell=True))
+        c = b.run(scan + ["--no-index"], home)
+        cold.add(c, b.run(cat, home, shell=True))
+        parsed.add(c, b.run(read_parse, home))
         a = b.run(scan, home)
         warm.add(a, b.run(walk, home))
         warm_started.add(a, b.run(walk_started, home))
-    return [cold, warm, warm_started]
+    return [cold, parsed, warm, warm_started]
 
 
 def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
