@@ -115,3 +115,22 @@ def test_codex_heads_counted_only_up_to_the_prompt(tmp_path):
     assert _same_as_discover(_homes(h)) >= len(shapes)
     titles = [r.title for r in adapter("codex").discover(_homes(h))]
     assert titles.count("the prompt") == 2 and titles.count(None) >= 2
+
+
+def test_codex_first_lines_around_the_two_reads_are_the_listings(tmp_path):
+    # locate reads 32 KB, then the rest of 64 KB when no line ends in it, then leaves it to make_ref
+    from histmig.tools.codex.search import FIRST_READ, FIRST_TRY, _first_line_ref
+    for at in (FIRST_TRY, FIRST_READ):
+        h = tmp_path / str(at)
+        samples.install(h, tools=("codex",))
+        files = sorted((h / ".codex" / "sessions").rglob("*.jsonl"))
+        for f, size in zip(files, (at - 1, at, at + 1)):   # the first line, newline included, ``size`` bytes
+            first, rest = f.read_bytes().split(b"\n", 1)
+            obj = json.loads(first)
+            obj.setdefault("payload", {})["pad"] = ""
+            obj["payload"]["pad"] = "p" * (size - len(_line(obj)))
+            assert len(_line(obj)) == size
+            f.write_bytes(_line(obj) + rest)
+        assert _same_as_discover(_homes(h)) >= 3
+        fast = [_first_line_ref(f, False, None) for f in files[:3]]           # read here, not by make_ref
+        assert [got is not None for got in fast] == [True, True, at == FIRST_TRY]

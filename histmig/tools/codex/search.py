@@ -31,6 +31,8 @@ from histmig.toolkit.search import JsonlSource
 
 HEAD_LINES, HEAD_BYTES = 200, 128 * 1024      # make_ref's head
 FIRST_READ = 64 * 1024                       # the first line (session_meta) fits in it, or make_ref lists the file
+FIRST_TRY = 32 * 1024       # read first: a session_meta line is ~20 KB (Codex's base instructions); the
+                            # rest of FIRST_READ only when no line ends in it (half the bytes copied)
 
 
 def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
@@ -81,7 +83,7 @@ def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]
 def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
     """``(id, size, updated, cwd)`` of a plain rollout whose first line is its ``session_meta`` (the
     id and cwd of that line, size and mtime as the listing gives them); None for anything else. One
-    open, fstat and read per file."""
+    open, fstat and read per file (two reads for a first line past 32 KB)."""
     if is_zst(path):
         return None
     try:
@@ -89,12 +91,15 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[
     except (HistmigError, OSError):
         return None                               # make_ref names why
     try:
-        data = os.pread(fd, FIRST_READ, 0)
+        data = os.pread(fd, FIRST_TRY, 0)
+        nl = data.find(b"\n")
+        if nl < 0 and len(data) == FIRST_TRY:
+            data += os.pread(fd, FIRST_READ - FIRST_TRY, FIRST_TRY)
+            nl = data.find(b"\n")
     except OSError:
         return None
     finally:
         os.close(fd)
-    nl = data.find(b"\n")
     if nl < 0 or data.startswith(BOM):
         return None
     try:
