@@ -204,9 +204,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
                 for m in renamed.members:
                     _add(units, env, rec, m, history, session=_session_of(m))
             elif method in _FILES:
-                fut = ahead.pop(id(rec), None)
-                # a diff no thread has started yet is done here: the main thread helps once the rows are done
-                m = fut.result() if fut is not None and not fut.cancel() else _FILES[method](env, rec)
+                m = fut.result() if (fut := ahead.pop(id(rec), None)) is not None else _FILES[method](env, rec)
                 if isinstance(m, Exception):
                     raise m
                 _add(units, env, rec, m, history, session=rec.get("session"))
