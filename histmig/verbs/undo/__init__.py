@@ -27,7 +27,7 @@ from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
-from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates
+from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, updated_row
 from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
                           SqlUpdate, WriteFile)
 
@@ -272,8 +272,12 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offs
     rows = rec.get("rows", [])
     now = prefetch_updates(reader, rec["path"], rows)
     later = history.later.rows      # usually empty: then no row's key is encoded to look it up
+    db = rec["path"]
     for i, row in enumerate(rows):
-        m = inverse_row(reader, rec["path"], row, offset_tables, now.get(i))
+        got = now.get(i)
+        # a prefetched update (a flip's every row): its inverse inline, as inverse_row would make it
+        m = updated_row(db, row, got, offset_tables) if got is not None else \
+            inverse_row(reader, db, row, offset_tables)
         who = later.get(row_key(rec["path"], row)) if later else None
         if who:
             m.ops, m.problem = [], _later(who)
