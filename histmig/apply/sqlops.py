@@ -80,18 +80,11 @@ def _mismatched(con: sqlite3.Connection, ops: list) -> list[tuple[int, str]]:
 
 
 def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[tuple[int, SqlUpdate]]) -> list[tuple[int, str]]:
-    """One query by the first key column (``IN``, which its index serves; a row-value ``IN`` over
-    all key columns is not planned with the index), the full key matched here. The group's ``keys``
+    """The group's rows by :func:`rows_by_key`, the full key matched here. The group's ``keys``
     and ``cols`` are ``tuple(op.key)`` and ``tuple(op.expect)`` (:func:`_mismatched`): each op's
     values in that order are ``tuple(op.key.values())`` and ``tuple(op.expect.values())``."""
-    names = ", ".join(f'"{c}"' for c in (*keys, *cols))
-    nk = len(keys)
     want = [(i, op, tuple(op.key.values())) for i, op in ops]
-    firsts = list(dict.fromkeys(k[0] for _i, _op, k in want))
-    sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" * len(firsts))})'
-    found: dict[tuple, list[tuple]] = {}
-    for row in con.execute(sql, firsts):
-        found.setdefault(row[:nk], []).append(row[nk:])
+    found = rows_by_key(con, table, keys, cols, [k for _i, _op, k in want])
     out = []
     for i, op, k in want:
         rows = found.get(k)
@@ -106,6 +99,27 @@ def _check_group(con, table: str, keys: tuple, cols: tuple, ops: list[tuple[int,
         if m:
             out.append((i, m))
     return out
+
+
+def rows_by_key(con, table: str, keys: tuple, cols: tuple, key_values: list[tuple]) -> dict[tuple, list[tuple]]:
+    """``{key values: [the cols' values, ...]}`` of the rows whose first key column holds the first of
+    one of ``key_values`` (at most ``IN_BATCH`` of them): one query by that column (``IN``, which its
+    index serves; a row-value ``IN`` over all key columns is not planned with the index), so a row
+    of another full key may be among them: the caller matches full keys. Plain tuples (a
+    ``sqlite3.Row`` per row, sliced, cost most of the loop)."""
+    names = ", ".join(f'"{c}"' for c in (*keys, *cols))
+    firsts = list(dict.fromkeys(k[0] for k in key_values))
+    sql = f'SELECT {names} FROM "{table}" WHERE "{keys[0]}" IN ({", ".join("?" * len(firsts))})'
+    nk = len(keys)
+    found: dict[tuple, list[tuple]] = {}
+    cur = con.cursor()
+    cur.row_factory = None
+    try:
+        for row in cur.execute(sql, firsts):
+            found.setdefault(row[:nk], []).append(row[nk:])
+    finally:
+        cur.close()
+    return found
 
 
 def check_expectations(db: str, ops: list) -> list[tuple[int | None, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from histmig.apply.sqlops import IN_BATCH, decode_value, where_clause
+from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, where_clause
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlUpdate
@@ -73,7 +73,7 @@ def _member(label: str, ops: list[Op] | str, row: dict, offset_tables: frozenset
 def prefetch_updates(reader: RowReader, db: str, rows: list[dict]) -> dict[int, tuple]:
     """The current values of updated rows (index in ``rows`` -> the ``new`` columns' values), read
     with one ``IN`` query per 400 rows by the first key column instead of one query per row (the
-    apply's own check does the same: histmig/apply/sqlops.py ``_check_group``). A row not found
+    apply's own check does the same: histmig/apply/sqlops.py ``rows_by_key``). A row not found
     exactly once that way (NULL or non-scalar keys, type affinity, a row gone) is left out: the
     per-row query decides it, as before."""
     con = reader.con(db)
@@ -90,15 +90,7 @@ def prefetch_updates(reader: RowReader, db: str, rows: list[dict]) -> dict[int, 
             for s in range(0, len(idx), IN_BATCH):
                 part = idx[s:s + IN_BATCH]
                 want = [(i, tuple(rows[i]["key"].values())) for i in part]   # in ``keys`` order (the group's)
-                firsts = list(dict.fromkeys(k[0] for _i, k in want))
-                found: dict[tuple, list[tuple]] = {}
-                sql = (f'SELECT {", ".join(map(_q, (*keys, *cols)))} FROM {_q(table)} '
-                       f'WHERE {_q(keys[0])} IN ({", ".join("?" * len(firsts))})')
-                nk = len(keys)
-                cur = con.cursor()
-                cur.row_factory = None       # plain tuples: a sqlite3.Row per row, sliced, cost most of the loop
-                for r in cur.execute(sql, firsts):
-                    found.setdefault(r[:nk], []).append(r[nk:])
+                found = rows_by_key(con, table, keys, cols, [k for _i, k in want])
                 for i, k in want:
                     got = found.get(k)
                     if got is not None and len(got) == 1:
