@@ -14,6 +14,7 @@ from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
 from histmig.jsonio.jsonl import Line, head_lines, read_lines, record_lines, tail_lines
 from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
+from histmig.tools.claude_family.listing import broken_state
 from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
 from histmig.tools.pi.layout import all_session_files
 
@@ -290,8 +291,7 @@ def _summarize_objs(ref: SessionRef, head: list, tail: list, whole: bool) -> boo
     row = rowfacts.Row(head, tail)
     ref.title, ref.provider = row.prompt, row.provider
     ref.messages = row.messages if whole else None
-    if row.broken:
-        ref.state.append(f"{row.broken} broken line" + ("s" if row.broken != 1 else ""))
+    ref.state += broken_state(row.broken)
     return True
 
 
