@@ -6,7 +6,6 @@ import io
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import click
@@ -15,14 +14,22 @@ import orjson
 from histmig.cli.commands import HOME_COMMANDS
 from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
 from histmig.core.homes import Homes
+from histmig.core.valueclass import value
 from histmig.tools import home_flags, resolve_homes
 
 
-@dataclass
+@value
 class Context:
+    """What every command gets: the homes and the output flags."""
+
     homes: Homes
     quiet: bool = False
     verbose: int = 0
+
+    def __init__(self, homes: Homes, quiet: bool = False, verbose: int = 0) -> None:
+        self.homes = homes
+        self.quiet = quiet
+        self.verbose = verbose
 
     @classmethod
     def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":

@@ -16,10 +16,10 @@ from histmig.cli.common import Progress, Context, complete, diag, emit_json, inf
 from histmig.cli.tx_options import (apply_options, current_options, fewer_collections, options_from, pop_flags,
                                     safety_flags)
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError
-from histmig.core.plan import Plan
 
 if TYPE_CHECKING:      # the apply machinery loads only when something is applied (a dry run never)
     from histmig.apply import ApplyOptions
+    from histmig.core.plan import Plan     # (a doctor without fixes builds no plan)
 
 # The shared flags live in tx_options (no apply imports: a dry run parses them too).
 _flags = safety_flags

@@ -6,9 +6,11 @@ Exit codes (README "Exit codes"): 0 done, 1 refused / problems found with nothin
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
+
+from histmig.core.valueclass import FACTORY, value
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -74,7 +76,7 @@ class UnfinishedTransactionError(RefusedError):
     """A previous apply did not finish; ``histmig recover`` must run first."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Warning:
     """A warning as data. ``code`` is stable and documented in the README (Warning codes)."""
 
@@ -83,6 +85,10 @@ class Warning:
     path: str | None = None
     line: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, code: str, detail: str, path: str | None = None, line: int | None = None,
+                 extra: dict[str, Any] = FACTORY) -> None:
+        self.__dict__.update(code=code, detail=detail, path=path, line=line, extra={} if extra is FACTORY else extra)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -97,13 +103,16 @@ class Warning:
         return f"{self.code}: {where}{self.detail}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Skip:
     """A file or session left alone on purpose; printed as ``skip: <path>: <reason>``."""
 
     path: str
     reason: str
     code: str = "skipped"
+
+    def __init__(self, path: str, reason: str, code: str = "skipped") -> None:
+        self.__dict__.update(path=path, reason=reason, code=code)
 
     def describe(self) -> str:
         return f"skip: {self.path}: {self.reason}"

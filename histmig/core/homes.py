@@ -19,12 +19,14 @@ argument; ``histmig.tools.resolve_homes`` is the same with the table's declarati
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Union
 
+from histmig.core.valueclass import value
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class HomeDir:
     """A tool's home folder: ``--<flag>`` > ``--home`` > ``$<env>`` > ``$HOME/<default>``."""
     name: str       # the Homes attribute (``homes.codex``)
@@ -34,6 +36,10 @@ class HomeDir:
     help: str       # the CLI option's help text
     env_subdir: str = ""    # the home below the variable's folder (a variable that names a $HOME stand-in)
 
+    def __init__(self, name: str, env: str, default: str | Callable[[Path, Mapping[str, str], bool], Path],
+                 flag: str, help: str, env_subdir: str = "") -> None:
+        self.__dict__.update(name=name, env=env, default=default, flag=flag, help=help, env_subdir=env_subdir)
+
     def default_for(self, base: Path, env: Mapping[str, str], explicit_home: bool) -> Path:
         return base / self.default if isinstance(self.default, str) else self.default(base, env, explicit_home)
 
@@ -42,7 +48,7 @@ class HomeDir:
         return self.flag.replace("-", "_")
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Derived:
     """A path found from the homes already resolved (``find`` gets a :class:`Found`).
 
@@ -52,18 +58,24 @@ class Derived:
     find: Callable[["Found"], Path | None]
     folder: bool = False
 
+    def __init__(self, name: str, find: Callable[["Found"], Path | None], folder: bool = False) -> None:
+        self.__dict__.update(name=name, find=find, folder=folder)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class Same:
     """Another name for a declared path (the manifest layout lives in the Claude home)."""
     name: str
     of: str
 
+    def __init__(self, name: str, of: str) -> None:
+        self.__dict__.update(name=name, of=of)
+
 
 Spec = Union[HomeDir, Derived, Same]
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Found:
     """What a :class:`Derived` may look at: the homes resolved so far and how each was found."""
     base: Path                      # the $HOME stand-in
@@ -73,13 +85,19 @@ class Found:
     named: frozenset[str]           # homes named by their flag or their variable (not defaulted)
     flagged: frozenset[str]         # homes named by their flag
 
+    def __init__(self, base: Path, explicit_home: bool, env: Mapping[str, str], paths: Mapping[str, Path],
+                 named: frozenset[str], flagged: frozenset[str]) -> None:
+        self.__dict__.update(base=base, explicit_home=explicit_home, env=env, paths=paths, named=named,
+                             flagged=flagged)
+
     def from_env(self, var: str) -> Path | None:
         """``$var`` made absolute, unless --home was given or it is unset."""
         return _absolute(self.env[var]) if not self.explicit_home and self.env.get(var) else None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Homes:
+    """Every path histmig reads or writes, resolved once (:func:`resolve_homes`)."""
     home: Path                      # the $HOME stand-in
     state: Path                     # histmig's own state dir (journal, backups, lock)
     # name -> path in table order (``homes.codex``); an optional folder not set is None
@@ -89,10 +107,13 @@ class Homes:
     same: tuple[tuple[str, str], ...] = ()      # other names: (alias, declared name)
     _index: dict = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
-        index = dict(self.paths)
-        index.update((alias, index[of]) for alias, of in self.same)
-        object.__setattr__(self, "_index", index)
+    def __init__(self, home: Path, state: Path, paths: tuple[tuple[str, Path | None], ...] = (),
+                 files: frozenset[str] = frozenset(), folders: frozenset[str] = frozenset(),
+                 same: tuple[tuple[str, str], ...] = ()) -> None:
+        index = dict(paths)
+        index.update((alias, index[of]) for alias, of in same)
+        self.__dict__.update(home=home, state=state, paths=paths, files=files, folders=folders, same=same,
+                             _index=index)
 
     def __getattr__(self, name: str) -> Path | None:
         """``homes.codex``: a path some tool declared."""

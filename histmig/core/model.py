@@ -8,9 +8,11 @@ That single rule is how an edit of one field leaves every other byte identical.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Literal
+
+from histmig.core.valueclass import FACTORY, value
 
 Kind = Literal["message", "tool_call", "tool_result", "reasoning", "summary", "event", "other"]
 Role = Literal["user", "assistant", "system", "developer", "tool", None]
@@ -18,14 +20,19 @@ Role = Literal["user", "assistant", "system", "developer", "tool", None]
 
 # ---- parts -----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Text:
+    """Visible text of a message."""
+
     text: str
     injected: bool = False   # context the client injected (environment_context, AGENTS.md, reminders)
     kind: str = "text"
 
+    def __init__(self, text: str, injected: bool = False, kind: str = "text") -> None:
+        self.__dict__.update(text=text, injected=injected, kind=kind)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class Reasoning:
     """Model reasoning. ``summary`` is readable text; ``encrypted`` (Codex) and ``signature``
     (Claude thinking) bind it to the provider that issued it and cannot be carried elsewhere."""
@@ -37,8 +44,13 @@ class Reasoning:
     redacted: bool = False
     kind: str = "reasoning"
 
+    def __init__(self, summary: str = "", text: str = "", encrypted: str | None = None, signature: str | None = None,
+                 redacted: bool = False, kind: str = "reasoning") -> None:
+        self.__dict__.update(summary=summary, text=text, encrypted=encrypted, signature=signature, redacted=redacted,
+                             kind=kind)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class ToolCall:
     """A tool invocation. ``arguments`` is a dict for JSON tools, a str for free-form tools
     (Codex ``custom_tool_call`` such as apply_patch)."""
@@ -49,24 +61,39 @@ class ToolCall:
     namespace: str | None = None
     kind: str = "tool_call"
 
+    def __init__(self, call_id: str, name: str, arguments: Any, namespace: str | None = None,
+                 kind: str = "tool_call") -> None:
+        self.__dict__.update(call_id=call_id, name=name, arguments=arguments, namespace=namespace, kind=kind)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class ToolResult:
+    """What a tool call returned."""
+
     call_id: str
     output: Any                # str, or a list of content blocks
     is_error: bool = False
     structured: Any = None     # Claude ``toolUseResult`` and similar
     kind: str = "tool_result"
 
+    def __init__(self, call_id: str, output: Any, is_error: bool = False, structured: Any = None,
+                 kind: str = "tool_result") -> None:
+        self.__dict__.update(call_id=call_id, output=output, is_error=is_error, structured=structured, kind=kind)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class Attachment:
+    """An image or file a message carried."""
+
     media_type: str | None = None
     data: Any = None           # url, base64, or the source block
     kind: str = "attachment"
 
+    def __init__(self, media_type: str | None = None, data: Any = None, kind: str = "attachment") -> None:
+        self.__dict__.update(media_type=media_type, data=data, kind=kind)
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class Opaque:
     """Something the model does not understand, kept for the native dump."""
 
@@ -74,13 +101,16 @@ class Opaque:
     note: str = ""
     kind: str = "opaque"
 
+    def __init__(self, data: Any = None, note: str = "", kind: str = "opaque") -> None:
+        self.__dict__.update(data=data, note=note, kind=kind)
+
 
 Part = Text | Reasoning | ToolCall | ToolResult | Attachment | Opaque
 
 
 # ---- records and sessions --------------------------------------------------------------------
 
-@dataclass
+@value
 class Record:
     """One logical record. For Claude Code, adjacent assistant lines that share ``message.id``
     form one Record whose ``raw`` is the concatenation of those lines (``lines`` says how many)."""
@@ -98,6 +128,24 @@ class Record:
     lines: int = 1
     source_type: str | None = None   # the format's own type tag (e.g. "response_item/function_call")
     opaque_reason: str | None = None  # set when the line did not parse
+
+    def __init__(self, id: str | None = None, parent_id: str | None = None, kind: Kind = "other", role: Role = None,
+                 timestamp: str | None = None, parts: list[Part] = FACTORY, usage: dict[str, Any] | None = None,
+                 extra: dict[str, Any] = FACTORY, raw: bytes | None = None, line: int | None = None, lines: int = 1,
+                 source_type: str | None = None, opaque_reason: str | None = None) -> None:
+        self.id = id
+        self.parent_id = parent_id
+        self.kind = kind
+        self.role = role
+        self.timestamp = timestamp
+        self.parts = [] if parts is FACTORY else parts
+        self.usage = usage
+        self.extra = {} if extra is FACTORY else extra
+        self.raw = raw
+        self.line = line
+        self.lines = lines
+        self.source_type = source_type
+        self.opaque_reason = opaque_reason
 
     def evolve(self, **changes: Any) -> "Record":
         """A changed copy; ``raw`` is cleared so writers re-encode it."""
@@ -130,8 +178,10 @@ class RecordStream:
         return sum(1 for _ in self)
 
 
-@dataclass
+@value
 class Session:
+    """A session read whole: its listing fields and its records."""
+
     id: str
     format: str
     path: Path | None = None
@@ -147,6 +197,26 @@ class Session:
     subagents: list["Session"] = field(default_factory=list)
     warnings: list[Any] = field(default_factory=list)
 
+    def __init__(self, id: str, format: str, path: Path | None = None, cwd: str | None = None,
+                 created: str | None = None, updated: float | None = None, title: str | None = None,
+                 provider: str | None = None, model: str | None = None, parent_id: str | None = None,
+                 records: list[Record] | RecordStream = FACTORY, meta: dict[str, Any] = FACTORY,
+                 subagents: list["Session"] = FACTORY, warnings: list[Any] = FACTORY) -> None:
+        self.id = id
+        self.format = format
+        self.path = path
+        self.cwd = cwd
+        self.created = created
+        self.updated = updated
+        self.title = title
+        self.provider = provider
+        self.model = model
+        self.parent_id = parent_id
+        self.records = [] if records is FACTORY else records
+        self.meta = {} if meta is FACTORY else meta
+        self.subagents = [] if subagents is FACTORY else subagents
+        self.warnings = [] if warnings is FACTORY else warnings
+
     @property
     def opaque_count(self) -> int:
         return sum(1 for r in self.records if r.opaque)
@@ -158,7 +228,7 @@ class Session:
                 yield r
 
 
-@dataclass
+@value
 class SessionRef:
     """What ``discover`` yields: enough to list a session without reading it whole."""
 
@@ -177,6 +247,26 @@ class SessionRef:
     archived: bool = False
     compressed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, format: str, id: str, path: Path, cwd: str | None = None, provider: str | None = None,
+                 updated: float | None = None, created: str | None = None, title: str | None = None,
+                 messages: int | None = None, size: int = 0, state: list[str] = FACTORY, error: str | None = None,
+                 archived: bool = False, compressed: bool = False, extra: dict[str, Any] = FACTORY) -> None:
+        self.format = format
+        self.id = id
+        self.path = path
+        self.cwd = cwd
+        self.provider = provider
+        self.updated = updated
+        self.created = created
+        self.title = title
+        self.messages = messages
+        self.size = size
+        self.state = [] if state is FACTORY else state
+        self.error = error
+        self.archived = archived
+        self.compressed = compressed
+        self.extra = {} if extra is FACTORY else extra
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.format, "id": self.id, "path": str(self.path), "cwd": self.cwd,

@@ -15,15 +15,15 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
 
 from histmig.core.diagnostics import RefusedError, Skip, Warning
+from histmig.core.valueclass import FACTORY, value
 
 PLAN_SCHEMA = "histmig-plan/1"
 
@@ -36,23 +36,40 @@ def unb64(text: str) -> bytes:
     return base64.b64decode(text.encode())
 
 
-@dataclass(frozen=True, slots=True)
+_set = object.__setattr__      # a frozen instance's own fields, set once by its __init__
+
+
+@value(frozen=True)
 class Fingerprint:
     """What a path held at planning time. ``absent=True`` means "must not exist"."""
 
-    absent: bool = False
-    dev: int | None = None
-    ino: int | None = None
-    size: int | None = None
-    mtime_ns: int | None = None
-    sha256: str | None = None
+    # slots (one per file of a plan): the defaults are __init__'s, a slot cannot have a class-level one
+    __slots__ = ("absent", "dev", "ino", "size", "mtime_ns", "sha256", "ctime_ns", "spans")
+    absent: bool
+    dev: int | None
+    ino: int | None
+    size: int | None
+    mtime_ns: int | None
+    sha256: str | None
     # ctime cannot be set from user space and moves on every write or utime: equal ctime means the
     # hashed content is still there, so apply may hash while it writes instead of re-reading first
-    ctime_ns: int | None = None
+    ctime_ns: int | None
     # a plan applied by the process that made it (never written out): no whole-file hash was taken;
     # apply trusts identity, size, mtime, ctime and each patch's old bytes (docs/safety.md,
     # "Plans applied directly"). Not serialised: a plan written with --plan-out hashes whole files.
-    spans: bool = False
+    spans: bool
+
+    def __init__(self, absent: bool = False, dev: int | None = None, ino: int | None = None, size: int | None = None,
+                 mtime_ns: int | None = None, sha256: str | None = None, ctime_ns: int | None = None,
+                 spans: bool = False) -> None:
+        _set(self, "absent", absent)
+        _set(self, "dev", dev)
+        _set(self, "ino", ino)
+        _set(self, "size", size)
+        _set(self, "mtime_ns", mtime_ns)
+        _set(self, "sha256", sha256)
+        _set(self, "ctime_ns", ctime_ns)
+        _set(self, "spans", spans)
 
     @classmethod
     def of(cls, path: str | os.PathLike, *, with_hash: bool = True) -> "Fingerprint":
@@ -92,14 +109,20 @@ def compact(data: bytes) -> bytes:
     return bytes(memoryview(data))
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True)
 class Patch:
     """Replace ``old`` at byte ``offset`` with ``new``. Offsets refer to the *original* content
     (for a ``.jsonl.zst`` file: the decompressed content). Patches of one file never overlap."""
 
+    __slots__ = ("offset", "old", "new")
     offset: int
     old: bytes
     new: bytes
+
+    def __init__(self, offset: int, old: bytes, new: bytes) -> None:
+        _set(self, "offset", offset)
+        _set(self, "old", old)
+        _set(self, "new", new)
 
     def to_dict(self) -> dict[str, Any]:
         return {"offset": self.offset, "old": b64(self.old), "new": b64(self.new)}
@@ -113,7 +136,7 @@ class Patch:
         return len(self.new) - len(self.old)
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Op:
     """Base of every operation. ``session`` names the session the op belongs to
     (``{"tool": "codex", "id": "<thread id>"}``) so apply can check that tool's live-session
@@ -155,7 +178,7 @@ def _encode(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class WriteFile(Op):
     """Rewrite an existing file: apply ``patches`` (preferred) or replace with ``new_bytes``.
 
@@ -176,12 +199,18 @@ class WriteFile(Op):
     reason: str = ""
     mtime_ns: int | None = None     # set this mtime (undo puts the old one back); None: keep the file's
 
+    def __init__(self, path: str, expect: Fingerprint, patches: tuple[Patch, ...] = (), new_bytes: bytes | None = None,
+                 compression: str | None = None, level: int = 3, in_place_ok: bool = False,
+                 session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None) -> None:
+        self.__dict__.update(path=path, expect=expect, patches=patches, new_bytes=new_bytes, compression=compression,
+                             level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns)
+
     def describe(self) -> str:
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
         return f"rewrite {self.path} ({what}{', ' + self.reason if self.reason else ''})"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class CreateFile(Op):
     """Create a new file (parents created as needed, recorded so undo removes them).
     Refuses if the path exists. ``mtime_ns`` None means "now". ``dir_mode`` is the mode of the
@@ -202,18 +231,25 @@ class CreateFile(Op):
     sha256: str | None = None
     size: int | None = None
 
+    def __init__(self, path: str, data: bytes, mode: int = 0o600, mtime_ns: int | None = None,
+                 session: dict[str, str] | None = None, reason: str = "", dir_mode: int | None = None,
+                 data_path: str | None = None, sha256: str | None = None, size: int | None = None) -> None:
+        self.__dict__.update(path=path, data=data, mode=mode, mtime_ns=mtime_ns, session=session, reason=reason,
+                             dir_mode=dir_mode, data_path=data_path, sha256=sha256, size=size)
+
     @property
     def nbytes(self) -> int:
         return len(self.data) if self.size is None else self.size
 
     def digest(self) -> str:
+        import hashlib  # noqa: PLC0415 (lazy: OpenSSL's start costs every dry run ~3 ms)
         return hashlib.sha256(self.data).hexdigest() if self.sha256 is None else self.sha256
 
     def describe(self) -> str:
         return f"create {self.path} ({self.nbytes} bytes{', ' + self.reason if self.reason else ''})"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Rename(Op):
     """Rename a file or folder. Never replaces anything: an existing target (even an empty
     folder) makes apply refuse."""
@@ -225,6 +261,10 @@ class Rename(Op):
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, src: str, dst: str, expect: Fingerprint, session: dict[str, str] | None = None,
+                 reason: str = "") -> None:
+        self.__dict__.update(src=src, dst=dst, expect=expect, session=session, reason=reason)
+
     def describe(self) -> str:
         return f"rename {self.src} -> {self.dst}"
 
@@ -232,19 +272,24 @@ class Rename(Op):
         return [self.src, self.dst]
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Delete(Op):
+    """Delete a file (apply keeps a copy: undo puts it back)."""
+
     kind: ClassVar[str] = "delete"
     path: str
     expect: Fingerprint
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, path: str, expect: Fingerprint, session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(path=path, expect=expect, session=session, reason=reason)
+
     def describe(self) -> str:
         return f"delete {self.path}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class RmDir(Op):
     """Remove a folder that is empty when the operation runs (a project folder emptied by the
     renames before it). A folder that is not empty then is left alone and reported, never
@@ -256,11 +301,14 @@ class RmDir(Op):
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, path: str, expect: Fingerprint, session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(path=path, expect=expect, session=session, reason=reason)
+
     def describe(self) -> str:
         return f"remove empty folder {self.path}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class MkDir(Op):
     """Create a folder with exactly ``mode``; its times are set once the whole plan ran (moving
     entries into it would bump them). Undo's inverse of :class:`RmDir`. Refused if the path exists."""
@@ -273,11 +321,16 @@ class MkDir(Op):
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, path: str, mode: int = 0o700, mtime_ns: int | None = None, atime_ns: int | None = None,
+                 session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(path=path, mode=mode, mtime_ns=mtime_ns, atime_ns=atime_ns, session=session,
+                             reason=reason)
+
     def describe(self) -> str:
         return f"create folder {self.path}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SqlUpdate(Op):
     """``UPDATE table SET <set> WHERE <key>``, refused unless the row still holds ``expect``
     (old values of every column in ``set``)."""
@@ -291,13 +344,17 @@ class SqlUpdate(Op):
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, db: str, table: str, key: dict[str, Any], set: dict[str, Any], expect: dict[str, Any],
+                 session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(db=db, table=table, key=key, set=set, expect=expect, session=session, reason=reason)
+
     def describe(self) -> str:
         cols = ", ".join(f"{k}={v!r}" for k, v in self.set.items())
         keys = ", ".join(f"{k}={v!r}" for k, v in self.key.items())
         return f"update {Path(self.db).name} {self.table} [{keys}]: {cols}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SqlInsert(Op):
     """Insert one row; refused if a row with the same ``key`` columns exists."""
 
@@ -309,11 +366,15 @@ class SqlInsert(Op):
     session: dict[str, str] | None = None
     reason: str = ""
 
+    def __init__(self, db: str, table: str, row: dict[str, Any], key: tuple[str, ...] = ("id",),
+                 session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(db=db, table=table, row=row, key=key, session=session, reason=reason)
+
     def describe(self) -> str:
         return f"insert into {Path(self.db).name} {self.table} ({', '.join(f'{k}={self.row[k]!r}' for k in self.key)})"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SqlDelete(Op):
     """Delete the rows matching ``where`` (apply journals them so undo re-inserts them).
     ``expect_count`` guards against a changed table."""
@@ -325,6 +386,11 @@ class SqlDelete(Op):
     expect_count: int
     session: dict[str, str] | None = None
     reason: str = ""
+
+    def __init__(self, db: str, table: str, where: dict[str, Any], expect_count: int,
+                 session: dict[str, str] | None = None, reason: str = "") -> None:
+        self.__dict__.update(db=db, table=table, where=where, expect_count=expect_count, session=session,
+                             reason=reason)
 
     def describe(self) -> str:
         keys = ", ".join(f"{k}={v!r}" for k, v in self.where.items())
@@ -357,7 +423,7 @@ def op_from_dict(d: dict[str, Any]) -> Op:
     return cls(**d)
 
 
-@dataclass
+@value
 class Plan:
     """A mutating command's intent. ``summary`` is the planner's counts (for "would ..." output);
     ``warnings``/``skips`` are what it noticed; ``roots`` are the folders writes must stay under."""
@@ -369,6 +435,17 @@ class Plan:
     warnings: list[Warning] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, op: str, args: dict[str, Any], roots: list[str], operations: list[Op] = FACTORY,
+                 warnings: list[Warning] = FACTORY, skips: list[Skip] = FACTORY,
+                 summary: dict[str, Any] = FACTORY) -> None:
+        self.op = op
+        self.args = args
+        self.roots = roots
+        self.operations = [] if operations is FACTORY else operations
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.skips = [] if skips is FACTORY else skips
+        self.summary = {} if summary is FACTORY else summary
 
     @property
     def empty(self) -> bool:

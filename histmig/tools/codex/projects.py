@@ -12,7 +12,6 @@ import re
 import tomllib
 from typing import Callable
 
-import tomlkit
 
 from histmig.core.diagnostics import RefusedError, Warning
 from histmig.core.plan import Fingerprint, WriteFile
@@ -73,6 +72,7 @@ def _text_rekey(text: str, renames: dict[str, str]) -> str:
 
 
 def _tomlkit_rekey(text: str, renames: dict[str, str], expected: dict) -> str:
+    import tomlkit  # noqa: PLC0415 (only the unusual forms: importing it costs a move dry run ~5 ms)
     doc = tomlkit.parse(text)
     table = doc["projects"]
     for old, new in renames.items():

@@ -3,12 +3,16 @@
 write guards (tools/qwen/guards.py); imports nothing of the write path, so a dry run stays light."""
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import orjson
 
 from histmig.core.livewriters import pid_alive
+
+
+def _hostname() -> str:
+    import socket   # noqa: PLC0415 (only when a marker names a live pid: socket + selectors cost a dry run ~3 ms)
+    return socket.gethostname()
 
 
 def live_in(folder: Path) -> tuple[str, int] | None:
@@ -23,7 +27,7 @@ def live_in(folder: Path) -> tuple[str, int] | None:
         except (OSError, orjson.JSONDecodeError):
             continue
         pid = data.get("pid") if isinstance(data, dict) else None
-        if isinstance(pid, int) and pid > 0 and data.get("hostname") in (None, socket.gethostname()) and pid_alive(pid):
+        if isinstance(pid, int) and pid > 0 and data.get("hostname") in (None, _hostname()) and pid_alive(pid):
             return str(data.get("session_id") or marker.name[:-len(".runtime.json")]), pid
     return None
 

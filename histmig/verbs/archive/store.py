@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -40,6 +39,7 @@ class Store:
             return digest
         final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         packed = self._cctx.compress(data)
+        import tempfile  # noqa: PLC0415 (doctor reads the archive and never stores: tempfile costs it ~3 ms)
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:
