@@ -61,13 +61,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from histmig.core import homes as homes_module
 from histmig.core.homes import Derived, HomeDir, Same, Spec
+from histmig.core.valueclass import value
 
 # hook kind -> (module inside the tool's package, attribute of that module)
 HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move": ("move", "plan"),
@@ -80,14 +80,20 @@ HOOKS = {"adapter": ("adapter", "ADAPTER"), "writer": ("write", "write"), "move"
          "pack": ("pack", None)}
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Tool:
+    """A row of the tool table: where the tool's code is, where it keeps history, what it is also called."""
+
     name: str                           # canonical: what plans, findings and --json output say
     package: str                        # "histmig.tools.codex": the one folder with everything about it
     home: Callable[[Any], Any]          # Homes -> the folder the tool keeps its history in
     aliases: tuple[str, ...] = ()       # other spellings users type, any case
     needs: tuple[str, ...] = ()         # tools whose move planning must run first, also when not chosen
     homes: tuple[Spec, ...] = ()        # the paths it keeps history in, how each is found (core/homes.py)
+
+    def __init__(self, name: str, package: str, home: Callable[[Any], Any], aliases: tuple[str, ...] = (),
+                 needs: tuple[str, ...] = (), homes: tuple[Spec, ...] = ()) -> None:
+        self.__dict__.update(name=name, package=package, home=home, aliases=aliases, needs=needs, homes=homes)
 
     def hook(self, kind: str) -> Any:
         """The tool's hook of this kind, imported now; None when the tool has no such module."""
