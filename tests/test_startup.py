@@ -12,16 +12,21 @@ from histmig.cli import samples
 
 # the histmig modules, and the standard library's that only some commands need
 STDLIB = ("pickle", "sqlite3", "base64", "shlex")   # shlex: only a printed follow-up command needs it (lists2)
+# start4: imported where used, no longer by a dry run or a listing (each cost it 3-5 ms): tomlkit (the unusual
+# config.toml forms), socket (a live Qwen marker's hostname), tempfile (an archive written), hashlib (a hash taken)
+LAZY = ("tomlkit", "socket", "tempfile", "hashlib")
 PROBE = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
          "code = run_guarded(cli, sys.argv[1:])\n"
-         f"print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig') or m in {STDLIB!r})), code)\n")
+         f"print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig') or m in {STDLIB + LAZY!r})), "
+         "code)\n")
 
 WRITE_PATH = ("histmig.apply",)   # the engine, the journal, fsio: only an apply loads them
 OTHER_TOOLS = {"codex": ("histmig.tools.claude_code", "histmig.tools.mini_cc", "histmig.tools.manifest"),
                "claude-code": ("histmig.tools.codex", "histmig.tools.mini_cc", "histmig.tools.manifest")}
 
 SCAN_NEVER = ("histmig.core.plan", "histmig.jsonio.lineedit", "histmig.jsonio.jsonedit", "histmig.toolkit.move",
-              "histmig.toolkit.convert", "histmig.toolkit.doctor", "histmig.core.dbread", *STDLIB)
+              "histmig.toolkit.convert", "histmig.toolkit.doctor", "histmig.core.dbread", *STDLIB,
+              "tomlkit", "socket", "tempfile")
 
 # OpenCode keeps its sessions only as rows (docs/opencode.md): listing every tool opens its database
 SCAN_ALL_NEVER = tuple(m for m in SCAN_NEVER if m not in ("histmig.core.dbread", "sqlite3"))
@@ -39,7 +44,8 @@ CASES = {
                                                   "histmig.toolkit.convert", "histmig.toolkit.move"]),
     "move": (["move", "/nowhere/a", "/nowhere/b"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.convert",
                                                     "histmig.verbs.doctor", "histmig.verbs.undo",
-                                                    "histmig.toolkit.convert", "histmig.toolkit.doctor"]),
+                                                    "histmig.toolkit.convert", "histmig.toolkit.doctor",
+                                                    "tomlkit", "socket", "tempfile"]),
     "convert": (["convert", "--to", "codex", "--all"], [*WRITE_PATH, "histmig.verbs.flip", "histmig.verbs.move",
                                                         "histmig.verbs.doctor", "histmig.verbs.undo",
                                                         "histmig.toolkit.move", "histmig.toolkit.doctor"]),
@@ -55,7 +61,8 @@ CASES = {
                                                                           "histmig.toolkit.convert", "histmig.toolkit.move",
                                                                           "histmig.core.plan"]),
     "doctor": (["doctor", "--tool", "codex"], [*WRITE_PATH, "histmig.verbs.convert", "histmig.verbs.move",
-                                               "histmig.verbs.undo", "histmig.toolkit.convert"]),
+                                               "histmig.verbs.undo", "histmig.toolkit.convert",
+                                               "tomlkit", "socket", "tempfile"]),
     # issue 19: archiving reads; it plans nothing and needs no writer, converter or move hook
     "archive": (["archive"], [*WRITE_PATH, "histmig.cli.tx", "histmig.core.plan", "histmig.verbs.flip",
                               "histmig.verbs.convert", "histmig.verbs.move", "histmig.verbs.doctor",
@@ -170,3 +177,13 @@ def test_a_listing_imports_no_adapter_of_a_tool_not_on_disk(tmp_path):
         others = [f"histmig.tools.{t}.adapter" for t in ("codex", "claude_code", "mini_cc", "manifest", "qwen",
                                                          "gemini", "copilot", "cline", "opencode")]
         assert not _offending(mods, others), (args, _offending(mods, others))
+
+
+def test_start_up_imports_only_the_command_table_and_the_homes(tmp_path):
+    """start4: what every command pays before it reads a file (``histmig --version``, the bench's start-up row):
+    the command table, the homes and the tool table's rows, no tool's code, no model or plan, nothing lazy."""
+    mods, code = _loaded(tmp_path, ["--version"])
+    assert code == "0"
+    assert set(mods) <= {"histmig", "histmig.cli", "histmig.cli.commands", "histmig.cli.common", "histmig.core",
+                         "histmig.core.diagnostics", "histmig.core.homes", "histmig.core.valueclass",
+                         "histmig.tools"}, mods
