@@ -121,3 +121,41 @@ def test_slotted_frozen_pickles_and_refuses_assignment():
     assert pickle.loads(pickle.dumps(s)) == s and hash(s) == hash((1, b"x"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.a = 2
+
+
+def _value_classes():
+    """Every class in histmig decorated with ``@value`` (found by importing each module that uses it)."""
+    import importlib
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[1] / "histmig"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "@value" not in path.read_text(encoding="utf-8"):
+            continue
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        module = importlib.import_module(name)
+        found += [c for c in vars(module).values()
+                  if isinstance(c, type) and c.__module__ == name and "_key" in c.__dict__]
+    return found
+
+
+def test_every_value_class_init_matches_its_fields():
+    """A value class writes its ``__init__`` by hand: its parameters must be its fields, in field order,
+    with the same defaults (FACTORY for a default_factory), so adding a field cannot be half done
+    (``init=False`` fields are set by ``__init__`` itself)."""
+    import inspect
+    classes = _value_classes()
+    assert len(classes) >= 30
+    for cls in classes:
+        fields_ = [f for f in dataclasses.fields(cls) if f.init]
+        if not fields_ and "__init__" not in cls.__dict__:
+            continue            # a base with no fields (plan.Op): object's __init__
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [p.name for p in params] == [f.name for f in fields_], cls
+        for p, f in zip(params, fields_):
+            if f.default_factory is not dataclasses.MISSING:
+                assert p.default is FACTORY, (cls, f.name)
+            elif f.default is not dataclasses.MISSING:
+                assert p.default == f.default, (cls, f.name)
+            elif "__slots__" not in cls.__dict__:
+                assert p.default is inspect.Parameter.empty, (cls, f.name)
