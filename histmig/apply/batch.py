@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -123,6 +124,7 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
         for it in done:
             post = salvage(ctx, it.prep, it.dfd, it.src, it.st0, it.prep.post_sha, it.prep.post_size, False)
             ctx.replaced[it.inode] = it.prep.path
+            ctx.settle.append((it.prep.n, it.prep.path))
             dones.append(("done", {"n": it.prep.n, "post": post, **_backup_stat(it)}))
         ctx.journal.append_many(dones)
     except BaseException:
@@ -196,10 +198,52 @@ def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
     recs = [("intent", {"n": it.prep.n, "method": "replace", "path": it.prep.path, "tmp": it.tmp,
                         "backup": it.backup_rec, "pre": pre_state(it.st0, it.prep.pre_sha, it.src),
                         "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size},
-                        "session": it.prep.session}) for it in live]
+                        "session": it.prep.session, **_edits(it.prep, it.st0)}) for it in live]
     ctx.journal.append_many(recs)
     for it in live:
         it.journaled = True
+
+
+# The edits an intent journals for undo: a flip's are a few short values per file; a move's, one
+# per line of a long transcript, stay out of the journal (undo diffs the file against its backup).
+EDITS_MAX, EDITS_BYTES = 64, 4096
+
+
+def _edits(p: Prepared, st0: os.stat_result) -> dict:
+    """``patches``: the rewrite's patches as ``[offset, old, new]`` (base64), when they are all it
+    changes (no appended tail, no whole new content, not a ``.zst``) and few: undo of a file that is
+    still exactly what the apply left reverses them instead of diffing the file against its backup
+    (histmig/verbs/undo/files.py, docs/safety.md "What undo reads")."""
+    if (not p.patches or p.content is not None or p.plain_sha or getattr(p.op, "compression", None)
+            or p.base_size != st0.st_size or len(p.patches) > EDITS_MAX
+            or sum(len(x.old) + len(x.new) for x in p.patches) > EDITS_BYTES):
+        return {}
+    return {"patches": [[x.offset, b64(x.old), b64(x.new)] for x in p.patches]}
+
+
+def settle(ctx: Ctx) -> None:
+    """``settled``, written just before ``commit`` (made durable by its fsync): every replaced
+    file's lstat after the apply's last write to it, and ``t_s``, the wall clock read before those
+    stats, with the clock's tick (``res``). Undo trusts a file that still has this stat as the bytes
+    the apply wrote only when its ctime is older than ``t_s`` by more than a tick (a write after the
+    stat then moves it: git's racy-clean rule) and its mtime is still the one the apply set
+    (histmig/verbs/undo/files.py ``as_left``). Not written off Linux (file times there may come
+    from another clock than the one measured here)."""
+    if not ctx.settle or not sys.platform.startswith("linux"):
+        return
+    try:       # CLOCK_REALTIME_COARSE (Python names no constant for it): the clock file times come from
+        res = max(1, round(time.clock_getres(getattr(time, "CLOCK_REALTIME_COARSE", 5)) * 1e9))
+    except OSError:
+        return
+    t_s = time.time_ns()
+    files = []
+    for n, path in ctx.settle:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        files.append([n, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
+    ctx.journal.append_many([("settled", {"t_s": t_s, "res": res, "files": files})], sync=False)
 
 
 def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:

@@ -90,6 +90,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
                     opts.on_commit(prep.path)
         batch.final_sweep(ctx)
         set_dir_times(ctx)
+        batch.settle(ctx)
         journal.append("commit", done=len(result.done), skipped=len(result.skips))
     except BaseException as e:
         where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")

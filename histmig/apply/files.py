@@ -41,6 +41,7 @@ class Ctx:
     staging: dict = field(default_factory=dict)   # st_dev -> the journal's temp folder on it (or "")
     swept: float = 0.0            # time.monotonic() of the last /proc scan for open writers
     replaced: dict = field(default_factory=dict)  # (dev, ino) of each replaced file's old inode -> its path
+    settle: list = field(default_factory=list)    # (n, path) of each replaced file: stat-ed before commit
 
     @property
     def txid(self) -> str:

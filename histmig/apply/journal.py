@@ -4,7 +4,8 @@ One JSON record a line, each appended and fsynced before the step it announces (
 the journal is durable before the data it protects is touched). Record kinds:
 
 ``begin`` (op, argv, version, roots) · ``intent`` (n, method, path, pre-state, backup, post) ·
-``done`` (n, post) · ``salvaged`` · ``skip`` · ``commit`` · ``rolled-back`` (apply failed or
+``done`` (n, post) · ``salvaged`` · ``skip`` · ``settled`` (t_s, res, each replaced file's stat) ·
+``commit`` · ``rolled-back`` (apply failed or
 ``recover``; with ``incomplete``, what could not be put back: state ``partly-rolled-back``) ·
 ``undo-start`` · ``undo-done`` (n) · ``undone``. ``begin`` lists every planned operation
 (``ops``: n, method, path) so that backups whose intent was lost can be told apart.

@@ -152,7 +152,7 @@ def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
     return own, done
 
 
-_STEPS = frozenset({"intent", "done", "salvaged", "ready"})
+_STEPS = frozenset({"intent", "done", "salvaged", "ready", "settled"})
 
 
 def _done_intents(records: Iterable[dict]) -> list[dict]:
@@ -167,6 +167,10 @@ def _done_intents(records: Iterable[dict]) -> list[dict]:
                 latest[r["n"]]["post"] = r["post"]
             if r.get("bst"):
                 latest[r["n"]]["bst"] = r["bst"]
+        elif r["kind"] == "settled":     # just before commit: each replaced file's stat (apply/batch.py settle)
+            for n, *st in r.get("files") or []:
+                if n in latest:
+                    latest[n]["settled"] = (st, r["t_s"], r["res"])
         elif r["kind"] == "ready" and r["n"] in latest and r.get("pre_sha256"):
             latest[r["n"]]["pre"] = {**latest[r["n"]]["pre"], "sha256": r["pre_sha256"]}
     return [latest[n] for n in sorted(latest) if latest[n].get("done")]

@@ -61,7 +61,8 @@ def _agree(n: int, same) -> int:
 
 
 def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | None,
-                        pre_size: int, *, salvaged: bool = False, backup_trusted: bool = False) -> Diff:
+                        pre_size: int, *, salvaged: bool = False, backup_trusted: bool = False,
+                        known: tuple[tuple, str] | None = None) -> Diff:
     """Patches (in the file's coordinates) that restore the backup's lines over the first
     ``post_size`` bytes, which must hash to ``post_sha`` (what the apply wrote). Lines of that
     region beyond the backup's count are a client's, salvaged during the apply (``salvaged``);
@@ -75,32 +76,46 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
     as the apply journaled it, :func:`histmig.verbs.undo.files.backup_unchanged`): it is compared,
     not hashed (``old_sha256`` stays empty). The file's stat is taken before it is read and must be
     the same after (``Diff.st``): the hash then belongs to that stat, and the apply of the inverse
-    plan may take it as the file's (``ApplyOptions.trust_plan_hash``)."""
+    plan may take it as the file's (``ApplyOptions.trust_plan_hash``).
+
+    ``known``: ((ino, size, mtime_ns, ctime_ns), sha256) of the file when it is provably what the
+    apply wrote (:func:`histmig.verbs.undo.files.as_left`): while its stat is still that one, it is
+    compared, not hashed, and ``sha256`` is taken as its hash."""
     with os.fdopen(fsio.open_read(path), "rb") as cur, open(backup, "rb") as old:
         cfd, ofd = cur.fileno(), old.fileno()
         st = os.fstat(cfd)
         size = st.st_size
         if size < post_size:
             raise DiffError(f"shorter than the transaction left it ({size} < {post_size} bytes)")
-        applied, out = hashlib.sha256(), Diff(size=size, st=st)
+        proven = known is not None and known[0] == _stamp(st) and size == post_size
+        applied, out = _Skip() if proven else hashlib.sha256(), Diff(size=size, st=st)
         old_h = _Skip() if backup_trusted else hashlib.sha256()
         pos, opos = _pair_lines(cfd, ofd, post_size, pre_size, applied, out.patches, old_h)
         if opos < pre_size or (pos < post_size and not salvaged):
             raise LinesDiffer()
         out.old_sha256 = old_h.hexdigest()      # opos == pre_size: every backup byte was fed, in order
         out.tail_start = pos
-        try:
-            _feed(applied, read_range(cfd, pos, post_size))
-            if post_sha is not None and applied.hexdigest() != post_sha:
-                raise DiffError("changed since the transaction (not only appended to)")
-            whole = applied.copy()            # the file now: what the apply wrote, then what came since
-            _feed(whole, read_range(cfd, post_size, size))
-        except OSError as e:                  # it shrank while read: not what the apply left
-            raise DiffError(f"changed while being read ({e.strerror})") from None
-        out.sha256 = whole.hexdigest()
+        if proven:                            # the apply's bytes, nothing after them (pos == post_size)
+            out.sha256 = known[1]
+        else:
+            out.sha256 = _hash_rest(cfd, applied, pos, post_size, size, post_sha)
         if _stamp(os.fstat(cfd)) != _stamp(st):
             raise DiffError("changed while being read")
         return out
+
+
+def _hash_rest(cfd: int, applied, pos: int, post_size: int, size: int, post_sha: str | None) -> str:
+    """The file's sha256: ``applied`` (its bytes up to ``pos``) fed the rest of what the apply
+    wrote, checked against ``post_sha``, then the bytes appended since."""
+    try:
+        _feed(applied, read_range(cfd, pos, post_size))
+        if post_sha is not None and applied.hexdigest() != post_sha:
+            raise DiffError("changed since the transaction (not only appended to)")
+        whole = applied.copy()            # the file now: what the apply wrote, then what came since
+        _feed(whole, read_range(cfd, post_size, size))
+    except OSError as e:                  # it shrank while read: not what the apply left
+        raise DiffError(f"changed while being read ({e.strerror})") from None
+    return whole.hexdigest()
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:

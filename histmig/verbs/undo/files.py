@@ -17,8 +17,8 @@ from histmig.apply import fsio
 from histmig.apply.backups import verify_backup
 from histmig.core.diagnostics import Warning
 from histmig.toolkit.move.common import dir_fingerprint
-from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, starts_with, tail_patches,
-                                   whole_patch)
+from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, span_patch, starts_with,
+                                   tail_patches, whole_patch)
 from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, unb64
 
 LineEdit = Callable[[Op, bytes], bytes]
@@ -100,9 +100,15 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     if _is_zst(path):
         return _inverse_whole(env, rec, path, backup)
     trusted = backup_unchanged(backup, rec)
+    left = as_left(path, rec)
+    if left is not None and trusted and (back := journaled_inverse(rec)) is not None:
+        # the file is the apply's bytes and the backup its original: the apply's own edits, reversed
+        op = _write(path, rec, back, _fingerprint(left, post["sha256"]), False, "undo")
+        return Member(path, [op], edits=[(p.offset, p.delta) for p in back if p.delta], warnings=notes)
     try:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
-                                salvaged=bool(rec.get("salvaged_raw")), backup_trusted=trusted)
+                                salvaged=bool(rec.get("salvaged_raw")), backup_trusted=trusted,
+                                known=(_stamp(left), post["sha256"]) if left is not None else None)
     except DiffError as e:
         if bad := verify_backup(env.folder, rec):
             return Member.kept(path, bad, "bad-backup")
@@ -126,6 +132,73 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     grown = d.size > post.get("size", 0)
     op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""))
     return Member(path, [op], edits=[(p.offset, p.delta) for p in patches if p.delta], grown=grown, warnings=notes)
+
+
+def as_left(path: str, rec: dict) -> os.stat_result | None:
+    """The file's lstat when it is provably still the bytes the apply wrote (``post.sha256``), so
+    undo need not hash it (docs/safety.md "What undo reads"); None: read and hash it as before.
+
+    The apply's ``settled`` record (histmig/apply/batch.py ``settle``) holds the stat it took of the
+    file after its last write, and ``t_s``, the wall clock read just before. Trusted when the file's
+    (dev, ino, size, mtime, ctime) are still those, its size is what the apply wrote (nothing
+    salvaged into it) and:
+
+    - its ctime lies more than two clock ticks (and the timestamp's granule) before ``t_s``. File
+      times are the coarse clock (one tick: ``res``): any write after the stat gets a ctime of at
+      least ``t_s`` less a tick, so it shows; a ctime closer to ``t_s`` could hide a write in the
+      same tick (git's racy-clean rule) and is not trusted;
+    - its mtime is the one the apply gave the temp (the original's, ``pre.mtime_ns``) and lies as
+      far before the intent (``t``, journaled before the temp was written and renamed): a write
+      between the rename and the stat would have set the mtime to its own, later time.
+
+    Journals of older versions have no ``settled`` record: None."""
+    settled, post = rec.get("settled"), rec.get("post") or {}
+    if not settled or rec.get("salvaged_raw") or not post.get("sha256") or not rec.get("t"):
+        return None
+    (dev, ino, size, mtime, ctime), t_s, res = settled
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, *_stamp(st)) != (dev, ino, size, mtime, ctime):
+        return None
+    if size != post.get("size") or mtime != rec["pre"].get("mtime_ns"):
+        return None
+    return st if settled_before(ctime, t_s, res) and settled_before(mtime, rec["t"], res) else None
+
+
+def settled_before(stamp_ns: int, wall_ns: int, res_ns: int) -> bool:
+    """True when a file timestamp lies far enough before the wall clock reading ``wall_ns`` that a
+    later write cannot carry the same timestamp: two ticks of the coarse clock plus the granule of
+    the file system's timestamps (guessed from the value: whole seconds may be all it keeps, 2 s
+    on FAT)."""
+    return stamp_ns <= wall_ns - 2 * res_ns - _granule(stamp_ns)
+
+
+def _granule(ns: int) -> int:
+    if ns % 1_000_000_000 == 0:
+        return 2_000_000_000
+    return next((g for g in (100_000_000, 10_000_000, 1_000_000, 1_000) if ns % g == 0), 1)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def journaled_inverse(rec: dict) -> list[Patch] | None:
+    """The apply's own patches (journaled with its intent: histmig/apply/batch.py ``_edits``)
+    reversed into the file's coordinates, each trimmed to the bytes that differ; None when the
+    intent has none or they do not account for the sizes."""
+    raw, pre, post = rec.get("patches"), rec.get("pre") or {}, rec.get("post") or {}
+    if not raw:
+        return None
+    out, shift = [], 0
+    for offset, old, new in raw:
+        old, new = unb64(old), unb64(new)
+        if (p := span_patch(offset + shift, new, old)) is not None:
+            out.append(p)
+        shift += len(new) - len(old)
+    return out if pre.get("size") is not None and pre["size"] + shift == post.get("size") else None
 
 
 def backup_unchanged(backup: str, rec: dict) -> bool:
