@@ -102,7 +102,7 @@ def write(conv: Conversation, t: Target) -> Written:
             last_assistant = w.assistant(msg, model)
         else:
             w.user(msg, last_assistant)
-    path = Path(t.root) / "projects" / claude_slug(real) / f"{t.sid}.jsonl"
+    path = Path(os.path.join(t.root, "projects", claude_slug(real), f"{t.sid}.jsonl"))
     return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last) if any_msg else None, conv.first_prompt)
 
 

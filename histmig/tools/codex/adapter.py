@@ -599,7 +599,8 @@ def stream(path_or_ref: Any) -> Session:
     parsing each line again cost more than the rest of a small session's conversion)."""
     from histmig.jsonio.jsonl import record_lines
     from histmig.core.model import RecordStream, Session, SessionRef
-    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    path = path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref
+    path = path if isinstance(path, Path) else Path(path)
     names = parse_name(path.name)
     sid = names[1] if names else path.stem
     small = None if is_zst(path) else _small(path)
