@@ -11,7 +11,7 @@ import pytest
 
 from histmig import tools as registry
 from histmig.apply import apply_plan
-from histmig.toolkit.convert.sink import Sink, Spooled, SpoolDir
+from histmig.toolkit.convert.sink import Hold, Sink, Spooled, SpoolDir
 from histmig.core.diagnostics import HistmigError, RefusedError
 from histmig.verbs.convert import ConvertOptions, Run, add_outcome, iter_convert, new_plan
 from histmig.verbs.convert.batches import plan_convert
@@ -163,3 +163,24 @@ def test_case9_a_killed_runs_spool_folder_is_removed_by_the_next_run(homes, proj
     write_codex(homes.codex, proj)
     assert cli("convert", "--to", "claude-code", "--all", "--apply") == 0
     assert not orphan.exists() and not any(base.iterdir())
+
+
+def test_issue15_a_hold_keeps_small_files_in_memory_within_its_budget(tmp_path):
+    """--apply's sinks (verbs/convert/batches.py): a converted file within the hold's budget stays
+    bytes (no spool file); one over the per-file cap, or past the budget, is spooled as before."""
+    hold = Hold(cap=10, file_cap=6)
+
+    def sink(*lines):
+        s = Sink("spool", str(tmp_path), hold=hold)
+        for line in lines:
+            s.write(line)
+        return s.result()
+    assert sink(b"abc\n") == b"abc\n" and hold.used == 4
+    big = sink(b"abcd\n", b"ef\n")                 # 8 bytes > file_cap: spooled, both lines
+    assert isinstance(big, Spooled) and Path(big.path).read_bytes() == b"abcd\nef\n"
+    assert big.sha256 == hashlib.sha256(b"abcd\nef\n").hexdigest() and big.size == 8
+    assert sink(b"xyz\n") == b"xyz\n" and hold.used == 8
+    late = sink(b"uvw\n")                          # 8 + 4 > cap: spooled
+    assert isinstance(late, Spooled) and Path(late.path).read_bytes() == b"uvw\n"
+    hold.release()
+    assert sink(b"uvw\n") == b"uvw\n" and len(list(tmp_path.iterdir())) == 2

@@ -546,3 +546,10 @@ def test_the_counter_sees_each_way_of_naming_a_tool(tmp_path):
                      'def codex_thread_locked(): pass\ndef locked(): pass\nclass MiniCcState: pass\n'
                      'def pid_alive(): pass\n')
     assert sorted(int(h.split(":")[0]) for h in _namings(probe)) == [2, 3, 4, 5, 6, 8, 10]
+
+
+def test_no_alias_is_a_canonical_name():
+    """``canonical`` answers a canonical name as it is, before the alias look-up (issue 15: convert
+    asks for several hooks per session): no alias may spell another row's name."""
+    aliases = {a.lower() for row in registry.TABLE.values() for a in row.aliases}
+    assert not aliases & set(registry.TABLE)

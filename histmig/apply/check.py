@@ -466,4 +466,5 @@ def _check_spans(prep: Prepared, src: int) -> None:
 
 
 def touches(preps: list[Prepared], folder: Path) -> bool:
-    return any(_under(p.path, os.path.realpath(folder)) for p in preps if p.skip is None)
+    real = os.path.realpath(folder)      # once, not once per operation (a convert batch has hundreds)
+    return any(_under(p.path, real) for p in preps if p.skip is None)

@@ -37,6 +37,10 @@ from histmig.core.diagnostics import RefusedError, Skip
 
 BATCH = 256     # creates per batch (4 syncs each): one open descriptor per file plus one per folder
 SERIAL_BYTES = 4 << 20
+# a temp this large starts its writeback as soon as it is filled (the disk works while the next ones
+# are written); a smaller one waits for the batch's syncfs: writing back a few KB at a time cost more
+# than the file's whole write (each small writeback also slowed the next temp's creation)
+WRITEBACK_BYTES = 1 << 20
 
 
 def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
@@ -111,7 +115,8 @@ def _fill(ctx: Ctx, dfd: int, tmp: str, p: Prepared, sha: str, size: int) -> int
         fs.fchmod(tfd, op.mode, label)
         now = time.time_ns()
         fs.utime(tfd, (now, op.mtime_ns or now), label)
-        fsio.start_writeback(tfd)
+        if size >= WRITEBACK_BYTES:
+            fsio.start_writeback(tfd)
     except BaseException:
         if tfd >= 0:
             os.close(tfd)

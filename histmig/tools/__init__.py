@@ -232,6 +232,8 @@ def names() -> tuple[str, ...]:
 
 def canonical(name: str) -> str:
     """The canonical tool name for ``name`` or one of its aliases (any case)."""
+    if name in TABLE:      # a canonical name as it is (no alias is one): convert asks per session
+        return name
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in TABLE:

@@ -16,6 +16,8 @@ from histmig.core.times import iso_z, parse_ts
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# one random byte -> one character of a message id: its low 6 bits mod 62, as the 6-bit draws were
+_BYTE_ALNUM = bytes(ord(_ALNUM[(b & 63) % 62]) for b in range(256))
 
 
 class Ids:
@@ -34,15 +36,26 @@ class Ids:
         if self._rng:
             return self._rng.getrandbits(n)
         k = (n + 7) // 8
+        return int.from_bytes(self._bytes(k), "big") >> (8 * k - n)
+
+    def _bytes(self, k: int) -> bytes:
+        """``k`` bytes of the pool (unseeded only)."""
         if self._at + k > len(self._pool) or self._pid != os.getpid():
             self._pool, self._at, self._pid = os.urandom(max(self.POOL, k)), 0, os.getpid()
         self._at += k
-        return int.from_bytes(self._pool[self._at - k:self._at], "big") >> (8 * k - n)
+        return self._pool[self._at - k:self._at]
 
     def uuid4(self) -> str:
-        """``str(uuid.UUID(int=bits, version=4))``, formatted directly (one per converted record)."""
-        n = (self.bits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)) | 4 << 76 | 0x8000 << 48
-        h = f"{n:032x}"
+        """``str(uuid.UUID(int=bits, version=4))``, formatted directly (one per converted record);
+        unseeded, from 16 pool bytes with the version and variant bits set on the bytes."""
+        if self._rng:
+            n = (self.bits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)) | 4 << 76 | 0x8000 << 48
+            h = f"{n:032x}"
+        else:
+            b = bytearray(self._bytes(16))
+            b[6] = b[6] & 0x0F | 0x40
+            b[8] = b[8] & 0x3F | 0x80
+            h = b.hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def uuid7(self, ms: int | None = None) -> str:
@@ -59,8 +72,7 @@ class Ids:
     def msg_id(self) -> str:
         if self._rng:
             return "msg_01" + "".join(_ALNUM[self.bits(6) % 62] for _ in range(22))
-        r = self.bits(132)        # 22 draws of 6 bits, from one
-        return "msg_01" + "".join(_ALNUM[(r >> (6 * i) & 63) % 62] for i in range(22))
+        return "msg_01" + self._bytes(22).translate(_BYTE_ALNUM).decode()    # 22 draws of 6 bits, from one
 
     def time(self) -> float:
         return self.now if self.now is not None else time.time()

@@ -3,7 +3,10 @@
 A writer never holds the file it writes: each line goes to a :class:`Sink`, which counts and hashes
 it and then, by mode, keeps it (``memory``: tests and ``--plan-out``, capped), writes it to a spool
 file under ``<state dir>/spool/`` (``spool``: apply copies it from there in chunks), or drops it
-(``count``: a dry run writes nothing at all, it only needs the size and hash).
+(``count``: a dry run writes nothing at all, it only needs the size and hash). A spool sink given a
+:class:`Hold` keeps a small file in memory instead, within the hold's budget, and opens its spool
+file only when the file outgrows it (creating, writing and closing a spool file cost more system
+time than converting a small session).
 """
 from __future__ import annotations
 
@@ -41,19 +44,39 @@ class Spooled:
     size: int
 
 
+class Hold:
+    """How much converted data a run's spool sinks keep in memory: files of at most ``file_cap``
+    bytes while ``used`` (the files held since the last :meth:`release`) stays within ``cap``."""
+
+    def __init__(self, cap: int = 8 << 20, file_cap: int = 256 << 10):
+        self.cap, self.file_cap, self.used = cap, file_cap, 0
+
+    def fits(self, size: int) -> bool:
+        return size <= self.file_cap and self.used + size <= self.cap
+
+    def release(self) -> None:
+        """The held files were applied (their batch's operations are dropped)."""
+        self.used = 0
+
+
 class Sink:
-    def __init__(self, mode: str = "memory", spool_dir: str | None = None, cap: int | None = None):
+    def __init__(self, mode: str = "memory", spool_dir: str | None = None, cap: int | None = None,
+                 hold: Hold | None = None):
         self.mode, self.cap, self.size = mode, cap, 0
         self.hash = hashlib.sha256()
         self.parts: list[bytes] = []
         self.path: str | None = None
         self.fh = None
-        if mode == "spool":
-            try:
-                fd, self.path = _new_part(spool_dir)
-            except OSError as e:
-                raise SpoolError.of(e, spool_dir) from None
-            self.fh = os.fdopen(fd, "wb", buffering=BUFFER)
+        self.spool_dir, self.hold = spool_dir, hold
+        if mode == "spool" and hold is None:
+            self._open()
+
+    def _open(self) -> None:
+        try:
+            fd, self.path = _new_part(self.spool_dir)
+        except OSError as e:
+            raise SpoolError.of(e, self.spool_dir) from None
+        self.fh = os.fdopen(fd, "wb", buffering=BUFFER)
 
     def write(self, data: bytes) -> None:
         self.size += len(data)
@@ -63,6 +86,17 @@ class Sink:
                                       f"{self.cap >> 20} MiB; convert it without --plan-out (nothing written)")
             self.parts.append(data)
             return
+        if self.hold is not None:        # held in memory while it fits, then spooled
+            if self.hold.fits(self.size):
+                self.parts.append(data)
+                return
+            self.hold, held, self.parts = None, b"".join(self.parts), []
+            self._open()
+            if held:
+                self._spool(held)
+        self._spool(data)
+
+    def _spool(self, data: bytes) -> None:
         self.hash.update(data)
         if self.fh is not None:
             try:
@@ -72,9 +106,11 @@ class Sink:
                 raise SpoolError.of(e, self.path) from None
 
     def result(self) -> bytes | Spooled:
-        """The bytes (memory mode), else what apply needs to copy and verify them."""
-        if self.mode == "memory":
+        """The bytes (memory mode, or a file a hold kept), else what apply needs to copy and verify them."""
+        if self.mode == "memory" or (self.hold is not None and self.fh is None):
             data, self.parts = b"".join(self.parts), []
+            if self.mode != "memory":
+                self.hold.used += len(data)
             return data
         if self.fh is not None:
             try:

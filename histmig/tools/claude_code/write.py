@@ -37,16 +37,32 @@ class _Writer:
         self.parent: str | None = None
         self.out = out
         self.clock = Clock(conv.source.created, ids.time())
+        self._tail = self.tail()                  # the same last keys on every record
+        self._ts: str | None = None               # the last source time stamped, and its text
+        self._text: str | None = None
 
     def tail(self) -> dict[str, Any]:
         return {"userType": "external", "entrypoint": "cli", "cwd": self.cwd, "sessionId": self.sid,
                 "version": CLAUDE_VERSION, "gitBranch": self.branch}
 
+    def stamp(self, ts: str | None) -> str:
+        """``iso_z(self.clock.at(ts))``; a time the clock cannot move (none, or the last one again)
+        reuses the last text."""
+        if self._text is None or (ts is not None and ts != self._ts):
+            self._ts, last = ts, self.clock.last
+            dt = self.clock.at(ts)
+            if self._text is None or dt is not last:
+                self._text = iso_z(dt)
+        return self._text
+
     def emit(self, type_: str, message: dict, ts: str | None, after_ts: dict | None = None) -> str:
         uid = self.ids.uuid4()
         rec = {"parentUuid": self.parent, "isSidechain": False, "type": type_, "message": message,
-               "uuid": uid, "timestamp": iso_z(self.clock.at(ts)), **(after_ts or {}), **self.tail()}
-        self.out.write(orjson.dumps(rec) + b"\n")
+               "uuid": uid, "timestamp": self.stamp(ts)}
+        if after_ts:
+            rec.update(after_ts)
+        rec.update(self._tail)
+        self.out.write(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
         self.parent = uid
         return uid
 
@@ -86,7 +102,7 @@ def write(conv: Conversation, t: Target) -> Written:
             last_assistant = w.assistant(msg, model)
         else:
             w.user(msg, last_assistant)
-    path = Path(t.root) / "projects" / claude_slug(real) / f"{t.sid}.jsonl"
+    path = Path(os.path.join(t.root, "projects", claude_slug(real), f"{t.sid}.jsonl"))
     return Written([(path, w.out.result())], t.sid, iso_z(w.clock.last) if any_msg else None, conv.first_prompt)
 
 

@@ -477,7 +477,7 @@ def tail_turn_cwd(data: bytes, start: int, lo: int = 0) -> str | None:
 
 def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
     """``(kind, role, parts)`` of one line."""
-    from histmig.core.model import Reasoning, Text, ToolResult
+    Reasoning, Text, ToolResult = _M.Reasoning, _M.Text, _M.ToolResult
     item = payload(obj) if t == "response_item" else (obj if t and t.startswith("legacy:") else None)
     if t == "event_msg":
         return "event", None, []
@@ -505,7 +505,7 @@ def _parts(t: str | None, obj: Any) -> tuple[str, str | None, list]:
 
 
 def _tool_call(item: dict) -> ToolCall:
-    from histmig.core.model import ToolCall
+    ToolCall = _M.ToolCall
     it = item.get("type")
     if it == "function_call":
         args: Any = item.get("arguments")
@@ -521,21 +521,55 @@ def _tool_call(item: dict) -> ToolCall:
     return ToolCall(str(item.get("call_id") or item.get("id") or ""), it, item.get("action"))
 
 
+class _Model:
+    """``histmig.core.model``'s classes, imported on the first record (not with this module: see
+    the note on its imports) and then one attribute away, not one import statement per record."""
+
+    def __getattr__(self, name: str) -> Any:
+        from histmig.core import model
+        for cls in ("Record", "Reasoning", "Text", "ToolCall", "ToolResult"):
+            setattr(self, cls, getattr(model, cls))
+        return getattr(model, name)
+
+
+_M = _Model()
+
+
 def _record(ln: Line) -> Record:
-    from histmig.core.model import Record
     if ln.raw is None or ln.opaque or ln.blank:
         reason = ln.error if not ln.blank else "blank line"
-        return Record(raw=ln.raw, line=ln.number, opaque_reason=reason,
-                      extra={"offset": ln.offset, "length": ln.length})
-    obj = ln.obj
+        return _M.Record(raw=ln.raw, line=ln.number, opaque_reason=reason,
+                         extra={"offset": ln.offset, "length": ln.length})
+    return _record_of(ln.obj, ln.raw, ln.number, ln.offset)
+
+
+def _record_of(obj: Any, raw: bytes, number: int, offset: int) -> Record:
+    """The Record of a line that parsed (``obj``), its exact bytes ``raw`` at ``offset``."""
     t = line_type(obj)
     kind, role, parts = _parts(t, obj)
     sub = payload(obj).get("type") if t in ("response_item", "event_msg") else None
     item = payload(obj) if t == "response_item" else {}
-    return Record(id=item.get("id") if isinstance(item.get("id"), str) else None, kind=kind, role=role,
-                  timestamp=obj.get("timestamp") if isinstance(obj, dict) else None, parts=parts,
-                  raw=ln.raw, line=ln.number, source_type=f"{t}/{sub}" if sub else t,
-                  extra={"offset": ln.offset, "envelope": obj})
+    return _M.Record(id=item.get("id") if isinstance(item.get("id"), str) else None, kind=kind, role=role,
+                     timestamp=obj.get("timestamp") if isinstance(obj, dict) else None, parts=parts,
+                     raw=raw, line=number, source_type=f"{t}/{sub}" if sub else t,
+                     extra={"offset": offset, "envelope": obj})
+
+
+def _whole_records(data: bytes) -> Iterator[Record]:
+    """The Records of a file read whole: a file whose every line is the compact encoding of its
+    value (what Codex writes) is parsed in one ``orjson`` call (``jsonl.canonical_values``) and
+    split with ``bytes.find``, with the Records ``_record`` gives its lines; any other file line by
+    line (``iter_lines``)."""
+    from histmig.jsonio.jsonl import canonical_values
+    values = canonical_values(data)
+    if values is None:
+        yield from map(_record, iter_lines(io.BytesIO(data)))
+        return
+    find, offset, size = data.find, 0, len(data)
+    for number, obj in enumerate(values, 1):
+        end = find(b"\n", offset) + 1 or size
+        yield _record_of(obj, data[offset:end], number, offset)
+        offset = end
 
 
 def records_from_lines(lines: Iterator[Line]) -> Iterator[Record]:
@@ -549,7 +583,7 @@ def read(path_or_ref: Any) -> Session:
     path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
     names = parse_name(path.name)
     session = Session(id=names[1] if names else path.stem, format=NAME, path=path)
-    _describe(session, path, read_lines(path), session.records)
+    _describe(session, path, map(_record, read_lines(path)), session.records)
     return session
 
 
@@ -565,25 +599,27 @@ def stream(path_or_ref: Any) -> Session:
     parsing each line again cost more than the rest of a small session's conversion)."""
     from histmig.jsonio.jsonl import record_lines
     from histmig.core.model import RecordStream, Session, SessionRef
-    path = Path(path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref)
+    path = path_or_ref.path if isinstance(path_or_ref, SessionRef) else path_or_ref
+    path = path if isinstance(path, Path) else Path(path)
     names = parse_name(path.name)
     sid = names[1] if names else path.stem
-    whole = None if is_zst(path) else _small(path)
-    if whole is not None:
+    small = None if is_zst(path) else _small(path)
+    if small is not None:
         session = Session(id=sid, format=NAME, path=path)
-        _describe(session, path, iter_lines(io.BytesIO(whole)), session.records)
+        _describe(session, path, _whole_records(small[0]), session.records, small[1])
         return session
     session = Session(id=sid, format=NAME, path=path, records=RecordStream(lambda: map(_record, record_lines(path))))
     _describe(session, path, record_lines(path), None)
     return session
 
 
-def _small(path: Path) -> bytes | None:
-    """The file's bytes when it holds at most ``SMALL_FILE`` (read with one bounded read, so a file
-    growing meanwhile never costs more memory), else None."""
+def _small(path: Path) -> tuple[bytes, float] | None:
+    """The file's bytes and mtime when it holds at most ``SMALL_FILE`` (read with one bounded read,
+    so a file growing meanwhile never costs more memory), else None."""
     fd = open_regular_fd(path)
     try:
-        if os.fstat(fd).st_size > SMALL_FILE:
+        st = os.fstat(fd)
+        if st.st_size > SMALL_FILE:
             return None
         parts, got = [], 0
         while got <= SMALL_FILE and (chunk := os.read(fd, SMALL_FILE + 1 - got)):
@@ -591,7 +627,7 @@ def _small(path: Path) -> bytes | None:
             got += len(chunk)
     finally:
         os.close(fd)
-    return b"".join(parts) if got <= SMALL_FILE else None
+    return (b"".join(parts), st.st_mtime) if got <= SMALL_FILE else None
 
 
 def _may_matter(raw: bytes, want_title: bool) -> bool:
@@ -600,12 +636,14 @@ def _may_matter(raw: bytes, want_title: bool) -> bool:
     return b"turn_context" in raw or (want_title and b"user" in raw)
 
 
-def _describe(session: Session, path: Path, lines: Iterator[Line], keep: list | None) -> None:
-    """One pass over the lines for the session's header fields; ``keep`` collects the records."""
+def _describe(session: Session, path: Path, lines: Iterator[Any], keep: list | None,
+              mtime: float | None = None) -> None:
+    """One pass over the lines for the session's header fields; ``keep`` collects the records
+    (``lines`` are then Records, else Lines); ``mtime``: the file's, when the reader has it."""
     meta_seen, turn_cwd, model = None, None, None
     for ln in lines:
         if keep is not None:
-            rec = _record(ln)
+            rec = ln
             keep.append(rec)
             obj = rec.extra.get("envelope")
         elif ln.raw is None or (meta_seen is not None and not _may_matter(ln.raw, session.title is None)):
@@ -628,7 +666,7 @@ def _describe(session: Session, path: Path, lines: Iterator[Line], keep: list | 
         session.meta = {"session_meta": meta_seen, "history_mode": meta_seen.get("history_mode") or "legacy"}
     session.cwd = turn_cwd or (meta_seen or {}).get("cwd")
     session.model = model
-    session.updated = path.stat().st_mtime
+    session.updated = path.stat().st_mtime if mtime is None else mtime
     session.meta["compressed"] = is_zst(path)
 
 

@@ -4,7 +4,8 @@
   ``BATCH_BYTES``);
 - :func:`stream` without apply: a dry run, lines only counted and hashed, nothing written;
 - :func:`stream` with apply: lines spooled under ``<state>/spool/<run>/`` one at a time and applied in
-  transactions of at most ``BATCH_BYTES`` of new data, so memory never grows with the run.
+  transactions of at most ``BATCH_BYTES`` of new data, so memory never grows with the run; small files
+  are held in memory instead, within a budget per batch (``sink.Hold``: ``HOLD_BYTES``).
 
 The caller sees each session's outcome as it is decided (``on_outcome``) and may apply each batch
 itself (``apply_batch``); the loop over sessions and batches is here, never in the CLI.
@@ -19,12 +20,15 @@ from typing import Any, Callable, Iterable
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageError
 from histmig.core.model import SessionRef
 from histmig.core.plan import Plan
-from histmig.toolkit.convert.sink import Sink, SpoolDir
+from histmig.toolkit.convert.sink import Hold, Sink, SpoolDir
 from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
 from histmig.verbs.convert import select
 from histmig.verbs.convert.shared import converted
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
+# converted files of at most HOLD_FILE_BYTES stay in memory, up to HOLD_BYTES of them per batch in this
+# process (and as much again over a forked worker's life, verbs/convert/shared.py); the rest are spooled
+HOLD_BYTES, HOLD_FILE_BYTES = 8 << 20, 256 << 10
 
 OnOutcome = Callable[[Outcome], None]
 
@@ -116,15 +120,17 @@ def stream(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, apply: b
     ``options``, its results kept in ``Converted.transactions``."""
     if not apply:    # a dry run writes nothing at all: lines are only counted and hashed
         return _stream(homes, refs, opts, functools.partial(Sink, "count"), False, named, on_outcome, None, options)
-    spool = SpoolDir(homes.state)   # <state>/spool/<run>/: one line at a time, never the file in memory
+    spool = SpoolDir(homes.state)   # <state>/spool/<run>/: one line at a time, never a large file in memory
     try:
-        sink = functools.partial(Sink, "spool", spool.path)
-        return _stream(homes, refs, opts, sink, True, named, on_outcome, apply_batch, options)
+        hold = Hold(HOLD_BYTES, HOLD_FILE_BYTES)
+        sink = functools.partial(Sink, "spool", spool.path, hold=hold)
+        return _stream(homes, refs, opts, sink, True, named, on_outcome, apply_batch, options, hold)
     finally:
         spool.close()
 
 
-def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply_batch, options) -> Converted:
+def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply_batch, options,
+            hold: Hold | None = None) -> Converted:
     run = _run(homes, opts, sink)
     done = Converted(new_plan(run))
     batch, size = new_plan(run), 0
@@ -139,6 +145,8 @@ def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply
             if size >= BATCH_BYTES:
                 done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
                 batch, size = new_plan(run), 0
+                if hold is not None:
+                    hold.release()
     if apply and batch.operations:
         done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
     done.total.warnings += run.warnings
