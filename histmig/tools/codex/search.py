@@ -57,10 +57,9 @@ def _locate_batch(batch: list[tuple], index: Any, visit: Any = None):
     hands back the few fields it read (a ref and its ``Path`` pickle slowly); the refs are made here.
     With ``visit`` (histmig/toolkit/search.py ``Visit``): ``_visit_batch``. Returns the visit to use
     for the next batch (None once ``visit.found`` said enough)."""
-    hits = [index_hit(entry, index) if index is not None else None for entry in batch]
     if visit is not None:
-        return (yield from _visit_batch(batch, hits, visit))
-    yield from _plain_batch(batch, hits)
+        return (yield from _visit_batch(batch, index, visit))
+    yield from _plain_batch(batch, [index_hit(entry, index) if index is not None else None for entry in batch])
     return None
 
 
@@ -86,21 +85,29 @@ def _made(entry: tuple, got: Any) -> tuple[SessionRef, Any]:
     return ref, functools.partial(complete, meta_cwd=meta_cwd)
 
 
-def _visit_batch(batch: list[tuple], hits: list, visit: Any):
+def _visit_batch(batch: list[tuple], index: Any, visit: Any):
     """``_plain_batch`` that also searches each small plain file from the bytes read for its ref (one
     open and read a file, instead of a first read here and the search's own read later), on every
     CPU (``fork_stream``: the worker's refs and events come back in order; each process takes the next
     file when free). The events go to ``visit.found``; once it says enough, the stream is stopped and
-    the rest of the batch is located as without a visit (and searched later)."""
+    the rest of the batch is located as without a visit (and searched later). The index is looked up
+    by whoever reads the file (to know whether to read its first line), and again here for the ref
+    (a ``stat``, while the worker reads on: not one by one before the fork)."""
     from histmig.core.forkmap import fork_stream
-    stream = fork_stream(functools.partial(_visit_one, batch, hits, visit), range(len(batch)),
+    stream = fork_stream(functools.partial(_visit_one, batch, index, visit), range(len(batch)),
                          [FIRST_READ] * len(batch), min_weight=VISIT_MIN_FORK)
     done = 0
     try:
-        for entry, hit, events in zip(batch, hits, stream):
+        for entry, events in zip(batch, stream):
             events = iter(events)
             got, whole = next(events)
-            ref, complete_ref = (hit, None) if hit is not None else _made(entry, got)
+            if got is None:                   # the index's: its ref made here from it
+                ref, complete_ref = index_hit(entry, index), None
+                if ref is None:               # changed since: listed as without the index, searched later
+                    ref, complete_ref = _made(entry, _locate_one(entry))
+                    whole = False
+            else:
+                ref, complete_ref = _made(entry, got)
             done += 1
             more = True
             if whole:
@@ -114,15 +121,18 @@ def _visit_batch(batch: list[tuple], hits: list, visit: Any):
     finally:
         stream.close()
     if done < len(batch):
-        yield from _plain_batch(batch[done:], hits[done:])
+        rest = batch[done:]
+        yield from _plain_batch(rest, [index_hit(entry, index) if index is not None else None for entry in rest])
         return None
     return visit
 
 
-def _visit_one(batch: list[tuple], hits: list, visit: Any, i: int) -> Iterator[tuple]:
-    """``(what locate reads, visited)``, then the file's events when visited: a plain file under
-    ``VISIT_MAX`` (the index's hit or a first line of ``session_meta``) read whole in one read."""
-    entry, hit = batch[i], hits[i]
+def _visit_one(batch: list[tuple], index: Any, visit: Any, i: int) -> Iterator[tuple]:
+    """``(what locate reads, visited)`` (None: the index's hit), then the file's events when visited:
+    a plain file under ``VISIT_MAX`` (the index's hit or a first line of ``session_meta``) read whole
+    in one read."""
+    entry = batch[i]
+    hit = index_hit(entry, index) if index is not None else None
     if hit is not None:
         data = None if hit.compressed or hit.error else _whole(entry[0])
         yield None, data is not None
