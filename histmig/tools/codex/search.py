@@ -37,8 +37,8 @@ FIRST_TRY = 32 * 1024       # read first: a session_meta line is ~20 KB (Codex's
 
 def locate(homes: Any, index: Any = None, visit: Any = None) -> Iterator[tuple[SessionRef, Any]]:
     batch: list[tuple] = []
-    for path, archived, shadowed in walk.rollouts(homes.codex):
-        batch.append((Path(path), archived, Path(shadowed) if shadowed is not None else None))
+    for entry in walk.rollouts(homes.codex):
+        batch.append(entry)                       # (its Paths made by whoever reads the file: _entry)
         if len(batch) >= LOCATE_BATCH:
             visit = yield from _locate_batch(batch, index, visit)
             batch = []
@@ -59,8 +59,14 @@ def _locate_batch(batch: list[tuple], index: Any, visit: Any = None):
     for the next batch (None once ``visit.found`` said enough)."""
     if visit is not None:
         return (yield from _visit_batch(batch, index, visit))
+    batch = [_entry(raw) for raw in batch]
     yield from _plain_batch(batch, [index_hit(entry, index) if index is not None else None for entry in batch])
     return None
+
+
+def _entry(raw: tuple) -> tuple[Path, bool, Path | None]:
+    path, archived, shadowed = raw
+    return Path(path), archived, Path(shadowed) if shadowed is not None else None
 
 
 def _plain_batch(batch: list[tuple], hits: list) -> Iterator[tuple[SessionRef, Any]]:
@@ -98,7 +104,8 @@ def _visit_batch(batch: list[tuple], index: Any, visit: Any):
                          [FIRST_READ] * len(batch), min_weight=VISIT_MIN_FORK)
     done = 0
     try:
-        for entry, events in zip(batch, stream):
+        for raw, events in zip(batch, stream):
+            entry = _entry(raw)
             events = iter(events)
             got, whole = next(events)
             if got is None:                   # the index's: its ref made here from it
@@ -121,7 +128,7 @@ def _visit_batch(batch: list[tuple], index: Any, visit: Any):
     finally:
         stream.close()
     if done < len(batch):
-        rest = batch[done:]
+        rest = [_entry(raw) for raw in batch[done:]]
         yield from _plain_batch(rest, [index_hit(entry, index) if index is not None else None for entry in rest])
         return None
     return visit
@@ -131,7 +138,7 @@ def _visit_one(batch: list[tuple], index: Any, visit: Any, i: int) -> Iterator[t
     """``(what locate reads, visited)`` (None: the index's hit), then the file's events when visited:
     a plain file under ``VISIT_MAX`` (the index's hit or a first line of ``session_meta``) read whole
     in one read."""
-    entry = batch[i]
+    entry = _entry(batch[i])
     hit = index_hit(entry, index) if index is not None else None
     if hit is not None:
         data = None if hit.compressed or hit.error else _whole(entry[0])

@@ -132,15 +132,16 @@ class Search:
 
     # ---- one session: its events, made here or in a worker ---------------------------------------
 
-    def _events(self, ref: SessionRef, complete: Any = "pending", data: bytes | None = None) -> Iterator[tuple]:
+    def _events(self, ref: SessionRef, complete: Any = None, data: bytes | None = None, *,
+                pending: bool = True) -> Iterator[tuple]:
         """``("hit", role, kind, timestamp, path, line, offset, snippet, spans)``, ``("broken", path,
         line, reason)``, ``("fields", {name: value})`` (what completing the ref changed: before its
         first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen.
-        ``complete``: what fills the ref (its ``pending`` one by default); ``data``: the bytes of its
-        file when they were just read (a visit)."""
+        ``complete`` (with ``pending=False``): what fills the ref instead of its ``pending`` one;
+        ``data``: the bytes of its file when they were just read (a visit)."""
         found = False
         first: list = []                   # the session file's first block, once read
-        if complete == "pending":
+        if pending:
             complete = self.pending.get(id(ref))
         try:
             for ev in self._session(ref, first, data):
@@ -204,7 +205,7 @@ class _Visit(Visit):
         self.search, self.held = search, 0
 
     def events(self, ref, complete, data):
-        return self.search._events(ref, complete, data)
+        return self.search._events(ref, complete, data, pending=False)
 
     def found(self, ref, events: list) -> bool:
         self.search.visited[id(ref)] = events
