@@ -24,7 +24,7 @@ from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
 from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref,
+from histmig.tools.codex.adapter import (NAME, index_fields, index_hit, prompt_title, line_type, make_ref,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
                                          user_prompt)
 from histmig.toolkit.search import JsonlSource
@@ -139,12 +139,14 @@ def _visit_one(batch: list[tuple], index: Any, visit: Any, i: int) -> Iterator[t
     a plain file under ``VISIT_MAX`` (the index's hit or a first line of ``session_meta``) read whole
     in one read."""
     entry = _entry(batch[i])
-    hit = index_hit(entry, index) if index is not None else None
-    if hit is not None:
-        data = None if hit.compressed or hit.error else _whole(entry[0])
+    indexed = index_fields(entry, index) if index is not None else None
+    if indexed is not None:
+        # (the search reads a ref's format and path only: the ref is made here for it, not filled)
+        sid, error = indexed[1]["id"], indexed[1]["error"]
+        data = None if is_zst(entry[0]) or error else _whole(entry[0])
         yield None, data is not None
         if data is not None:
-            yield from visit.events(hit, None, data)
+            yield from visit.events(SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1]), None, data)
         return
     got = _first_line_ref(*entry, whole=True)
     if got is None:
