@@ -28,20 +28,3 @@ class JsonlSource:
     # as the listing computes them (``first``: the file's first bytes the search just read, or None).
     # ``index``: the scan index (None: not used), whose hits are full refs.
     locate: Callable[[Any, Any], Iterable[tuple[Any, Callable[[Any], None] | None]]] | None = None
-    # ``locate`` may also take ``visit=`` (a :class:`Visit`): it then searches each small plain file
-    # from the bytes it read for the ref (one open and read per file, one fork for both), and hands
-    # the events over with ``visit.found(ref, events)`` before yielding the ref
-    visits: bool = False
-
-
-class Visit:
-    """What a ``locate`` that visits does with a file it has read whole: ``events(ref, complete,
-    data)`` (the search's events of that session, its file's bytes given; ``complete`` as ``locate``
-    yields it) and ``found(ref, events)`` (False once the events held are enough: no more visits,
-    the rest of the files are searched later, streamed). Written by the verb; names no tool."""
-
-    def events(self, ref: Any, complete: Callable[[Any], None] | None, data: bytes) -> Iterable[tuple]:
-        raise NotImplementedError
-
-    def found(self, ref: Any, events: list) -> bool:
-        raise NotImplementedError

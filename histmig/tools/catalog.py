@@ -86,15 +86,14 @@ def _has_adapter(row) -> bool:
         return False
 
 
-def locate_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = True, visit: Any = None,
-               visited: Iterable[str] | None = None) -> Iterator[tuple[SessionRef, Callable[[SessionRef], None] | None]]:
+def locate_all(homes, tools: Iterable[str] | None = None, *,
+               use_index: bool = True) -> Iterator[tuple[SessionRef, Callable[[SessionRef], None] | None]]:
     """Every session like ``discover_all`` (same order, ids, sizes and ``updated``), as ``(ref,
     complete)``: a tool whose ``search`` hook can ``locate`` (histmig/toolkit/search.py) lists its
     sessions without reading what a search may not need, and ``complete(ref)`` fills the ref's
     ``cwd`` and ``title`` later; ``complete`` is None for a ref that is already the listing's. Message
     counts are not made, so the scan index is read (its hits are full refs) but only the other tools'
-    listings add to it; it is never pruned here. ``visit`` (histmig/toolkit/search.py ``Visit``) goes
-    to the ``locate`` of each tool that takes it, of the tools ``visited`` (all when None)."""
+    listings add to it; it is never pruned here."""
     from histmig.tools import hook
     chosen = [adapter(t) for t in tools] if tools else list(adapters())
     index = _open_index(homes) if use_index else None
@@ -102,10 +101,7 @@ def locate_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = T
         for a in chosen:
             source = hook(a.name, "search")
             if getattr(source, "locate", None) is not None:
-                if visit is not None and source.visits and (visited is None or a.name in visited):
-                    yield from source.locate(homes, index, visit=visit)
-                else:
-                    yield from source.locate(homes, index)
+                yield from source.locate(homes, index)
                 continue
             found = a.discover(homes, index=index) if index is not None and getattr(a, "indexed", False) \
                 else a.discover(homes)

@@ -836,19 +836,13 @@ def _entry_ref(entry: tuple, index: Any) -> SessionRef:
 
 def index_hit(entry: tuple, index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``make_ref``'s first step), or None."""
-    got = index_fields(entry, index)
-    return None if got is None else _cached_ref(entry[0], got[0], got[1], entry[1])
-
-
-def index_fields(entry: tuple, index: Any) -> tuple[os.stat_result, dict] | None:
-    """``index_hit``'s look-up without the ref: the file's stat and its stored fields (the index's own)."""
     path, archived, shadowed = entry
     try:
         st = path.stat()
     except OSError:
         return None
     fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
-    return None if fields is None else (st, fields)
+    return None if fields is None else _cached_ref(path, st, fields, archived)
 
 
 def usage_of(rec: Record) -> dict | None:

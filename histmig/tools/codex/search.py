@@ -24,7 +24,7 @@ from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
 from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, index_fields, index_hit, prompt_title, line_type, make_ref,
+from histmig.tools.codex.adapter import (NAME, index_hit, prompt_title, line_type, make_ref,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
                                          user_prompt)
 from histmig.toolkit.search import JsonlSource
@@ -35,41 +35,25 @@ FIRST_TRY = 32 * 1024       # read first: a session_meta line is ~20 KB (Codex's
                             # rest of FIRST_READ only when no line ends in it (half the bytes copied)
 
 
-def locate(homes: Any, index: Any = None, visit: Any = None) -> Iterator[tuple[SessionRef, Any]]:
+def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
     batch: list[tuple] = []
-    for entry in walk.rollouts(homes.codex):
-        batch.append(entry)                       # (its Paths made by whoever reads the file: _entry)
+    for path, archived, shadowed in walk.rollouts(homes.codex):
+        batch.append((Path(path), archived, Path(shadowed) if shadowed is not None else None))
         if len(batch) >= LOCATE_BATCH:
-            visit = yield from _locate_batch(batch, index, visit)
+            yield from _locate_batch(batch, index)
             batch = []
-    yield from _locate_batch(batch, index, visit)
+    yield from _locate_batch(batch, index)
 
 
 LOCATE_BATCH = 8192         # files per fork_map: one fork for most homes (search holds every ref anyway)
 LOCATE_MIN_FORK = 32 << 20  # bytes of first reads under which a batch is read here (fork_map's default)
-VISIT_MIN_FORK = 4 << 20    # (the same, when each file is also searched: 64 files are worth a fork)
-VISIT_MAX = 1 << 20         # a file is visited when it is smaller: read whole in one read, as the search reads it
 
 
-def _locate_batch(batch: list[tuple], index: Any, visit: Any = None):
+def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, Any]]:
     """The batch's refs in order: the index's hits here, the first lines of the rest read on every
     CPU (``fork_map``, weighed by the bytes each read takes: a small batch is read here). A worker
-    hands back the few fields it read (a ref and its ``Path`` pickle slowly); the refs are made here.
-    With ``visit`` (histmig/toolkit/search.py ``Visit``): ``_visit_batch``. Returns the visit to use
-    for the next batch (None once ``visit.found`` said enough)."""
-    if visit is not None:
-        return (yield from _visit_batch(batch, index, visit))
-    batch = [_entry(raw) for raw in batch]
-    yield from _plain_batch(batch, [index_hit(entry, index) if index is not None else None for entry in batch])
-    return None
-
-
-def _entry(raw: tuple) -> tuple[Path, bool, Path | None]:
-    path, archived, shadowed = raw
-    return Path(path), archived, Path(shadowed) if shadowed is not None else None
-
-
-def _plain_batch(batch: list[tuple], hits: list) -> Iterator[tuple[SessionRef, Any]]:
+    hands back the few fields it read (a ref and its ``Path`` pickle slowly); the refs are made here."""
+    hits = [index_hit(entry, index) if index is not None else None for entry in batch]
     todo = [entry for entry, ref in zip(batch, hits) if ref is None]
     read: Iterator = iter(())
     if todo:
@@ -79,106 +63,14 @@ def _plain_batch(batch: list[tuple], hits: list) -> Iterator[tuple[SessionRef, A
         if hit is not None:
             yield hit, None
             continue
-        yield _made(entry, next(read))
-
-
-def _made(entry: tuple, got: Any) -> tuple[SessionRef, Any]:
-    if isinstance(got, SessionRef):
-        return got, None
-    sid, size, mtime, meta_cwd = got
-    ref = SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1], compressed=False,
-                     size=size, updated=mtime)
-    return ref, functools.partial(complete, meta_cwd=meta_cwd)
-
-
-def _visit_batch(batch: list[tuple], index: Any, visit: Any):
-    """``_plain_batch`` that also searches each small plain file from the bytes read for its ref (one
-    open and read a file, instead of a first read here and the search's own read later), on every
-    CPU (``fork_stream``: the worker's refs and events come back in order; each process takes the next
-    file when free). The events go to ``visit.found``; once it says enough, the stream is stopped and
-    the rest of the batch is located as without a visit (and searched later). The index is looked up
-    by whoever reads the file (to know whether to read its first line), and again here for the ref
-    (a ``stat``, while the worker reads on: not one by one before the fork)."""
-    from histmig.core.forkmap import fork_stream
-    stream = fork_stream(functools.partial(_visit_one, batch, index, visit), range(len(batch)),
-                         [FIRST_READ] * len(batch), min_weight=VISIT_MIN_FORK)
-    done = 0
-    try:
-        for raw, events in zip(batch, stream):
-            entry = _entry(raw)
-            events = iter(events)
-            got, whole = next(events)
-            if got is None:                   # the index's: its ref made here from it
-                ref, complete_ref = index_hit(entry, index), None
-                if ref is None:               # changed since: listed as without the index, searched later
-                    ref, complete_ref = _made(entry, _locate_one(entry))
-                    whole = False
-            else:
-                ref, complete_ref = _made(entry, got)
-            done += 1
-            more = True
-            if whole:
-                more = visit.found(ref, list(events))
-            yield ref, complete_ref
-            if not more:
-                break
-        else:
-            for _ in stream:              # (none left: lets the worker end as it does, not killed)
-                pass
-    finally:
-        stream.close()
-    if done < len(batch):
-        rest = [_entry(raw) for raw in batch[done:]]
-        yield from _plain_batch(rest, [index_hit(entry, index) if index is not None else None for entry in rest])
-        return None
-    return visit
-
-
-def _visit_one(batch: list[tuple], index: Any, visit: Any, i: int) -> Iterator[tuple]:
-    """``(what locate reads, visited)`` (None: the index's hit), then the file's events when visited:
-    a plain file under ``VISIT_MAX`` (the index's hit or a first line of ``session_meta``) read whole
-    in one read."""
-    entry = _entry(batch[i])
-    indexed = index_fields(entry, index) if index is not None else None
-    if indexed is not None:
-        # (the search reads a ref's format and path only: the ref is made here for it, not filled)
-        sid, error = indexed[1]["id"], indexed[1]["error"]
-        data = None if is_zst(entry[0]) or error else _whole(entry[0])
-        yield None, data is not None
-        if data is not None:
-            yield from visit.events(SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1]), None, data)
-        return
-    got = _first_line_ref(*entry, whole=True)
-    if got is None:
-        yield _locate_one(entry), False
-        return
-    *fields, data = got
-    yield tuple(fields), data is not None
-    if data is not None:
-        ref, complete_ref = _made(entry, fields)
-        yield from visit.events(ref, complete_ref, data)
-
-
-def _whole(path: Path) -> bytes | None:
-    """The bytes of a plain file under ``VISIT_MAX`` (one open, fstat and read), else None."""
-    try:
-        fd, st = open_regular_stat(path)
-    except (HistmigError, OSError):
-        return None                               # the search names why
-    try:
-        return _read_whole(fd, st.st_size)
-    finally:
-        os.close(fd)
-
-
-def _read_whole(fd: int, size: int) -> bytes | None:
-    if size >= VISIT_MAX:
-        return None
-    try:
-        data = os.read(fd, size + 1)
-    except OSError:
-        return None
-    return data if len(data) <= size else None     # grown meanwhile: searched as it is then
+        got = next(read)
+        if isinstance(got, SessionRef):
+            yield got, None
+            continue
+        sid, size, mtime, meta_cwd = got
+        ref = SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1], compressed=False,
+                         size=size, updated=mtime)
+        yield ref, functools.partial(complete, meta_cwd=meta_cwd)
 
 
 def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]:
@@ -188,29 +80,22 @@ def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]
     return make_ref(entry[0], archived=entry[1], shadowed=entry[2], count=False) if got is None else got
 
 
-def _first_line_ref(path: Path, archived: bool, shadowed: Path | None,
-                    whole: bool = False) -> tuple[str, int, float, str | None] | tuple | None:
+def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
     """``(id, size, updated, cwd)`` of a plain rollout whose first line is its ``session_meta`` (the
     id and cwd of that line, size and mtime as the listing gives them); None for anything else. One
-    open, fstat and read per file (two reads for a first line past 32 KB). ``whole``: a fifth item,
-    the file's bytes when it is under ``VISIT_MAX`` (read in one read instead of the first), else None."""
+    open, fstat and read per file (two reads for a first line past 32 KB)."""
     if is_zst(path):
         return None
     try:
         fd, st = open_regular_stat(path)
     except (HistmigError, OSError):
         return None                               # make_ref names why
-    everything = None
     try:
-        if whole and (everything := _read_whole(fd, st.st_size)) is not None:
-            data = everything
-            nl = data.find(b"\n", 0, FIRST_READ)
-        else:
-            data = os.pread(fd, FIRST_TRY, 0)
+        data = os.pread(fd, FIRST_TRY, 0)
+        nl = data.find(b"\n")
+        if nl < 0 and len(data) == FIRST_TRY:
+            data += os.pread(fd, FIRST_READ - FIRST_TRY, FIRST_TRY)
             nl = data.find(b"\n")
-            if nl < 0 and len(data) == FIRST_TRY:
-                data += os.pread(fd, FIRST_READ - FIRST_TRY, FIRST_TRY)
-                nl = data.find(b"\n")
     except OSError:
         return None
     finally:
@@ -229,8 +114,9 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None,
         names = parse_name(path.name)
         sid = names[1] if names else path.stem
     cwd = meta.get("cwd")
-    got = (sid, st.st_size, st.st_mtime, cwd if isinstance(cwd, str) else None)
-    return got + (everything,) if whole else got
+    return sid, st.st_size, st.st_mtime, cwd if isinstance(cwd, str) else None
+
+
 
 
 def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
@@ -373,4 +259,4 @@ def _parse(data: bytes, start: int, end: int) -> Any:
 
 # the ref's own Path (locate made it): a Path made again per session is a parse of its text
 SEARCH = JsonlSource(files=lambda ref: (ref.path if isinstance(ref.path, Path) else Path(ref.path),),
-                     records=records_from_lines, locate=locate, visits=True)
+                     records=records_from_lines, locate=locate)

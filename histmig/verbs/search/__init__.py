@@ -18,7 +18,6 @@ from histmig.core.ids import unique_prefixes
 from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult
 from histmig.tools import adapter, hook
 from histmig.tools.catalog import filter_refs, locate_all
-from histmig.toolkit.search import Visit
 from histmig.verbs.search.finder import Finder
 from histmig.verbs.search.lines import candidate_lines, line_number
 from histmig.verbs.search.query import Query
@@ -28,8 +27,6 @@ __all__ = ["Hit", "Query", "Search"]
 SNIPPET = 160            # characters of a matching line shown around the first match
 NAMED_MAX = 20           # broken lines / unreadable files named one by one; the rest counted
 MIN_FORK = 32 << 20      # bytes to read under which no worker is forked (a fork costs more than it saves)
-VISIT_HELD = 1 << 14     # events of sessions searched while they were located, held for the output; past
-                         # it the other sessions are searched as the output goes (memory stays bounded)
 
 
 @dataclass
@@ -63,19 +60,14 @@ class Search:
         self.warnings: list[Warning] = []
         self.sources: dict[str, Any] = {}         # tool -> its search hook (None: read through its adapter)
         self.pending: dict[int, Any] = {}         # id(ref) -> what fills its cwd and title (refs())
-        self.visited: dict[int, list] = {}        # id(ref) -> its events, when it was searched as it was located
         self.finder = Finder(query.needle, query.ignore_case) if query.needle else None
 
     def refs(self) -> tuple[list[SessionRef], dict[str, str]]:
         """The sessions to search, newest first, and every session's short id (over all tools). A
         session's ``cwd`` and ``title`` may wait in ``self.pending`` until it matches (``locate_all``):
         ids, sizes and times are all the short ids, ``--since`` and ``--until`` need."""
-        every, self.pending, self.visited = [], {}, {}
-        # with no filter, every session of the searched tools is searched: a tool that can searches
-        # each file as it locates it (histmig/toolkit/search.py ``Visit``: one read a file, one fork)
-        visit = _Visit(self) if all(v is None for v in self.filters.values()) else None
-        for ref, complete in locate_all(self.homes, None, use_index=self.use_index, visit=visit,
-                                        visited=self.tools):
+        every, self.pending = [], {}
+        for ref, complete in locate_all(self.homes, None, use_index=self.use_index):
             every.append(ref)
             if complete is not None:
                 self.pending[id(ref)] = complete
@@ -99,7 +91,7 @@ class Search:
 
     def __iter__(self) -> Iterator[Hit]:
         refs, short = self.refs()
-        todo = [r for r in refs if not r.error and id(r) not in self.visited]
+        todo = [r for r in refs if not r.error]
         # the files are read and searched on every CPU, each session's events replayed here in order
         # (histmig/core/forkmap.py fork_stream): output, counts and warnings as one process makes them
         from histmig.core.forkmap import fork_stream
@@ -111,8 +103,7 @@ class Search:
                 continue
             self.sessions += 1
             found = False
-            held = self.visited.pop(id(ref), None)
-            for ev in next(stream) if held is None else held:
+            for ev in next(stream):
                 kind = ev[0]
                 if kind == "hit":
                     found = True
@@ -132,20 +123,16 @@ class Search:
 
     # ---- one session: its events, made here or in a worker ---------------------------------------
 
-    def _events(self, ref: SessionRef, complete: Any = None, data: bytes | None = None, *,
-                pending: bool = True) -> Iterator[tuple]:
+    def _events(self, ref: SessionRef) -> Iterator[tuple]:
         """``("hit", role, kind, timestamp, path, line, offset, snippet, spans)``, ``("broken", path,
         line, reason)``, ``("fields", {name: value})`` (what completing the ref changed: before its
-        first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen.
-        ``complete`` (with ``pending=False``): what fills the ref instead of its ``pending`` one;
-        ``data``: the bytes of its file when they were just read (a visit)."""
+        first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen."""
         found = False
         first: list = []                   # the session file's first block, once read
-        if pending:
-            complete = self.pending.get(id(ref))
         try:
-            for ev in self._session(ref, first, data):
+            for ev in self._session(ref, first):
                 if ev[0] == "hit" and not found:
+                    complete = self.pending.get(id(ref))
                     if complete is not None:
                         before = dict(vars(ref))
                         complete(ref, first[0] if first else None)
@@ -157,14 +144,13 @@ class Search:
         except (HistmigError, OSError) as e:
             yield ("unreadable", e.describe() if isinstance(e, HistmigError) else str(e), getattr(e, "line", None))
 
-    def _session(self, ref: SessionRef, first: list | None = None, data: bytes | None = None) -> Iterator[tuple]:
+    def _session(self, ref: SessionRef, first: list | None = None) -> Iterator[tuple]:
         if ref.format not in self.sources:
             self.sources[ref.format] = hook(ref.format, "search")
         source = self.sources[ref.format]
         if source is not None:
             for path in source.files(ref):
-                own = path is ref.path or path == ref.path
-                for line in candidate_lines(path, self.finder, first if own else None, data if own else None):
+                for line in candidate_lines(path, self.finder, first if path is ref.path or path == ref.path else None):
                     for rec in source.records([line]):
                         yield from self._record(rec, path, line.offset if not line.number else None)
             return
@@ -196,21 +182,6 @@ class Search:
         if self.unreadable <= NAMED_MAX:
             self.warnings.append(Warning("search-unreadable", f"the rest of this session was not searched: {detail}",
                                          str(ref.path), line))
-
-
-class _Visit(Visit):
-    """A session searched as it is located (histmig/toolkit/search.py): its events held for the output."""
-
-    def __init__(self, search: Search):
-        self.search, self.held = search, 0
-
-    def events(self, ref, complete, data):
-        return self.search._events(ref, complete, data, pending=False)
-
-    def found(self, ref, events: list) -> bool:
-        self.search.visited[id(ref)] = events
-        self.held += len(events)
-        return self.held < VISIT_HELD
 
 
 # ---- text of a record, and its matching lines ----------------------------------------------

@@ -18,18 +18,16 @@ from histmig.verbs.search.finder import Finder
 BLOCK = 1 << 20
 
 
-def candidate_lines(path: str | os.PathLike, find: Finder | None, first: list | None = None,
-                    data: bytes | None = None) -> Iterator[Line]:
+def candidate_lines(path: str | os.PathLike, find: Finder | None, first: list | None = None) -> Iterator[Line]:
     """Lines of ``path`` (``.jsonl`` or ``.jsonl.zst``) holding the needle of ``find`` (one finder
     for the whole search: it learns which byte is rare once); every line, numbered, without one.
-    ``first`` gets the file's first block (its first bytes: a session's completion reads no more).
-    ``data``: the whole plain file, just read (under a block: the one block its read would give)."""
+    ``first`` gets the file's first block (its first bytes: a session's completion reads no more)."""
     if find is None:
         yield from read_lines(path)
         return
     carry = b""
     offset = 0                       # of the first byte of ``carry`` in the file
-    for block in _blocks(path) if data is None else (data,) if data else ():
+    for block in _blocks(path):
         if first is not None and offset == 0 and not carry:
             first.append(block)
         data = carry + block if carry else block
@@ -57,8 +55,7 @@ def _blocks(path: str | os.PathLike) -> Iterator[bytes]:
     fd, st = open_regular_stat(path)
     try:
         # a file that fits in a block is read with one read of its size and one byte more: a short
-        # read is the end of a regular file (no second read to see it), and a buffer of the file's
-        # size, not a block's, keeps the heap from fragmenting (freed blocks reused as they are)
+        # read is the end of a regular file (no second read to see it)
         want = st.st_size + 1 if st.st_size < BLOCK else BLOCK
         while block := os.read(fd, want):
             yield block
