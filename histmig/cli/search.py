@@ -137,6 +137,8 @@ def highlight(snippet: str, spans, paint: bool) -> str:
 def _flat(text: str) -> str:
     # one hit, one line of output: a control character (a newline inside a regex match, a tab, an
     # escape sequence someone pasted) is shown as a space, never sent to the terminal
+    if text.isprintable():               # (one pass in C: a snippet almost always is)
+        return text
     return "".join(c if c.isprintable() else " " for c in text)
 
 

@@ -11,7 +11,8 @@ import os
 from typing import Iterator
 
 from histmig.core.diagnostics import HistmigInputError
-from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, is_zst, open_regular_fd, open_stream, read_lines
+from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES, Line, is_zst, open_stream, read_lines
+from histmig.jsonio.regular import open_regular_stat
 from histmig.verbs.search.finder import Finder
 
 BLOCK = 1 << 20
@@ -51,10 +52,16 @@ def _blocks(path: str | os.PathLike) -> Iterator[bytes]:
             while block := fh.read(BLOCK):
                 yield block
         return
-    fd = open_regular_fd(path)
+    fd, st = open_regular_stat(path)
     try:
-        while block := os.read(fd, BLOCK):
+        # a file that fits in a block is read with one read of its size and one byte more: a short
+        # read is the end of a regular file (no second read to see it)
+        want = st.st_size + 1 if st.st_size < BLOCK else BLOCK
+        while block := os.read(fd, want):
             yield block
+            if len(block) < want and want < BLOCK:
+                return
+            want = BLOCK
     finally:
         os.close(fd)
 
