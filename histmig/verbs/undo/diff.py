@@ -87,7 +87,7 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
         size = st.st_size
         if size < post_size:
             raise DiffError(f"shorter than the transaction left it ({size} < {post_size} bytes)")
-        proven = known is not None and known[0] == _stamp(st) and size == post_size
+        proven = known is not None and known[0] == stamp(st) and size == post_size
         applied, out = _Skip() if proven else hashlib.sha256(), Diff(size=size, st=st)
         old_h = _Skip() if backup_trusted else hashlib.sha256()
         pos, opos = _pair_lines(cfd, ofd, post_size, pre_size, applied, out.patches, old_h)
@@ -99,7 +99,7 @@ def diff_against_backup(path: str, backup: str, post_size: int, post_sha: str | 
             out.sha256 = known[1]
         else:
             out.sha256 = _hash_rest(cfd, applied, pos, post_size, size, post_sha)
-        if _stamp(os.fstat(cfd)) != _stamp(st):
+        if stamp(os.fstat(cfd)) != stamp(st):
             raise DiffError("changed while being read")
         return out
 
@@ -118,7 +118,8 @@ def _hash_rest(cfd: int, applied, pos: int, post_size: int, size: int, post_sha:
     return whole.hexdigest()
 
 
-def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+def stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """(ino, size, mtime, ctime): what changes when a file is replaced or written (files.as_left too)."""
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 

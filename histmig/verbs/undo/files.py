@@ -17,8 +17,8 @@ from histmig.apply import fsio
 from histmig.apply.backups import verify_backup
 from histmig.core.diagnostics import Warning
 from histmig.toolkit.move.common import dir_fingerprint
-from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, span_patch, starts_with,
-                                   tail_patches, whole_patch)
+from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, span_patch, stamp,
+                                   starts_with, tail_patches, whole_patch)
 from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, unb64
 
 LineEdit = Callable[[Op, bytes], bytes]
@@ -108,7 +108,7 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     try:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
                                 salvaged=bool(rec.get("salvaged_raw")), backup_trusted=trusted,
-                                known=(_stamp(left), post["sha256"]) if left is not None else None)
+                                known=(stamp(left), post["sha256"]) if left is not None else None)
     except DiffError as e:
         if bad := verify_backup(env.folder, rec):
             return Member.kept(path, bad, "bad-backup")
@@ -160,7 +160,7 @@ def as_left(path: str, rec: dict) -> os.stat_result | None:
         st = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode) or (st.st_dev, *_stamp(st)) != (dev, ino, size, mtime, ctime):
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, *stamp(st)) != (dev, ino, size, mtime, ctime):
         return None
     if size != post.get("size") or mtime != rec["pre"].get("mtime_ns"):
         return None
@@ -179,10 +179,6 @@ def _granule(ns: int) -> int:
     if ns % 1_000_000_000 == 0:
         return 2_000_000_000
     return next((g for g in (100_000_000, 10_000_000, 1_000_000, 1_000) if ns % g == 0), 1)
-
-
-def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def journaled_inverse(rec: dict) -> list[Patch] | None:
