@@ -15,7 +15,11 @@ Per batch of creates (plan order kept):
 6. rename each temp to its name, never replacing (a file that appeared meanwhile refuses the
    apply, which rolls back);
 7. make the renames durable together (the touched folders, ``fsync_batch``);
-8. journal every ``done`` with one write and one fsync.
+8. journal every ``done`` with one write, not synced: the next batch's intent fsync or the
+   ``commit`` record's fsync (the same file, so every earlier byte of it) makes them durable before
+   anything depends on them. A power loss that drops them leaves the transaction unfinished, and
+   recover then reverts these creates exactly as after a crash just before step 8: a create's
+   revert needs only its intent (temp name, path, new hash), never its ``done``.
 
 Why each file is absent or complete at any crash point: a temp is renamed only after step 4 made
 its bytes durable and step 1 made its intent durable; rollback removes the journaled temp and a
@@ -83,7 +87,7 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         _close(tfds)
         _close(list(opened.values()))
     ctx.journal.append_many([("done", {"n": p.n, "post": {"sha256": sha, "size": size}})
-                             for p, _dirs, _tmp, sha, size in items])
+                             for p, _dirs, _tmp, sha, size in items], sync=False)   # step 8: why no fsync
     return [None] * len(preps)
 
 
