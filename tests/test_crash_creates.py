@@ -139,3 +139,23 @@ def test_a_create_batch_syncs_its_intents_not_its_dones():
     writes_after = [i for i, (n, j) in enumerate(names) if n == "write" and j and i > last_rename]
     assert len(writes_after) == 2         # the dones (not synced) and the commit
     assert journal_fsyncs[-1] > writes_after[-1]
+
+
+def test_batches_of_creates_each_sync_their_intents(monkeypatch):
+    from histmig.apply import engine
+    monkeypatch.setitem(engine._BATCH_SIZE, "create", 2)      # 3 sessions: two batches
+    h = resolve_homes()
+    _tree(h)
+    with fsio.using(fsio.FS(skip_fsync=True)) as spy:
+        assert histmig(*ARGV).exit_code == 0
+    journal_fsyncs = [n for n, label in spy.log if n == "fsync" and label.endswith(JOURNAL)]
+    assert len(journal_fsyncs) == 4       # begin, each batch's intents, commit
+    assert len(list(h.claude.rglob("*.jsonl"))) == 3
+
+
+def test_batch_size_keeps_half_the_descriptors_for_the_rest_of_the_run():
+    from histmig.apply.creates import batch_size
+    assert batch_size(1024) == 384              # the common soft limit
+    assert batch_size(20000) == 1024            # capped
+    assert batch_size(256) == 64                # never below 64 (64 files + 64 folders < 256)
+    assert batch_size(-1) == 1024               # RLIM_INFINITY

@@ -39,7 +39,24 @@ from histmig.apply.tree import copy_spool, make_dirs
 from histmig.core.diagnostics import RefusedError, Skip
 
 
-BATCH = 256     # creates per batch (4 syncs each): one open descriptor per file plus one per folder
+def batch_size(soft_nofile: int | None = None) -> int:
+    """Creates per batch (3 syncs each, whatever its size). A batch holds one open descriptor per
+    file plus one per folder until its syncs, so it takes at most half of the descriptors the
+    process may open, less a reserve for the rest of the run: 384 under the common soft limit of
+    1,024, at most 1,024 (500 converted sessions are then one batch: 3 syncs instead of 6)."""
+    if soft_nofile is None:
+        try:
+            import resource
+            soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (ImportError, OSError, ValueError):
+            soft_nofile = 1024
+    if soft_nofile < 0:          # RLIM_INFINITY
+        return MAX_BATCH
+    return max(MIN_BATCH, min(MAX_BATCH, (soft_nofile - FD_RESERVE) // 2))
+
+
+MIN_BATCH, MAX_BATCH, FD_RESERVE = 64, 1024, 256
+BATCH = batch_size()
 SERIAL_BYTES = 4 << 20
 # a temp this large starts its writeback as soon as it is filled (the disk works while the next ones
 # are written); a smaller one waits for the batch's syncfs: writing back a few KB at a time cost more
