@@ -126,15 +126,16 @@ def test_power_loss_of_the_journals_unsynced_tail_at_every_operation_recovers(tm
 
 
 def test_a_create_batch_syncs_its_intents_not_its_dones():
-    """One journal fsync per batch (the intents) besides ``begin`` and ``commit``; the temps and
-    the folders each one batch sync."""
+    """One journal fsync per batch (the intents; the first one also makes ``begin`` durable)
+    besides ``commit``; the temps and the folders each one batch sync."""
     h = resolve_homes()
     _tree(h)
     with fsio.using(fsio.FS(skip_fsync=True)) as spy:
         assert histmig(*ARGV).exit_code == 0
     names = [(n, label.endswith(JOURNAL)) for n, label in spy.log]
     journal_fsyncs = [i for i, (n, j) in enumerate(names) if n == "fsync" and j]
-    assert len(journal_fsyncs) == 3       # begin, the batch's intents, commit
+    assert len(journal_fsyncs) == 2       # the batch's intents (and begin with them), commit
+    assert spy.log.index(("write", spy.log[journal_fsyncs[0]][1])) < journal_fsyncs[0]
     last_rename = max(i for i, (n, _) in enumerate(names) if n == "rename")
     writes_after = [i for i, (n, j) in enumerate(names) if n == "write" and j and i > last_rename]
     assert len(writes_after) == 2         # the dones (not synced) and the commit
@@ -149,7 +150,7 @@ def test_batches_of_creates_each_sync_their_intents(monkeypatch):
     with fsio.using(fsio.FS(skip_fsync=True)) as spy:
         assert histmig(*ARGV).exit_code == 0
     journal_fsyncs = [n for n, label in spy.log if n == "fsync" and label.endswith(JOURNAL)]
-    assert len(journal_fsyncs) == 4       # begin, each batch's intents, commit
+    assert len(journal_fsyncs) == 3       # each batch's intents (begin with the first), commit
     assert len(list(h.claude.rglob("*.jsonl"))) == 3
 
 
