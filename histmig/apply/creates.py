@@ -57,7 +57,10 @@ def batch_size(soft_nofile: int | None = None) -> int:
 
 MIN_BATCH, MAX_BATCH, FD_RESERVE = 64, 1024, 256
 BATCH = batch_size()
-SERIAL_BYTES = 4 << 20
+# the temps are re-read on threads only when a batch holds at least SERIAL_BYTES and its files average
+# SERIAL_AVG or more: small files cost the threads more than the reading and hashing they would share
+# (a batch of 256 files under 4 MiB was the measured bound; larger batches keep that average)
+SERIAL_BYTES, SERIAL_AVG = 4 << 20, 16 << 10
 # a temp this large starts its writeback as soon as it is filled (the disk works while the next ones
 # are written); a smaller one waits for the batch's syncfs: writing back a few KB at a time cost more
 # than the file's whole write (each small writeback also slowed the next temp's creation)
@@ -87,7 +90,8 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         fs.fsync_batch([(fd, p.path + " (temp)") for fd, (p, *_) in zip(tfds, items)])
         _close(tfds)
         # small files: threads cost more than the reading and hashing they would share
-        workers = 1 if sum(it[4] for it in items) < SERIAL_BYTES else WORKERS
+        total = sum(it[4] for it in items)
+        workers = 1 if total < max(SERIAL_BYTES, len(items) * SERIAL_AVG) else WORKERS
         parallel_map(lambda i: verify(dfds[i], items[i][2], items[i][3], items[i][4], items[i][0].path),
                      list(range(len(items))), workers=workers)
         for dfd, (p, _dirs, tmp, _sha, _size) in zip(dfds, items):
