@@ -15,7 +15,11 @@ Per batch of creates (plan order kept):
 6. rename each temp to its name, never replacing (a file that appeared meanwhile refuses the
    apply, which rolls back);
 7. make the renames durable together (the touched folders, ``fsync_batch``);
-8. journal every ``done`` with one write and one fsync.
+8. journal every ``done`` with one write, not synced: the next batch's intent fsync or the
+   ``commit`` record's fsync (the same file, so every earlier byte of it) makes them durable before
+   anything depends on them. A power loss that drops them leaves the transaction unfinished, and
+   recover then reverts these creates exactly as after a crash just before step 8: a create's
+   revert needs only its intent (temp name, path, new hash), never its ``done``.
 
 Why each file is absent or complete at any crash point: a temp is renamed only after step 4 made
 its bytes durable and step 1 made its intent durable; rollback removes the journaled temp and a
@@ -35,8 +39,28 @@ from histmig.apply.tree import copy_spool, make_dirs
 from histmig.core.diagnostics import RefusedError, Skip
 
 
-BATCH = 256     # creates per batch (4 syncs each): one open descriptor per file plus one per folder
-SERIAL_BYTES = 4 << 20
+def batch_size(soft_nofile: int | None = None) -> int:
+    """Creates per batch (3 syncs each, whatever its size). A batch holds one open descriptor per
+    file plus one per folder until its syncs, so it takes at most half of the descriptors the
+    process may open, less a reserve for the rest of the run: 384 under the common soft limit of
+    1,024, at most 1,024 (500 converted sessions are then one batch: 3 syncs instead of 6)."""
+    if soft_nofile is None:
+        try:
+            import resource
+            soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (ImportError, OSError, ValueError):
+            soft_nofile = 1024
+    if soft_nofile < 0:          # RLIM_INFINITY
+        return MAX_BATCH
+    return max(MIN_BATCH, min(MAX_BATCH, (soft_nofile - FD_RESERVE) // 2))
+
+
+MIN_BATCH, MAX_BATCH, FD_RESERVE = 64, 1024, 256
+BATCH = batch_size()
+# the temps are re-read on threads only when a batch holds at least SERIAL_BYTES and its files average
+# SERIAL_AVG or more: small files cost the threads more than the reading and hashing they would share
+# (a batch of 256 files under 4 MiB was the measured bound; larger batches keep that average)
+SERIAL_BYTES, SERIAL_AVG = 4 << 20, 16 << 10
 # a temp this large starts its writeback as soon as it is filled (the disk works while the next ones
 # are written); a smaller one waits for the batch's syncfs: writing back a few KB at a time cost more
 # than the file's whole write (each small writeback also slowed the next temp's creation)
@@ -66,7 +90,8 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         fs.fsync_batch([(fd, p.path + " (temp)") for fd, (p, *_) in zip(tfds, items)])
         _close(tfds)
         # small files: threads cost more than the reading and hashing they would share
-        workers = 1 if sum(it[4] for it in items) < SERIAL_BYTES else WORKERS
+        total = sum(it[4] for it in items)
+        workers = 1 if total < max(SERIAL_BYTES, len(items) * SERIAL_AVG) else WORKERS
         parallel_map(lambda i: verify(dfds[i], items[i][2], items[i][3], items[i][4], items[i][0].path),
                      list(range(len(items))), workers=workers)
         for dfd, (p, _dirs, tmp, _sha, _size) in zip(dfds, items):
@@ -83,7 +108,7 @@ def create_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         _close(tfds)
         _close(list(opened.values()))
     ctx.journal.append_many([("done", {"n": p.n, "post": {"sha256": sha, "size": size}})
-                             for p, _dirs, _tmp, sha, size in items])
+                             for p, _dirs, _tmp, sha, size in items], sync=False)   # step 8: why no fsync
     return [None] * len(preps)
 
 

@@ -80,7 +80,8 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
     try:
         journal.append_stream("begin", {"op": plan.op, "args": plan.args, "argv": opts.argv or [],
                                         "version": __version__, "roots": plan.roots,
-                                        "summary": _summary_paths(plan)}, "ops", _op_list(todo))
+                                        "summary": _summary_paths(plan)}, "ops", _op_list(todo),
+                              sync=todo[0].method != "create")
         for prep, skip in _execute(ctx, todo):
             if skip is not None:
                 _skipped(ctx, prep, skip)
@@ -99,6 +100,13 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
         journal.close()
     _release_reserve(journal.folder)
     _write_report(homes, result)
+
+
+# ``begin`` is fsynced before the first step, except when that step is a batch of creates
+# (convert): the batch's first act is to journal its intents with an fsync, which makes ``begin``
+# durable with them (the same file), and nothing is touched before it. A power loss before that
+# fsync leaves an empty journal and no backups: "empty", as after a crash before ``begin``
+# (docs/safety.md, "What the write path guarantees"; tests/test_crash_creates.py).
 
 
 def _summary_paths(plan) -> dict:

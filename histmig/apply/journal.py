@@ -119,9 +119,10 @@ class Journal:
         file system: on the temps' file system the journal costs no sync of its own)."""
         return self.fd, str(self.folder / JOURNAL)
 
-    def append_stream(self, kind: str, head: dict[str, Any], key: str, items) -> None:
+    def append_stream(self, kind: str, head: dict[str, Any], key: str, items, *, sync: bool = True) -> None:
         """One record whose ``key`` is a long list, encoded item by item (the items are generated
-        and dropped one at a time; only the encoded bytes are held)."""
+        and dropped one at a time; only the encoded bytes are held). ``sync=False``: as for
+        :meth:`append_many`."""
         rec = orjson.dumps({"kind": kind, "t": time.time_ns(), **head})
         parts, chunk = [], []
         for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
@@ -135,7 +136,7 @@ class Journal:
         for i, part in enumerate(parts):
             out += [b",", part] if i else [part]
         out.append(b"]}\n")
-        self._write(out)
+        self._write(out, sync=sync)
 
     def _write(self, parts: list[bytes], *, sync: bool = True) -> None:
         """One counted write and its fsync. A write that failed part-way (disk full) or a crash
