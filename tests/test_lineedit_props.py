@@ -148,12 +148,13 @@ PROOF_VALUES = st.recursive(PATHLIKE | st.integers(-2**63, 2**63 - 1) | st.none(
 
 def verified_only(body, obj, edits, base):
     import histmig.jsonio.lineedit as le
-    saved = le._plainly_written
+    saved = le._plainly_written, le._last_member
     le._plainly_written = lambda body, obj: False
+    le._last_member = lambda body, path, s, e: False
     try:
         return le.edit_strings(body, obj, edits, base)
     finally:
-        le._plainly_written = saved
+        le._plainly_written, le._last_member = saved
 
 
 @settings(max_examples=300, deadline=None)
@@ -185,3 +186,76 @@ def test_a_lone_match_inside_a_string_is_not_taken_for_the_value():
     body = b'{"cwd":"/a/app","cwd":"\\/a/app"}'           # a shadowed duplicate holds the only match
     with pytest.raises(EditError):
         edit_strings(body, orjson.loads(body), [(("cwd",), "/a/app", "/b")], 0)
+
+
+# ---- a top-level member proven by the bytes around it (lineedit._last_member) ----------------------
+#
+# Texts written by hand, member by member, so that they hold what no serializer writes: duplicate keys,
+# ``\/`` and ``\u`` escapes, spaces around ``:``, a ``cwd`` in a nested object, the old path inside
+# another string (``say \"/a/app"``), as a prefix of a longer path and as a key.
+
+MEMBER_KEYS = st.sampled_from(["cwd", "project", "type", "x", "/a/app", 'c"wd', "é"])
+TEXTS = st.sampled_from(["/a/app", "/a/app/x", "/a/appx", 'say "/a/app', "/a/app\\", "/a/\u00e9", "é/ü", "",
+                         "}", "{", "]", "\"cwd\":", ",/a/app"]) | st.text(max_size=5)
+
+
+@st.composite
+def written(draw, depth=0):
+    """``(JSON text, is an object)`` in a random style."""
+    kind = draw(st.sampled_from(["str", "str", "num", "obj", "list"] if depth < 2 else ["str", "num"]))
+    if kind == "str":
+        return _string(draw, draw(TEXTS)), False
+    if kind == "num":
+        return draw(st.sampled_from(["1", "-2.5e3", "null", "true"])), False
+    if kind == "list":
+        return "[" + ",".join(draw(written(depth + 1))[0] for _ in range(draw(st.integers(0, 2)))) + "]", False
+    return _object(draw, depth + 1), True
+
+
+def _string(draw, value: str) -> str:
+    text = json.dumps(value, ensure_ascii=draw(st.booleans()))
+    return text.replace("/", "\\/") if draw(st.booleans()) else text
+
+
+def _object(draw, depth: int) -> str:
+    members = []
+    for _ in range(draw(st.integers(0 if depth else 1, 4))):
+        ws = draw(st.sampled_from(["", "", " "]))
+        members.append(_string(draw, draw(MEMBER_KEYS)) + ws + ":" + ws + draw(written(depth))[0])
+    return "{" + ",".join(members) + "}"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data(), BASES, st.sampled_from(["", " ", "\t "]))
+def test_a_proven_member_is_the_verified_edit(data, base, trailing):
+    body = (_object(data.draw, 0) + trailing).encode()
+    obj = orjson.loads(body)
+    keys = [k for k, v in obj.items() if isinstance(v, str)]
+    assume(keys)
+    key = data.draw(st.sampled_from(keys))
+    edits = [((key,), obj[key], data.draw(PATHLIKE))]
+    try:
+        want = verified_only(body, obj, edits, base)
+    except EditError:
+        want = EditError
+    try:
+        got = edit_strings(body, obj, edits, base)
+    except EditError:
+        got = EditError
+    assert got == want
+
+
+def test_what_the_member_proof_refuses():
+    import histmig.jsonio.lineedit as le
+
+    def proven(body, key="cwd", old="/a/app"):
+        assert isinstance(orjson.loads(body), dict)
+        enc = orjson.dumps(old)
+        s = body.find(enc)
+        return le._last_member(body, (key,), s, s + len(enc))
+    assert proven(b'{"m":"x\\n","cwd":"/a/app","v":"1"}')               # escapes before it do not matter
+    assert not proven(b'{"cwd":"/a/app","m":"x\\n"}')                     # a backslash after it
+    assert not proven(b'{"n":{"cwd":"/a/app"},"v":1}')                      # nested: two closers after it
+    assert not proven(b'{"cwd":"/a/app","cwd":"/b"}')                       # a later duplicate wins
+    assert not proven(b'{"m":"\\"cwd\\":\\"/a/app","cwd":"/a/app"}')      # first found inside a string
+    assert not proven(b'{"x":"/a/app"}')                                    # another key

@@ -267,7 +267,7 @@ def _one_string(body: bytes, obj: Any, edit: StringEdit, base: int) -> list[Patc
     enc, new_enc = encoded(old), encoded(new)
     s = body.find(enc)
     once = s >= 0 and body.find(enc, s + len(enc)) < 0       # exactly one occurrence
-    if once and _plain(enc) and _plainly_written(body, obj):
+    if once and _plain(enc) and (_last_member(body, path, s, s + len(enc)) or _plainly_written(body, obj)):
         return [Patch(base + s, enc, new_enc)]
     expected = set_path(obj, path, new)
     if once:
@@ -311,6 +311,33 @@ def _plainly_written(body: bytes, obj: Any) -> bool:
         return _dumps(obj) == body
     except (TypeError, ValueError):
         return False
+
+
+def _last_member(body: bytes, path: Path, s: int, e: int) -> bool:
+    """Whether the string token ``body[s:e]`` (a plain ``enc``, its only occurrence in the line) is the
+    value of the one-key ``path`` in the top-level object: a proof that looks at a few bytes around it
+    and at the rest of the line only, instead of comparing the whole line with ``orjson.dumps`` (a
+    Claude record's escaped tool output before its ``cwd`` made that compare cost as much as its parse).
+    For a valid JSON text whose top level is an object:
+    - the key is written ``"K":`` right before ``s``, ``K`` plain like ``enc`` and no backslash before
+      its quote: that quote is not escaped and cannot be a closer (``K`` does not start with a byte that
+      follows one), so it opens the key ``K``, and ``:`` is structure. ``body[s]`` follows it, so it
+      opens a string whose content is the old string (no quote or backslash in it): the token is
+      ``enc``, the value of a member ``K``;
+    - after ``e`` there is no backslash (every quote is a delimiter, every string is its plain bytes)
+      and one ``}``: the top level's closer (only whitespace follows that one), so it also closes the
+      object holding the member, which is therefore the top-level object; and no ``"K"``: no later
+      duplicate of the key overrides this member (orjson keeps the last one).
+    Replacing the token then gives a line that parses to the intended object: what the verifying
+    parse would accept, with the same patch."""
+    if len(path) != 1 or not isinstance(path[0], str):
+        return False
+    key = encoded(path[0])
+    k = s - len(key) - 1
+    if k < 1 or body[k - 1] == 92 or body[s - 1] != 58 or not body.startswith(key, k) or not _plain(key):
+        return False                      # 92 is a backslash, 58 a colon
+    tail = body[e:]
+    return tail.count(b"}") == 1 and b"\\" not in tail and key not in tail
 
 
 def _proven_spans(body: bytes, obj: Any, edits: Sequence[StringEdit]) -> list[Span] | None:
