@@ -77,13 +77,13 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
 def long_flags(group: click.Group, ctx, args: list[str]) -> list[str]:
     """``args`` (hoisted) with the short flags of the group and of the command spelt long (cli/longflags.py)."""
     at = _command_at(group, args)
-    head = spell_long(args[:at], group.params)
+    head = spell_long(args[:at], group)
     if at >= len(args):
         return head
     cmd = group.get_command(ctx, args[at])
     if cmd is None or isinstance(cmd, click.Group):
         return head + args[at:]
-    return head + [args[at]] + spell_long(args[at + 1:], cmd.params)
+    return head + [args[at]] + spell_long(args[at + 1:], cmd)
 
 
 def _takes_value(group: click.Group) -> dict[str, bool]:

@@ -13,16 +13,19 @@ import click
 _STOP = object()   # a token after which the parse cannot be followed here
 
 
-def spell_long(args: list[str], params: list) -> list[str]:
-    """``args`` with each exact short name of a flag in ``params`` replaced by the flag's first long name,
-    following click's own reading: a value-taking option's values are skipped, never rewritten."""
-    names = _names(params)
+def spell_long(args: list[str], command: click.Command) -> list[str]:
+    """``args`` with each exact short name of a flag of ``command`` replaced by the flag's first long name,
+    following click's own reading: a value-taking option's values are skipped, never rewritten, and where
+    the command takes no option after an argument (a group: its command's name) the rewriting ends there."""
+    names = _names(command.params)
     out = list(args)
     i = 0
     while i < len(out):
         arg = out[i]
-        if not arg.startswith("-") or arg == "-":
-            i += 1                                     # a positional argument (a group's ends before it)
+        if not arg.startswith("-") or arg == "-":      # an argument
+            if not command.allow_interspersed_args:
+                break
+            i += 1
             continue
         kind = names.get(arg.split("=", 1)[0] if arg.startswith("--") else arg, _STOP)
         if kind is _STOP:
