@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable
 
@@ -31,7 +31,8 @@ __all__ = ["FieldEdit", "FieldsFn", "FileScan", "JsonPath", "PathMap", "ToolPlan
 
 # ---- the path map ---------------------------------------------------------------------------
 
-@valueclass(frozen=True)
+# a dataclass still: toolkit/winpath.py's WindowsPathMap is a frozen dataclass built on it
+@dataclass(frozen=True)
 class PathMap:
     """OLD spellings (given and realpath) and the NEW path they all map to.
 
@@ -41,10 +42,6 @@ class PathMap:
 
     olds: tuple[str, ...]
     new: str
-
-    def __init__(self, olds: tuple[str, ...], new: str) -> None:
-        object.__setattr__(self, "olds", olds)
-        object.__setattr__(self, "new", new)
 
     def rebase(self, path: Any) -> str | None:
         if not isinstance(path, str):
