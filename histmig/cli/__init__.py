@@ -13,6 +13,7 @@ import click
 from histmig import __version__
 from histmig.cli.commands import COMMANDS
 from histmig.cli.common import Context, PipeClosed, run_guarded
+from histmig.cli.longflags import spell_long
 from histmig.tools import home_flags
 
 
@@ -33,7 +34,7 @@ class LazyGroup(click.Group):
         return None
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, hoist_global_options(self, ctx, list(args)))
+        return super().parse_args(ctx, long_flags(self, ctx, hoist_global_options(self, ctx, list(args))))
 
     def invoke(self, ctx):
         # click turns a closed pipe into exit 1 on its own; `histmig scan | head -1` is a success
@@ -47,14 +48,8 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
     """Move the group's options written after the command to before it, so `histmig scan --home X`
     means `histmig --home X scan` (docs/README.head.md, "Where histmig looks"). An option the command defines
     itself stays with the command; nothing after `--` moves."""
-    takes_value = {}
-    for p in group.params:
-        if isinstance(p, click.Option) and not p.is_eager:
-            for name in p.opts + p.secondary_opts:
-                takes_value[name] = not (p.is_flag or p.count)
-    at = 0
-    while at < len(args) and args[at] not in COMMANDS:      # past the options before the command
-        at += 2 if takes_value.get(args[at]) else 1
+    takes_value = _takes_value(group)
+    at = _command_at(group, args, takes_value)
     if at >= len(args):
         return args
     cmd = group.get_command(ctx, args[at])
@@ -79,10 +74,45 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
     return head + rest
 
 
+def long_flags(group: click.Group, ctx, args: list[str]) -> list[str]:
+    """``args`` (hoisted) with the short flags of the group and of the command spelt long (cli/longflags.py)."""
+    at = _command_at(group, args)
+    head = spell_long(args[:at], group)
+    if at >= len(args):
+        return head
+    cmd = group.get_command(ctx, args[at])
+    if cmd is None or isinstance(cmd, click.Group):
+        return head + args[at:]
+    return head + [args[at]] + spell_long(args[at + 1:], cmd)
+
+
+def _takes_value(group: click.Group) -> dict[str, bool]:
+    takes_value = {}
+    for p in group.params:
+        if isinstance(p, click.Option) and not p.is_eager:
+            for name in p.opts + p.secondary_opts:
+                takes_value[name] = not (p.is_flag or p.count)
+    return takes_value
+
+
+def _command_at(group: click.Group, args: list[str], takes_value: dict[str, bool] | None = None) -> int:
+    """Where the command's name is in ``args`` (``len(args)`` if none): past the options before it."""
+    takes_value = _takes_value(group) if takes_value is None else takes_value
+    at = 0
+    while at < len(args) and args[at] not in COMMANDS:
+        at += 2 if takes_value.get(args[at]) else 1
+    return at
+
+
+# one type for every directory option: click.Path asks gettext for its name ("directory") each time one is
+# made, a translation look-up (a stat or more) and gettext's import of ``locale`` (cli/longflags.py's docstring)
+DIRECTORY = click.Path(file_okay=False)
+
+
 def _home_options(command):
     """``--codex-home`` ...: one option per home a row of the tool table declares, in table order."""
     for spec in reversed(home_flags()):
-        command = click.option(f"--{spec.flag}", spec.keyword, type=click.Path(file_okay=False),
+        command = click.option(f"--{spec.flag}", spec.keyword, type=DIRECTORY,
                                help=spec.help)(command)
     return command
 
@@ -102,9 +132,9 @@ Examples:
 
 @click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="histmig")
-@click.option("--home", type=click.Path(file_okay=False), help="Treat DIR as $HOME for every tool.")
+@click.option("--home", type=DIRECTORY, help="Treat DIR as $HOME for every tool.")
 @_home_options
-@click.option("--state-dir", type=click.Path(file_okay=False),
+@click.option("--state-dir", type=DIRECTORY,
               help="histmig's journal and backups "
                    "(default $HISTMIG_STATE_DIR, $XDG_STATE_HOME/histmig or ~/.local/state/histmig).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the final result.")

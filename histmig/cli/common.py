@@ -9,7 +9,6 @@ import sys
 from typing import Any, Iterable
 
 import click
-import orjson
 
 from histmig.cli.commands import HOME_COMMANDS
 from histmig.core.diagnostics import EXIT_OK, EXIT_USAGE, AmbiguousError, HistmigError, Skip, Warning
@@ -75,6 +74,7 @@ def style(text: str, **kw) -> str:
 
 def emit_json(data: Any) -> None:
     """Machine output: one JSON document on stdout, no colour, no progress."""
+    import orjson       # (not at start-up: ``--version`` and ``--help`` print no JSON)
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=_json_default).decode())
 

@@ -8,16 +8,21 @@ unprivileged for the user's own processes, which is what matters (agents run as 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Iterable
+
+from histmig.core.valueclass import value
 
 PROC = "/proc"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Holder:
     pid: int
     name: str
+
+    def __init__(self, pid: int, name: str) -> None:
+        object.__setattr__(self, "pid", pid)
+        object.__setattr__(self, "name", name)
 
     def describe(self) -> str:
         return f"pid {self.pid} ({self.name})"

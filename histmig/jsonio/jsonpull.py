@@ -10,10 +10,11 @@ skeleton is not ``{"key": value, ...}`` raises :class:`PullError` with the byte 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable, Iterator
 
 import orjson
+
+from histmig.core.valueclass import value
 
 CHUNK = 1 << 20
 WS = b" \t\r\n"
@@ -27,7 +28,7 @@ class PullError(ValueError):
         self.offset = offset
 
 
-@dataclass
+@value
 class Piece:
     """A member's value (``item`` False) or an element of the streamed array (``item`` True)."""
 
@@ -36,6 +37,9 @@ class Piece:
     end: int
     raw: bytes
     item: bool = False
+
+    def __init__(self, key: str, start: int, end: int, raw: bytes, item: bool = False) -> None:
+        self.key, self.start, self.end, self.raw, self.item = key, start, end, raw, item
 
 
 class _Reader:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import io
 import os
 import struct
-from dataclasses import dataclass
 from typing import BinaryIO
 
 import zstandard
 
 from histmig.core.diagnostics import HistmigInputError
+from histmig.core.valueclass import value
 from histmig.jsonio.regular import open_regular
 
 MAGIC = 0xFD2FB528
@@ -26,11 +26,14 @@ RATIO_CAP = 50                               # or 50 x the compressed size, whic
 MIN_CAP = 256 * 1024 * 1024                  # ... but never below 256 MiB
 
 
-@dataclass
+@value
 class FrameInfo:
     frames: int
     window_max: int
     content_size: int | None  # sum of declared sizes, None when any frame does not declare one
+
+    def __init__(self, frames: int, window_max: int, content_size: int | None) -> None:
+        self.frames, self.window_max, self.content_size = frames, window_max, content_size
 
 
 def _window_size(fhd: int, wd: int | None, fcs: int | None) -> int:

@@ -20,18 +20,24 @@ import orjson
 
 from histmig.core.model import ToolCall
 from histmig.toolkit.convert.patch import FileOp, Hunk
+from histmig.core.valueclass import FACTORY, value
 
 _ID_OK = re.compile(r"[^A-Za-z0-9_-]")
 Note = tuple[str, str]            # (category, kind) of a loss report
 
 
-@dataclass
+@value
 class Mapped:
     """One call in the target's schema. ``arguments`` is a dict, or a str for a free-form tool."""
 
     name: str
     arguments: Any
     notes: list[Note] = field(default_factory=list)   # (category, kind) loss notes
+
+    def __init__(self, name: str, arguments: Any, notes: list[Note] = FACTORY) -> None:
+        self.name = name
+        self.arguments = arguments
+        self.notes = [] if notes is FACTORY else notes
 
 
 # ---- the neutral vocabulary ------------------------------------------------------------------------
@@ -64,11 +70,16 @@ class Patch(Call):
     ops: list[FileOp] | None = None
 
 
-@dataclass
+@value
 class Change:
     old: str
     new: str
     replace_all: bool = False
+
+    def __init__(self, old: str, new: str, replace_all: bool = False) -> None:
+        self.old = old
+        self.new = new
+        self.replace_all = replace_all
 
 
 @dataclass(kw_only=True)
@@ -96,11 +107,16 @@ class Read(Call):
     limit: int | None = None
 
 
-@dataclass
+@value
 class Todo:
     content: str
     status: Any                       # as the source had it; a target maps what it does not know
     active_form: str | None = None
+
+    def __init__(self, content: str, status: Any, active_form: str | None = None) -> None:
+        self.content = content
+        self.status = status
+        self.active_form = active_form
 
 
 @dataclass(kw_only=True)
@@ -118,7 +134,7 @@ class Other(Call):
     notes: list[Note] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Vocabulary:
     """A tool's ``calls`` hook (``<pkg>/calls.py`` ``CALLS``).
 
@@ -129,6 +145,11 @@ class Vocabulary:
 
     to_neutral: Callable[[ToolCall, Any], Call]
     from_neutral: Callable[[Call, str | None], list[Mapped]]
+
+    def __init__(self, to_neutral: Callable[[ToolCall, Any], Call],
+                 from_neutral: Callable[[Call, str | None], list[Mapped]]) -> None:
+        object.__setattr__(self, "to_neutral", to_neutral)
+        object.__setattr__(self, "from_neutral", from_neutral)
 
 
 def neutral(call: ToolCall, source: Vocabulary | None, result: Any = None) -> Call:

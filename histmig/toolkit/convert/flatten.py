@@ -7,7 +7,7 @@ turn it belongs to. Everything the conversation does not carry is counted in the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
@@ -15,12 +15,13 @@ from histmig.core.times import parse_ts
 from histmig.toolkit.convert.loss import LossReport
 from histmig.toolkit.message_model import message_model
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
+from histmig.core.valueclass import FACTORY, value
 
 CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "reasoning")
 KEEP_RECORDS = 10_000
 
 
-@dataclass
+@value
 class Item:
     kind: str                      # user | assistant | reasoning | call | result | attachment | usage
     ts: str | None = None
@@ -30,8 +31,18 @@ class Item:
     model: str | None = None
     rec: int = 0                   # index of the source record (parts of one record stay together)
 
+    def __init__(self, kind: str, ts: str | None = None, text: str = "", part: Any = None, usage: dict | None = None,
+                 model: str | None = None, rec: int = 0) -> None:
+        self.kind = kind
+        self.ts = ts
+        self.text = text
+        self.part = part
+        self.usage = usage
+        self.model = model
+        self.rec = rec
 
-@dataclass
+
+@value
 class Conversation:
     """A session's conversation. ``items`` are produced again from the source's records on every
     iteration (never held: a 1 GB session stays on disk); :func:`flatten` does one pass first that
@@ -46,6 +57,20 @@ class Conversation:
     patches: dict[str, Any] = field(default_factory=dict)      # call id -> Claude's structuredPatch result
     usage_of: Callable[[Record], dict | None] | None = None    # the source adapter's usage from a bookkeeping record
     kept: list[Item] | None = None     # flatten's items, when the records are in memory anyway (a list)
+
+    def __init__(self, source: Session, loss: LossReport = FACTORY, first_prompt: str | None = None,
+                 first_time: datetime | None = None, last_ts: str | None = None, answered: set[str] = FACTORY,
+                 patches: dict[str, Any] = FACTORY, usage_of: Callable[[Record], dict | None] | None = None,
+                 kept: list[Item] | None = None) -> None:
+        self.source = source
+        self.loss = LossReport() if loss is FACTORY else loss
+        self.first_prompt = first_prompt
+        self.first_time = first_time
+        self.last_ts = last_ts
+        self.answered = set() if answered is FACTORY else answered
+        self.patches = {} if patches is FACTORY else patches
+        self.usage_of = usage_of
+        self.kept = kept
 
     @property
     def items(self) -> Iterator[Item]:

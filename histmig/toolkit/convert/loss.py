@@ -14,16 +14,21 @@ Categories (stable; documented in docs/convert.md):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from histmig.core.valueclass import FACTORY, value
 
 LOSSY = ("dropped", "approximated")
 ORDER = ("dropped", "approximated", "left-out", "not-carried", "mapped")
 
 
-@dataclass
+@value
 class LossReport:
     counts: Counter = field(default_factory=Counter)   # (category, kind) -> count
+
+    def __init__(self, counts: Counter = FACTORY) -> None:
+        self.counts = Counter() if counts is FACTORY else counts
 
     def add(self, category: str, kind: str, n: int = 1) -> None:
         if n:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from histmig.core.valueclass import FACTORY, value
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE = "*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "
@@ -27,11 +29,16 @@ class PatchError(ValueError):
     """The text is not an apply_patch body this module understands."""
 
 
-@dataclass
+@value
 class Hunk:
     header: str = ""                                        # text after "@@ " (a locating line)
     lines: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text)
     eof: bool = False
+
+    def __init__(self, header: str = "", lines: list[tuple[str, str]] = FACTORY, eof: bool = False) -> None:
+        self.header = header
+        self.lines = [] if lines is FACTORY else lines
+        self.eof = eof
 
     def old(self) -> str:
         return "\n".join(t for tag, t in self.lines if tag in " -")
@@ -40,13 +47,21 @@ class Hunk:
         return "\n".join(t for tag, t in self.lines if tag in " +")
 
 
-@dataclass
+@value
 class FileOp:
     kind: str                      # "add" | "delete" | "update"
     path: str
     move_to: str | None = None
     content: str = ""              # add: the new file's text
     hunks: list[Hunk] = field(default_factory=list)
+
+    def __init__(self, kind: str, path: str, move_to: str | None = None, content: str = "",
+                 hunks: list[Hunk] = FACTORY) -> None:
+        self.kind = kind
+        self.path = path
+        self.move_to = move_to
+        self.content = content
+        self.hunks = [] if hunks is FACTORY else hunks
 
 
 def _strip_heredoc(text: str) -> str:

@@ -15,10 +15,10 @@ import itertools
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from histmig.core.diagnostics import RefusedError
+from histmig.core.valueclass import value
 
 
 class TooLargeToEmbed(RefusedError):
@@ -35,13 +35,18 @@ class SpoolError(RefusedError):
                    "not applied (nothing of them written)", path=path)
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Spooled:
     """A converted file that was not kept in memory: its spool file (None after a dry run), sha256, size."""
 
     path: str | None
     sha256: str
     size: int
+
+    def __init__(self, path: str | None, sha256: str, size: int) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "sha256", sha256)
+        object.__setattr__(self, "size", size)
 
 
 class Hold:

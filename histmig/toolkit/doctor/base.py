@@ -7,20 +7,27 @@ run, and, when the fix is safe and reversible, the plan operations (``repair``) 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from histmig.core.diagnostics import Warning
 from histmig.core.plan import Op
+from histmig.core.valueclass import FACTORY, value
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Check:
     code: str
     explanation: str   # one line: what is wrong and what the user sees
     fix: str           # one line: what doctor --repair or the user does about it
     environment: bool = False  # depends on the machine or the clock, not on the history itself
+
+    def __init__(self, code: str, explanation: str, fix: str, environment: bool = False) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "explanation", explanation)
+        object.__setattr__(self, "fix", fix)
+        object.__setattr__(self, "environment", environment)
 
 
 _TABLE = [
@@ -262,7 +269,7 @@ _TABLE = [
 CHECKS: dict[str, Check] = {c.code: c for c in _TABLE}
 
 
-@dataclass
+@value
 class Finding:
     """One problem. ``count`` is how many sessions/files/rows it covers; ``repair`` holds the safe
     plan operations that fix it (empty when the user must act, see ``fix``)."""
@@ -278,6 +285,19 @@ class Finding:
     # the canonical name of the tool whose check found it (doctor sets it from the table: codes keep
     # their short prefix, ``claude.``); the code's prefix until then
     tool: str = ""
+
+    def __init__(self, code: str, detail: str, path: str | None = None, line: int | None = None, count: int = 1,
+                 fix: str | None = None, repair: list[Op] = FACTORY, data: dict[str, Any] = FACTORY, tool: str = "") -> None:
+        self.code = code
+        self.detail = detail
+        self.path = path
+        self.line = line
+        self.count = count
+        self.fix = fix
+        self.repair = [] if repair is FACTORY else repair
+        self.data = {} if data is FACTORY else data
+        self.tool = tool
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.code not in CHECKS:

@@ -8,18 +8,24 @@ share it (docs/doctor.md, "Folders under one moved parent")."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from histmig.toolkit.doctor.base import dir_missing
 from histmig.toolkit.doctor.locate import move_fix
+from histmig.core.valueclass import FACTORY, value
 
 
-@dataclass
+@value
 class MovedParent:
     root: str                          # the topmost missing folder
     findings: list[Any] = field(default_factory=list)
     new: str | None = None             # where the root likely went (from the findings' suggestions)
+
+    def __init__(self, root: str, findings: list[Any] = FACTORY, new: str | None = None) -> None:
+        self.root = root
+        self.findings = [] if findings is FACTORY else findings
+        self.new = new
 
     @property
     def sessions(self) -> int:

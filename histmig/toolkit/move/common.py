@@ -20,6 +20,8 @@ from histmig.toolkit.move.lines import (FieldEdit, JsonPath, content_edits, cont
 from histmig.toolkit.move.scan import FieldsFn, FileScan, scan_file
 from histmig.core.paths import is_under, rebase
 from histmig.core.plan import Fingerprint, WriteFile
+from histmig.core.valueclass import FACTORY
+from histmig.core.valueclass import value as valueclass   # (``value`` is a loop variable below)
 
 # the planners import the line and scan helpers from here
 __all__ = ["FieldEdit", "FieldsFn", "FileScan", "JsonPath", "PathMap", "ToolPlan", "content_edits", "content_regex",
@@ -29,6 +31,7 @@ __all__ = ["FieldEdit", "FieldsFn", "FileScan", "JsonPath", "PathMap", "ToolPlan
 
 # ---- the path map ---------------------------------------------------------------------------
 
+# a dataclass still: toolkit/winpath.py's WindowsPathMap is a frozen dataclass built on it
 @dataclass(frozen=True)
 class PathMap:
     """OLD spellings (given and realpath) and the NEW path they all map to.
@@ -129,7 +132,7 @@ def dir_fingerprint(path: str) -> Fingerprint:
 
 # ---- what each tool's planner returns --------------------------------------------------------
 
-@dataclass
+@valueclass
 class ToolPlan:
     """One tool's part of a move: file edits first, then renames (ops run in order, and the edits
     address files at their old paths), plus database and config operations."""
@@ -143,6 +146,19 @@ class ToolPlan:
     skips: list = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     waiting: dict[str, str] = field(default_factory=dict)   # project folder left whole -> skip code
+
+    def __init__(self, tool: str, writes: list = FACTORY, renames: list = FACTORY, other: list = FACTORY,
+                 cleanup: list = FACTORY, warnings: list = FACTORY, skips: list = FACTORY,
+                 counts: dict[str, int] = FACTORY, waiting: dict[str, str] = FACTORY) -> None:
+        self.tool = tool
+        self.writes = [] if writes is FACTORY else writes
+        self.renames = [] if renames is FACTORY else renames
+        self.other = [] if other is FACTORY else other
+        self.cleanup = [] if cleanup is FACTORY else cleanup
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.skips = [] if skips is FACTORY else skips
+        self.counts = {} if counts is FACTORY else counts
+        self.waiting = {} if waiting is FACTORY else waiting
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n

@@ -13,7 +13,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 import orjson
@@ -23,6 +23,7 @@ from histmig.core.diagnostics import HistmigInputError, Warning
 from histmig.jsonio.jsonedit import EditError
 from histmig.toolkit.move.lines import content_edits, line_patches
 from histmig.core.plan import Fingerprint, Patch
+from histmig.core.valueclass import FACTORY, value
 
 FieldsFn = Callable[[Any, Any], list]
 CHUNK = jsonl.CHUNK
@@ -45,7 +46,7 @@ def hashing(on: bool):
         _HASH_FILES.reset(token)
 
 
-@dataclass
+@value
 class FileScan:
     """What the scan of one file found. ``skip`` set means: leave the file alone, say why."""
 
@@ -59,6 +60,20 @@ class FileScan:
     skip: str | None = None
     warnings: list[Warning] = field(default_factory=list)
     first: dict[str, Any] = field(default_factory=dict)   # facts the caller asked to remember
+
+    def __init__(self, path: str, patches: list[Patch] = FACTORY, fields: int = 0, content: int = 0, lines: int = 0,
+                 fingerprint: Fingerprint | None = None, compressed: bool = False, skip: str | None = None,
+                 warnings: list[Warning] = FACTORY, first: dict[str, Any] = FACTORY) -> None:
+        self.path = path
+        self.patches = [] if patches is FACTORY else patches
+        self.fields = fields
+        self.content = content
+        self.lines = lines
+        self.fingerprint = fingerprint
+        self.compressed = compressed
+        self.skip = skip
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.first = {} if first is FACTORY else first
 
     @property
     def deltas(self) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from histmig.toolkit.doctor.base import Finding, dir_exists
@@ -28,15 +28,20 @@ from histmig.tools.claude_family.transcript import Transcript
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.core.paths import SLUG_MAX, claude_slug, slug_prefix
 from histmig.core.plan import Fingerprint, Rename
+from histmig.core.valueclass import FACTORY, value
 
 REPAIR = "histmig doctor --repair --apply"
 SAMPLE = 5
 
 
-@dataclass
+@value
 class Filing:
     findings: list[Finding] = field(default_factory=list)
     covered: set[Path] = field(default_factory=set)   # folders wholly reported here (check_slug skips them)
+
+    def __init__(self, findings: list[Finding] = FACTORY, covered: set[Path] = FACTORY) -> None:
+        self.findings = [] if findings is FACTORY else findings
+        self.covered = set() if covered is FACTORY else covered
 
 
 def slug_matches(folder: str, cwd: str) -> bool:

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from histmig.core.diagnostics import HistmigError, Warning
 from histmig.jsonio.jsonl import Line, open_regular, parse_json, read_lines
+from histmig.core.valueclass import value
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ClaudeJson:
     path: Path
     raw: bytes | None          # exact bytes (None when the file does not exist)
     data: dict | None          # parsed object, None when missing or broken
     error: str | None = None
+
+    def __init__(self, path: Path, raw: bytes | None, data: dict | None, error: str | None = None) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "raw", raw)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "error", error)
 
     @property
     def project_keys(self) -> list[str]:
@@ -58,11 +64,16 @@ def history_path(homes: Any) -> Path:
     return Path(homes.claude) / "history.jsonl"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class HistoryEntry:
     line: Line                 # exact bytes and offset, for a surgical edit of ``project``
     project: str | None
     session_id: str | None
+
+    def __init__(self, line: Line, project: str | None, session_id: str | None) -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "project", project)
+        object.__setattr__(self, "session_id", session_id)
 
 
 def iter_history(homes: Any) -> Iterator[HistoryEntry]:
@@ -89,7 +100,7 @@ def history_projects(homes: Any) -> dict[str, int]:
 
 # ---- live-session registry ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class LiveSession:
     path: Path
     pid: int | None
@@ -97,6 +108,14 @@ class LiveSession:
     cwd: str | None
     alive: bool
     data: dict
+
+    def __init__(self, path: Path, pid: int | None, session_id: str | None, cwd: str | None, alive: bool, data: dict) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "pid", pid)
+        object.__setattr__(self, "session_id", session_id)
+        object.__setattr__(self, "cwd", cwd)
+        object.__setattr__(self, "alive", alive)
+        object.__setattr__(self, "data", data)
 
 
 def pid_alive(pid: int) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +27,7 @@ from histmig.toolkit.move.common import FileScan, PathMap, ToolPlan, dir_fingerp
 from histmig.toolkit.move.parallel import scan_all
 from histmig.core.paths import SLUG_MAX, claude_slug, is_under, rebase, slug_matches
 from histmig.core.plan import Fingerprint, Rename, RmDir
+from histmig.core.valueclass import FACTORY, value
 
 _SID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -37,7 +38,7 @@ def slug_prefix_of(path: str) -> str:
     return s[:SLUG_MAX] if len(s) > SLUG_MAX else s
 
 
-@dataclass
+@value
 class Entry:
     """A group of folder entries that move together: a session (``<sid>.jsonl`` + ``<sid>/``), or
     one other entry (``memory/``, manifest ``sessions/``, ``sessions-index.json``)."""
@@ -50,14 +51,32 @@ class Entry:
     head_cwd: str | None = None
     pinned: str | None = None                         # why it must stay where it is
 
+    def __init__(self, key: str, names: list[str], tool: str, session: bool, files: list[str] = FACTORY,
+                 head_cwd: str | None = None, pinned: str | None = None) -> None:
+        self.key = key
+        self.names = names
+        self.tool = tool
+        self.session = session
+        self.files = [] if files is FACTORY else files
+        self.head_cwd = head_cwd
+        self.pinned = pinned
 
-@dataclass
+
+@value
 class Folder:
     name: str
     path: str
     entries: list[Entry]
     launch: str | None = None
     shared: list[str] = field(default_factory=list)   # other paths whose sessions it holds (slug collision)
+
+    def __init__(self, name: str, path: str, entries: list[Entry], launch: str | None = None,
+                 shared: list[str] = FACTORY) -> None:
+        self.name = name
+        self.path = path
+        self.entries = entries
+        self.launch = launch
+        self.shared = [] if shared is FACTORY else shared
 
 
 # ---- reading a folder -----------------------------------------------------------------------
@@ -188,7 +207,7 @@ def find_target(root: str, new_launch: str, existing: set[str]) -> str:
 
 # ---- planning ------------------------------------------------------------------------------
 
-@dataclass
+@value
 class FolderJob:
     """One folder of one root, with everything needed to plan its move."""
 
@@ -196,8 +215,13 @@ class FolderJob:
     target: str
     waits: str | None = None        # why the whole folder waits (a live session in it)
 
+    def __init__(self, folder: Folder, target: str, waits: str | None = None) -> None:
+        self.folder = folder
+        self.target = target
+        self.waits = waits
 
-@dataclass(frozen=True)
+
+@value(frozen=True)
 class FolderRules:
     """How one tool's folders are planned (the keyword arguments of :func:`plan_folders`)."""
 
@@ -212,6 +236,21 @@ class FolderRules:
     by_name: bool
     split_shared: bool = False
     rerun: str = "histmig move OLD NEW --apply"
+
+    def __init__(self, tool: str, selected: set[str], merge: bool, fields_fn: Callable, manifest: bool,
+                 known_paths: list[str], live_ids: dict[str, tuple[int, str | None]], rewrite_content: bool,
+                 by_name: bool, split_shared: bool = False, rerun: str = 'histmig move OLD NEW --apply') -> None:
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "selected", selected)
+        object.__setattr__(self, "merge", merge)
+        object.__setattr__(self, "fields_fn", fields_fn)
+        object.__setattr__(self, "manifest", manifest)
+        object.__setattr__(self, "known_paths", known_paths)
+        object.__setattr__(self, "live_ids", live_ids)
+        object.__setattr__(self, "rewrite_content", rewrite_content)
+        object.__setattr__(self, "by_name", by_name)
+        object.__setattr__(self, "split_shared", split_shared)
+        object.__setattr__(self, "rerun", rerun)
 
 
 def plan_folders(root: Path, pm: PathMap, plans: dict[str, ToolPlan], **kw) -> None:

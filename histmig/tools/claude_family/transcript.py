@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.jsonl import read_lines
 from histmig.core.plan import Fingerprint, Patch, WriteFile
+from histmig.core.valueclass import FACTORY, value
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
@@ -42,7 +43,7 @@ class LineNumbers:
         return iter(self.first)
 
 
-@dataclass
+@value
 class Transcript:
     path: Path
     id: str
@@ -58,6 +59,25 @@ class Transcript:
     last_raw: bytes = b""
     dangling: list[str] = field(default_factory=list)  # tool_use ids with no tool_result after them
     error: str | None = None
+
+    def __init__(self, path: Path, id: str, size: int = 0, mtime: float = 0.0, first_cwd: str | None = None,
+                 session_ids: set[str] = FACTORY, broken: LineNumbers = FACTORY, why: str = "",
+                 torn_tail: bool = False, complete: bool = True, last: dict[str, Any] | None = None,
+                 last_raw: bytes = b'', dangling: list[str] = FACTORY, error: str | None = None) -> None:
+        self.path = path
+        self.id = id
+        self.size = size
+        self.mtime = mtime
+        self.first_cwd = first_cwd
+        self.session_ids = set() if session_ids is FACTORY else session_ids
+        self.broken = LineNumbers() if broken is FACTORY else broken
+        self.why = why
+        self.torn_tail = torn_tail
+        self.complete = complete
+        self.last = last
+        self.last_raw = last_raw
+        self.dangling = [] if dangling is FACTORY else dangling
+        self.error = error
 
 
 def _blocks(rec: dict[str, Any]) -> list[dict[str, Any]]:

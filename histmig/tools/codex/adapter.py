@@ -13,13 +13,14 @@ import io
 import os
 import re
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
 from histmig.core.diagnostics import HistmigError, HistmigInputError
+from histmig.core.valueclass import FACTORY, value
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.codex import walk
 from histmig.jsonio.jsonl import Line, head_lines, is_zst, iter_lines, open_regular_fd, open_stream, read_lines
@@ -700,7 +701,7 @@ def _copy_range(path: Path, offset: int, length: int) -> bytes:
 
 # ---- what Codex's databases derive from a rollout ------------------------------------------
 
-@dataclass
+@value
 class ThreadFacts:
     """The ``threads`` row values Codex would extract from a rollout, next to what its listing
     reads. Enveloped lines only: Codex does not extract pre-envelope rollouts."""
@@ -712,6 +713,13 @@ class ThreadFacts:
     git_url: Any = None
     providers: set = field(default_factory=set)   # every provider string a re-extraction reads
     history_base: Any = None     # a fork's pointer into its parent rollout (thread id, end offset)
+
+    def __init__(self, id: str | None = None, provider: Any = None, row_provider: Any = None, meta_cwd: Any = None,
+                 resume_cwd: str | None = None, git_url: Any = None, providers: set = FACTORY,
+                 history_base: Any = None) -> None:
+        self.id, self.provider, self.row_provider, self.meta_cwd = id, provider, row_provider, meta_cwd
+        self.resume_cwd, self.git_url, self.history_base = resume_cwd, git_url, history_base
+        self.providers = set() if providers is FACTORY else providers
 
     @property
     def cwd(self) -> Any:
@@ -812,13 +820,17 @@ class _OrdinalSpans:
         return span
 
 
-@dataclass
+@value
 class LineSpans:
     """Where a rollout's lines lie. thread_history_1.sqlite stores byte offsets of the lines that
     carry an ``ordinal``, so checking them needs each ordinal's span and every line start (kept in
     arrays: doctor holds these for every rollout at once)."""
     by_ordinal: _OrdinalSpans = field(default_factory=_OrdinalSpans)   # ordinal -> (start, end)
     starts: _Offsets = field(default_factory=_Offsets)                 # every line start, and EOF
+
+    def __init__(self, by_ordinal: _OrdinalSpans = FACTORY, starts: _Offsets = FACTORY) -> None:
+        self.by_ordinal = _OrdinalSpans() if by_ordinal is FACTORY else by_ordinal
+        self.starts = _Offsets() if starts is FACTORY else starts
 
     def note(self, line: Line) -> None:
         self.starts.add(line.offset)

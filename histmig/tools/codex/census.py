@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +16,13 @@ from histmig.tools.codex import adapter as codex
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk
+from histmig.core.valueclass import FACTORY, value
 
 if TYPE_CHECKING:
     from histmig.core.plan import Fingerprint, Patch
 
 
-@dataclass
+@value
 class Target:
     where: str | Path                     # the rollout (the census passes a str: see ``path``)
     thread_id: str
@@ -32,6 +33,19 @@ class Target:
     patches: list[Patch] = field(default_factory=list)
     fingerprint: Fingerprint | None = None
     stripped: int = 0
+
+    def __init__(self, where: str | Path, thread_id: str, archived: bool, compressed: bool, assumed: bool,
+                 rollout_id: str, patches: list[Patch] = FACTORY, fingerprint: Fingerprint | None = None,
+                 stripped: int = 0) -> None:
+        self.where = where
+        self.thread_id = thread_id
+        self.archived = archived
+        self.compressed = compressed
+        self.assumed = assumed
+        self.rollout_id = rollout_id
+        self.patches = [] if patches is FACTORY else patches
+        self.fingerprint = fingerprint
+        self.stripped = stripped
 
     @property
     def path(self) -> Path:
@@ -44,13 +58,21 @@ class Target:
                 "edits": len(self.patches) or None, "delta": sum(p.delta for p in self.patches)}
 
 
-@dataclass
+@value
 class Census:
     targets: list[Target] = field(default_factory=list)
     others: Counter = field(default_factory=Counter)
     skips: list[Skip] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     children: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)   # rollout id -> (child, end offset)
+
+    def __init__(self, targets: list[Target] = FACTORY, others: Counter = FACTORY, skips: list[Skip] = FACTORY,
+                 warnings: list[Warning] = FACTORY, children: dict[str, list[tuple[Path, int]]] = FACTORY) -> None:
+        self.targets = [] if targets is FACTORY else targets
+        self.others = Counter() if others is FACTORY else others
+        self.skips = [] if skips is FACTORY else skips
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.children = {} if children is FACTORY else children
 
 
 def census(homes, old: str, default: str, *, archived: bool = True) -> Census:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import doctor_index
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk
+from histmig.core.valueclass import FACTORY, value
 
 
-@dataclass
+@value
 class Rollout:
     path: Path
     archived: bool = False
@@ -31,6 +32,16 @@ class Rollout:
     offsets: dict[str, dict[tuple[str, tuple], Resolved]] = field(default_factory=dict)
     error: str | None = None
     needs: str | None = None      # the digest of the offset rows the read was given (doctor_index)
+
+    def __init__(self, path: Path, archived: bool = False, facts: ThreadFacts = FACTORY,
+                 offsets: dict[str, dict[tuple[str, tuple], Resolved]] = FACTORY, error: str | None = None,
+                 needs: str | None = None) -> None:
+        self.path = path
+        self.archived = archived
+        self.facts = ThreadFacts() if facts is FACTORY else facts
+        self.offsets = {} if offsets is FACTORY else offsets
+        self.error = error
+        self.needs = needs
 
 
 def read_rollout(path: Path, *, archived: bool = False, needs_of=lambda thread_id: None) -> Rollout:
@@ -63,12 +74,19 @@ def _may_be_edited(facts: ThreadFacts) -> bool:
 
 # ---- config.toml ---------------------------------------------------------------------------------
 
-@dataclass
+@value
 class CodexConfig:
     provider: str = "openai"
     raw: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     path: Path | None = None
+
+    def __init__(self, provider: str = 'openai', raw: dict[str, Any] = FACTORY, error: str | None = None,
+                 path: Path | None = None) -> None:
+        self.provider = provider
+        self.raw = {} if raw is FACTORY else raw
+        self.error = error
+        self.path = path
 
     def known(self, provider: str) -> bool:
         return codex_config.is_known_provider(self.raw, provider)
@@ -85,13 +103,21 @@ def load_config(homes: Homes) -> CodexConfig:
 
 # ---- the whole home ---------------------------------------------------------------------------
 
-@dataclass
+@value
 class CodexHome:
     homes: Homes
     config: CodexConfig
     rollouts: list[Rollout]
     shadowed: list[Path]
     dbs: list[Path]
+
+    def __init__(self, homes: Homes, config: CodexConfig, rollouts: list[Rollout], shadowed: list[Path],
+                 dbs: list[Path]) -> None:
+        self.homes = homes
+        self.config = config
+        self.rollouts = rollouts
+        self.shadowed = shadowed
+        self.dbs = dbs
 
     @property
     def configured(self) -> str:

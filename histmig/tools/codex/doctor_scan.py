@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable
 
 from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, open_stream, parse_json
 from histmig.tools.codex.adapter import ThreadFacts
+from histmig.core.valueclass import FACTORY, value
 
 CHUNK = 1 << 20
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
@@ -48,7 +49,7 @@ def _int(v: Any) -> bool:
     return type(v) is int
 
 
-@dataclass
+@value
 class Needs:
     """What one thread's offset rows ask of its rollout: ``rows`` are ``(history db, table, key,
     row, expect)`` with ``expect`` mapping each offset column to ``(kind, ordinal)`` (see
@@ -57,8 +58,14 @@ class Needs:
     ordinals: set[int] = field(default_factory=set)
     offsets: set[int] = field(default_factory=set)
 
+    def __init__(self, rows: list[tuple[str, str, tuple, dict, dict]] = FACTORY, ordinals: set[int] = FACTORY,
+                 offsets: set[int] = FACTORY) -> None:
+        self.rows = [] if rows is FACTORY else rows
+        self.ordinals = set() if ordinals is FACTORY else ordinals
+        self.offsets = set() if offsets is FACTORY else offsets
 
-@dataclass
+
+@value
 class Resolved:
     """One offset row after the read: per column ``(have, want)``, ``want`` UNFIXABLE when the
     row's value is neither at an ordinal's line nor a line start."""
@@ -67,6 +74,13 @@ class Resolved:
     key: tuple
     row: dict
     cols: dict[str, tuple[Any, Any]]
+
+    def __init__(self, hist: str, table: str, key: tuple, row: dict, cols: dict[str, tuple[Any, Any]]) -> None:
+        self.hist = hist
+        self.table = table
+        self.key = key
+        self.row = row
+        self.cols = cols
 
     def judge(self, shift: Callable[[Any], Any]) -> tuple[dict, dict, bool, bool]:
         """(fixes, old values, any unfixable, any stale now); ``shift`` moves a wanted offset by the

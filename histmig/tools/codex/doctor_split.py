@@ -14,7 +14,7 @@ offset rows and the file change together.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.lineedit import EditError
@@ -24,17 +24,24 @@ from histmig.tools.codex.census import Target
 from histmig.tools.codex.provider import scan_patches
 from histmig.core.plan import WriteFile
 from histmig.tools.codex.state import shift
+from histmig.core.valueclass import FACTORY, value
 
 REPAIR = "histmig doctor --repair --apply"
 
 
-@dataclass
+@value
 class Split:
     """The findings, and per repaired thread the file edits ``[(offset, delta)]`` and its finding
     (which also receives the offset rows that only the edit moves)."""
     findings: list[Finding] = field(default_factory=list)
     edits: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     by_thread: dict[str, Finding] = field(default_factory=dict)
+
+    def __init__(self, findings: list[Finding] = FACTORY, edits: dict[str, list[tuple[int, int]]] = FACTORY,
+                 by_thread: dict[str, Finding] = FACTORY) -> None:
+        self.findings = [] if findings is FACTORY else findings
+        self.edits = {} if edits is FACTORY else edits
+        self.by_thread = {} if by_thread is FACTORY else by_thread
 
 
 def check_split(home: CodexHome) -> Split:

@@ -11,10 +11,11 @@ bytes to the native round trip).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable, Iterator
 
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Text, ToolCall, ToolResult
+from histmig.core.valueclass import FACTORY, value
 from histmig.jsonio.jsonl import Line
 from histmig.tools.claude_family.blocks import unparsed_record
 
@@ -127,7 +128,7 @@ def _usage(tokens: dict | None) -> dict | None:
 
 # ---- the log -> the list the client rebuilds ----------------------------------------------------
 
-@dataclass
+@value
 class Resolved:
     """Where each message of the final list is (line number, index inside a ``$set`` list or None),
     in order, and the merged metadata. Holds ids and numbers only, never message bodies."""
@@ -138,6 +139,16 @@ class Resolved:
     metas: int = 0          # metadata lines (a resumed session gets one more per resume)
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # line number -> (offset, length)
     counted: dict[str, bool] = field(default_factory=dict)   # id -> a message scan counts (listing.count)
+
+    def __init__(self, order: list[str] = FACTORY, where: dict[str, tuple[int, int | None]] = FACTORY,
+                 meta: dict[str, Any] = FACTORY, metas: int = 0, spans: dict[int, tuple[int, int]] = FACTORY,
+                 counted: dict[str, bool] = FACTORY) -> None:
+        self.order = [] if order is FACTORY else order
+        self.where = {} if where is FACTORY else where
+        self.meta = {} if meta is FACTORY else meta
+        self.metas = metas
+        self.spans = {} if spans is FACTORY else spans
+        self.counted = {} if counted is FACTORY else counted
 
 
 def counts(msg: dict) -> bool:

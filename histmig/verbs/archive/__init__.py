@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -21,9 +21,10 @@ from histmig.core.locks import GlobalLock, ensure_private_dir
 from histmig.verbs.archive import catalog
 from histmig.verbs.archive.chunks import chunk_file, chunk_stream
 from histmig.verbs.archive.store import Store
+from histmig.core.valueclass import FACTORY, value
 
 
-@dataclass
+@value
 class ArchiveReport:
     root: str
     run: str
@@ -36,6 +37,21 @@ class ArchiveReport:
     catalog_bytes: int = 0
     by_tool: dict[str, int] = field(default_factory=dict)
     warnings: list[Warning] = field(default_factory=list)
+
+    def __init__(self, root: str, run: str, catalog: str, sessions: int = 0, files: int = 0, read: int = 0,
+                 new_objects: int = 0, new_bytes: int = 0, catalog_bytes: int = 0, by_tool: dict[str, int] = FACTORY,
+                 warnings: list[Warning] = FACTORY) -> None:
+        self.root = root
+        self.run = run
+        self.catalog = catalog
+        self.sessions = sessions
+        self.files = files
+        self.read = read
+        self.new_objects = new_objects
+        self.new_bytes = new_bytes
+        self.catalog_bytes = catalog_bytes
+        self.by_tool = {} if by_tool is FACTORY else by_tool
+        self.warnings = [] if warnings is FACTORY else warnings
 
     def to_dict(self) -> dict[str, Any]:
         return {"root": self.root, "run": self.run, "catalog": self.catalog, "sessions": self.sessions,

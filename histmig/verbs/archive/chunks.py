@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 
 from histmig.core.fsread import open_read
 from histmig.verbs.archive.store import Store
+from histmig.core.valueclass import value
 
 CHUNK = 1 << 20
 
 
-@dataclass
+@value
 class Chunked:
     size: int
     mtime_ns: int
@@ -27,6 +27,14 @@ class Chunked:
     sha256: str
     chunks: list[list]
     read: bool            # False: size and mtime were unchanged, the earlier chunk list was kept
+
+    def __init__(self, size: int, mtime_ns: int, mode: int, sha256: str, chunks: list[list], read: bool) -> None:
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.mode = mode
+        self.sha256 = sha256
+        self.chunks = chunks
+        self.read = read
 
 
 def chunk_file(path: str, store: Store, prev: dict | None) -> Chunked | None:

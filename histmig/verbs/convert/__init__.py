@@ -7,7 +7,7 @@ per-session outcome with its loss report. Sessions stream through one at a time
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -23,11 +23,12 @@ from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.core.model import SessionRef
 from histmig.core.paths import safe_component, valid_cwd
 from histmig.core.plan import CreateFile, Op, Plan
+from histmig.core.valueclass import FACTORY, value
 
 WRITERS = registry.hooks("writer")     # tool name -> tools/<tool>/write.py's write, imported on first use
 
 
-@dataclass
+@value
 class ConvertOptions:
     target: str
     again: bool = False
@@ -38,8 +39,20 @@ class ConvertOptions:
     seed: int | None = None          # reproducible ids (tests)
     now: float | None = None
 
+    def __init__(self, target: str, again: bool = False, keep_times: bool = False, keep_reasoning_text: bool = False,
+                 provider: str | None = None, model: str | None = None, seed: int | None = None,
+                 now: float | None = None) -> None:
+        self.target = target
+        self.again = again
+        self.keep_times = keep_times
+        self.keep_reasoning_text = keep_reasoning_text
+        self.provider = provider
+        self.model = model
+        self.seed = seed
+        self.now = now
 
-@dataclass
+
+@value
 class Outcome:
     """What happens to one source session."""
 
@@ -54,6 +67,21 @@ class Outcome:
     code: str = ""
     title: str | None = None
     bytes: int = 0
+
+    def __init__(self, tool: str, source_id: str, source_path: str, status: str, new_id: str | None = None,
+                 paths: list[str] = FACTORY, loss: LossReport = FACTORY, reason: str = "", code: str = "",
+                 title: str | None = None, bytes: int = 0) -> None:
+        self.tool = tool
+        self.source_id = source_id
+        self.source_path = source_path
+        self.status = status
+        self.new_id = new_id
+        self.paths = [] if paths is FACTORY else paths
+        self.loss = LossReport() if loss is FACTORY else loss
+        self.reason = reason
+        self.code = code
+        self.title = title
+        self.bytes = bytes
 
     def to_dict(self) -> dict[str, Any]:
         d = {"tool": self.tool, "id": self.source_id, "path": self.source_path, "status": self.status,

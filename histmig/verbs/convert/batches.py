@@ -13,7 +13,7 @@ itself (``apply_batch``); the loop over sessions and batches is here, never in t
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -24,6 +24,7 @@ from histmig.toolkit.convert.sink import Hold, Sink, SpoolDir
 from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
 from histmig.verbs.convert import select
 from histmig.verbs.convert.shared import converted
+from histmig.core.valueclass import FACTORY, value
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
 # converted files of at most HOLD_FILE_BYTES stay in memory, up to HOLD_BYTES of them per batch in this
@@ -41,7 +42,7 @@ class LossyError(RefusedError):
         self.lossy = lossy
 
 
-@dataclass
+@value
 class Converted:
     """What a streamed run did: ``total`` sums every session (its operations are not kept),
     ``transactions`` holds the apply results when the library applied the batches itself."""
@@ -49,6 +50,11 @@ class Converted:
     total: Plan
     code: int = EXIT_OK
     transactions: list[dict[str, Any]] = field(default_factory=list)
+
+    def __init__(self, total: Plan, code: int = EXIT_OK, transactions: list[dict[str, Any]] = FACTORY) -> None:
+        self.total = total
+        self.code = code
+        self.transactions = [] if transactions is FACTORY else transactions
 
     @property
     def exit_code(self) -> int:

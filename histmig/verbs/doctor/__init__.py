@@ -7,7 +7,7 @@ Check codes, explanations and fixes: ``histmig.toolkit.doctor.base.CHECKS`` and 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -17,14 +17,19 @@ from histmig.toolkit.doctor.base import CHECKS, Finding
 from histmig.toolkit.doctor.locate import HomeIndex
 from histmig.core.plan import Plan
 from histmig.tools import canonical
+from histmig.core.valueclass import FACTORY, value
 
 TOOLS = registry.FORMATS     # every tool in the table (a live view: a registered tool is in it)
 
 
-@dataclass
+@value
 class Report:
     findings: list[Finding] = field(default_factory=list)
     tools: tuple[str, ...] = field(default_factory=registry.names)
+
+    def __init__(self, findings: list[Finding] = FACTORY, tools: tuple[str, ...] = FACTORY) -> None:
+        self.findings = [] if findings is FACTORY else findings
+        self.tools = registry.names() if tools is FACTORY else tools
 
     @property
     def healthy(self) -> bool:

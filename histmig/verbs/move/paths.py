@@ -14,18 +14,26 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from histmig.core.diagnostics import RefusedError, Warning
+from histmig.core.valueclass import FACTORY, value
 
 
-@dataclass
+@value
 class Resolved:
     old: str                 # OLD as the clients record it
     new: str                 # NEW as the clients will record it
     typed_old: str
     typed_new: str
     warnings: list[Warning] = field(default_factory=list)
+
+    def __init__(self, old: str, new: str, typed_old: str, typed_new: str, warnings: list[Warning] = FACTORY) -> None:
+        self.old = old
+        self.new = new
+        self.typed_old = typed_old
+        self.typed_new = typed_new
+        self.warnings = [] if warnings is FACTORY else warnings
 
 
 def _abs(path: str) -> str:
