@@ -15,9 +15,8 @@ STDLIB = ("pickle", "sqlite3", "base64", "shlex")   # shlex: only a printed foll
 # start4: imported where used, no longer by a dry run or a listing (each cost it 3-5 ms): tomlkit (the unusual
 # config.toml forms), socket (a live Qwen marker's hostname), tempfile (an archive written), hashlib (a hash taken)
 LAZY = ("tomlkit", "socket", "tempfile", "hashlib")
-# start5: orjson only where JSON is written or read (not ``--version``, ``--help``); difflib only for click's
-# "did you mean" of an unknown option (a short flag reaches click spelt long: cli/longflags.py)
-LAZY5 = ("orjson", "difflib")
+# start5: orjson only where JSON is written or read (not ``--version``, ``--help``)
+LAZY5 = ("orjson",)
 SHOWN = STDLIB + LAZY + LAZY5
 PROBE = ("import sys\nfrom histmig.cli.common import run_guarded\nfrom histmig.cli import cli\n"
          "code = run_guarded(cli, sys.argv[1:])\n"
@@ -190,19 +189,8 @@ def test_start_up_imports_only_the_command_table_and_the_homes(tmp_path):
     mods, code = _loaded(tmp_path, ["--version"])
     assert code == "0"
     assert set(mods) <= {"histmig", "histmig.cli", "histmig.cli.commands", "histmig.cli.common", "histmig.core",
-                         "histmig.cli.longflags",
                          "histmig.core.diagnostics", "histmig.core.homes", "histmig.core.valueclass",
                          "histmig.tools"}, mods
-
-
-@pytest.mark.parametrize("argv", [["-q", "scan", "--tool", "pi", "--json"], ["-q", "-v", "search", "-s", "-l", "hello"],
-                                  ["scan", "-q", "--tool", "codex"], ["-q", "--version"]])
-def test_a_short_flag_costs_no_difflib(tmp_path, argv):
-    """start5: ``-q`` and the other short flags no longer go through click's NoSuchOption (which imports
-    difflib for its suggestions and looks its message up with gettext) on their way to the short options."""
-    mods, code = _loaded(tmp_path, argv)
-    assert code in ("0", "1", "3"), (argv, code)
-    assert "difflib" not in mods
 
 
 def test_an_unknown_option_still_gets_click_s_suggestion(tmp_path):

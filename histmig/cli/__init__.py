@@ -13,7 +13,6 @@ import click
 from histmig import __version__
 from histmig.cli.commands import COMMANDS
 from histmig.cli.common import Context, PipeClosed, run_guarded
-from histmig.cli.longflags import spell_long
 from histmig.tools import home_flags
 
 
@@ -34,7 +33,7 @@ class LazyGroup(click.Group):
         return None
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, long_flags(self, ctx, hoist_global_options(self, ctx, list(args))))
+        return super().parse_args(ctx, hoist_global_options(self, ctx, list(args)))
 
     def invoke(self, ctx):
         # click turns a closed pipe into exit 1 on its own; `histmig scan | head -1` is a success
@@ -49,7 +48,7 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
     means `histmig --home X scan` (docs/README.head.md, "Where histmig looks"). An option the command defines
     itself stays with the command; nothing after `--` moves."""
     takes_value = _takes_value(group)
-    at = _command_at(group, args, takes_value)
+    at = _command_at(args, takes_value)
     if at >= len(args):
         return args
     cmd = group.get_command(ctx, args[at])
@@ -74,18 +73,6 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
     return head + rest
 
 
-def long_flags(group: click.Group, ctx, args: list[str]) -> list[str]:
-    """``args`` (hoisted) with the short flags of the group and of the command spelt long (cli/longflags.py)."""
-    at = _command_at(group, args)
-    head = spell_long(args[:at], group)
-    if at >= len(args):
-        return head
-    cmd = group.get_command(ctx, args[at])
-    if cmd is None or isinstance(cmd, click.Group):
-        return head + args[at:]
-    return head + [args[at]] + spell_long(args[at + 1:], cmd)
-
-
 def _takes_value(group: click.Group) -> dict[str, bool]:
     takes_value = {}
     for p in group.params:
@@ -95,9 +82,8 @@ def _takes_value(group: click.Group) -> dict[str, bool]:
     return takes_value
 
 
-def _command_at(group: click.Group, args: list[str], takes_value: dict[str, bool] | None = None) -> int:
+def _command_at(args: list[str], takes_value: dict[str, bool]) -> int:
     """Where the command's name is in ``args`` (``len(args)`` if none): past the options before it."""
-    takes_value = _takes_value(group) if takes_value is None else takes_value
     at = 0
     while at < len(args) and args[at] not in COMMANDS:
         at += 2 if takes_value.get(args[at]) else 1
@@ -105,7 +91,7 @@ def _command_at(group: click.Group, args: list[str], takes_value: dict[str, bool
 
 
 # one type for every directory option: click.Path asks gettext for its name ("directory") each time one is
-# made, a translation look-up (a stat or more) and gettext's import of ``locale`` (cli/longflags.py's docstring)
+# made, a translation look-up (a stat or more) and gettext's import of ``locale`` (docs/bench.md, "Start-up, fifth round")
 DIRECTORY = click.Path(file_okay=False)
 
 
