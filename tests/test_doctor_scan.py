@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 
 import orjson
 import pytest
 import zstandard
+from hypothesis import given, settings, strategies as st
 
 from histmig.tools.codex import doctor_scan
 from histmig.tools.codex.adapter import scan_thread
@@ -68,6 +70,12 @@ def check(tmp_path, data: bytes, rows, *, name="r.jsonl"):
     assert {f: getattr(facts, f) for f in FACTS} == {f: getattr(want_facts, f) for f in FACTS}
     if facts.id == TID:
         assert [r.cols for r in resolved] == want_cols
+    # read_rollout's read: only the rows that are off, unless a repair may edit the file
+    for keep in (False, True):
+        facts2, kept = scan_rollout(path, lambda tid: needs if tid == TID and needs.rows else None,
+                                    keep_all=lambda f: keep)
+        assert facts2 == facts
+        assert kept == [r for r in resolved if keep or r.off]
 
 
 def rows_for(data: bytes, rng: random.Random):
@@ -245,3 +253,45 @@ def test_forked_read_is_the_sequential_one(tmp_path, monkeypatch):
     two = doctor_data.load(homes).rollouts
     assert one == two and len(one) == 12
     assert any(r.offsets for r in one)
+
+
+# ---- the fast paths against the plain ones (hypothesis) --------------------------------------
+
+_SLOW_HEAD = re.compile(doctor_scan.HEAD.pattern.replace(b"*+", b"*").replace(b"++", b"+"))
+_HEAD_PARTS = [b'{"timestamp":"', b"2026", b'"', b",", b'"ordinal":', b"-", b"5", b"0", b"x", b"\\", b"\n", b":",
+               b'"type":"', b"session_meta", b"turn_context", b"event_msg", b"thread_settings_applied",
+               b"response_item", b',"payload":{"type":"', b"{"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_HEAD_PARTS), max_size=14).map(b"".join), st.booleans())
+def test_possessive_head_matches_as_the_backtracking_one(text, prefixed):
+    """HEAD's repeats are possessive (doctor_scan): what it matches, the groups and the kind of
+    line it says (``lastindex``) are those of the same pattern with ordinary repeats."""
+    if prefixed:
+        text = b'{"timestamp":"t",' + text
+    fast, slow = doctor_scan.HEAD.match(text), _SLOW_HEAD.match(text)
+    assert (fast is None) == (slow is None)
+    if fast is not None:
+        assert (fast.span(), fast.groups(), fast.lastindex) == (slow.span(), slow.groups(), slow.lastindex)
+
+
+_VALUE = st.one_of(st.none(), st.integers(-3, 40), st.integers(2**62, 2**70),
+                   st.floats(allow_nan=False), st.text(max_size=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([TID, "t2"]), st.text(max_size=3), _VALUE, _VALUE, _VALUE, _VALUE),
+                max_size=8),
+       st.lists(st.tuples(st.sampled_from([TID, "t2"]), _VALUE, _VALUE), max_size=3))
+def test_rows_added_from_tuples_as_from_dicts(turns, projections):
+    """doctor_history._add_rows (the thread's query rows as tuples) gives the Needs that ``_add``
+    of each row as a dict gives."""
+    from histmig.tools.codex.doctor_history import TABLES, _add_rows
+    fast, slow = Needs(), Needs()
+    for (table, cols, keys), rows in zip(TABLES, (turns, projections)):
+        _add_rows(fast, "h", table, rows, len(keys))
+        for r in rows:
+            row = dict(zip(cols, r))
+            _add(slow, "h", table, tuple([row[k] for k in keys]), row)
+    assert fast == slow

@@ -52,7 +52,7 @@ def read_rollout(path: Path, *, archived: bool = False, needs_of=lambda thread_i
         asked.append(needs_of(thread_id))
         return asked[-1]
     try:
-        r.facts, rows = scan_rollout(path, needs)
+        r.facts, rows = scan_rollout(path, needs, keep_all=_may_be_edited)
         r.needs = doctor_index.digest(asked[0]) if asked else None
     except (HistmigError, OSError) as e:
         r.error = str(e)

@@ -39,8 +39,10 @@ ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
 # Group 1 is the ordinal; the last group the match closed (``lastindex``) says what the line is:
 # SESSION_META, TURN_CONTEXT, SETTINGS (an event_msg whose payload is thread_settings_applied),
 # UNTYPED (an event_msg whose payload does not start with its type), or 1 / None: any other line.
-HEAD = re.compile(rb'\{"timestamp":"[^"]*",(?:"ordinal":(-?\d+),)?"type":"(?:(session_meta)"|(turn_context)"'
-                  rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*)"|())|\w*")')
+# The repeats are possessive (``*+``, ``++``): each is followed by a character it cannot match, so
+# giving any back never helps, and sre saves no backtracking state (a tenth of a walk's regex time).
+HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),)?"type":"(?:(session_meta)"|(turn_context)"'
+                  rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*+)"|())|\w*+")')
 SESSION_META, TURN_CONTEXT_LINE, SETTINGS, UNTYPED = 2, 3, 4, 5
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
 
@@ -243,7 +245,9 @@ class _Read:
 
     # ---- the end of the file ----------------------------------------------------------------
 
-    def finish(self, eof: int) -> list[Resolved]:
+    def finish(self, eof: int, keep_all: Callable[[ThreadFacts], bool] | None = None) -> list[Resolved]:
+        """Every row resolved (``keep_all`` None, or true for the facts), else only the rows that
+        are off (``Resolved.off``): a healthy thread's rows need no ``Resolved`` at all."""
         if self.tc is not None and self.tc[0] > self.cwd_at:
             self.facts.resume_cwd = self.tc[1]
         if self.facts.id is None:
@@ -259,7 +263,31 @@ class _Read:
         self.starts |= self.early & self.needs.offsets
         self.starts.add(0)
         self.starts.add(eof)
-        return [self._resolve(*row) for row in self.needs.rows]
+        if keep_all is None or keep_all(self.facts):
+            return [self._resolve(*row) for row in self.needs.rows]
+        return [self._resolve(*row) for row in self.needs.rows if self._off(row[3], row[4])]
+
+    def _off(self, row: dict, expect: dict) -> bool:
+        """``Resolved.off`` of the row ``_resolve`` would give, without building it: a value it
+        cannot fix, or one that is not what it wants (the same steps, inline)."""
+        spans, starts = self.spans, self.starts
+        for col, how in expect.items():
+            have = row.get(col)
+            if have is None:
+                continue
+            kind, n = how
+            span = spans.get(n) if kind != "next" and type(n) is int else None
+            if span is not None:
+                want = span[0] if kind == "start" else span[1]
+            else:
+                want = self._want(how)
+                if want is None:
+                    if not (_int(have) and have in starts):
+                        return True        # UNFIXABLE
+                    continue               # want is have
+            if have != want:
+                return True
+        return False
 
     def _resolve(self, hist: str, table: str, key: tuple, row: dict, expect: dict) -> Resolved:
         cols = {}
@@ -437,10 +465,12 @@ class _Buffer:
             cls.buf = bytearray()
 
 
-def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[ThreadFacts, list[Resolved]]:
+def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None],
+                 keep_all: Callable[[ThreadFacts], bool] | None = None) -> tuple[ThreadFacts, list[Resolved]]:
     """Read ``path`` once (``.zst`` through the bounded reader), in blocks of whole lines read
     straight into one reused buffer. ``needs_of(thread_id)`` gives the thread's offset rows (None:
-    none). Returns the facts and every resolved offset row; raises like ``jsonl.read_lines``
+    none). Returns the facts and every resolved offset row, or with ``keep_all`` only those that
+    are off unless ``keep_all(facts)`` (``_Read.finish``); raises like ``jsonl.read_lines``
     (HistmigError, OSError)."""
     read = _Read(needs_of)
     base = 0                # stream offset of buf[0]
@@ -475,4 +505,4 @@ def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None]) -> tuple[T
             read.block(_Buffer.buf, filled, base)
     finally:
         _Buffer.release()
-    return read.facts, read.finish(base + filled)
+    return read.facts, read.finish(base + filled, keep_all)
