@@ -127,8 +127,8 @@ def match_line(hit, paint: bool) -> str:
     return f"  {when}  {role:<11}  {highlight(hit.snippet, hit.spans, paint)}"
 
 
-# a match's time as printed, by its text: matches share times (the lines of one message; Codex writes a
-# message's response_item and event_msg with one timestamp), and the conversion (a parse, the local
+# a match's time as printed, by its text: the matching lines of one message share its timestamp, as do
+# the lines of a generated or imported history (the bench's), and the conversion (a parse, the local
 # zone, strftime) costs more than the rest of the line. Bounded: a big result holds WHEN_MAX of them
 _WHEN: dict = {}
 WHEN_MAX = 4096
