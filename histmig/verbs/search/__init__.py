@@ -125,8 +125,8 @@ class Search:
 
     def _events(self, ref: SessionRef) -> Iterator[tuple]:
         """``("hit", role, kind, timestamp, path, line, offset, snippet, spans)``, ``("broken", path,
-        line, reason)``, ``("fields", {name: value})`` (what completing the ref changed: before its
-        first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen."""
+        line, reason)``, ``("fields", {name: value})`` (the ``cwd`` and ``title`` completing the ref
+        filled: before its first hit) and ``("unreadable", detail, line)`` (the last), in the order they happen."""
         found = False
         first: list = []                   # the session file's first block, once read
         try:
@@ -134,9 +134,10 @@ class Search:
                 if ev[0] == "hit" and not found:
                     complete = self.pending.get(id(ref))
                     if complete is not None:
-                        before = dict(vars(ref))
+                        # what a hook's ``complete`` fills (histmig/toolkit/search.py), sent as is: a
+                        # diff of every field cost more than the two
                         complete(ref, first[0] if first else None)
-                        yield "fields", {k: v for k, v in vars(ref).items() if before.get(k) != v}
+                        yield "fields", {"cwd": ref.cwd, "title": ref.title}
                     found = True
                 yield ev
                 if found and self.files_only:
