@@ -92,7 +92,7 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
                 for ch in prompt:
                     os.write(fd, ch.encode())
                     time.sleep(0.01)
-                time.sleep(0.3)
+                out = _until_echoed(fd, out, prompt)
                 os.write(fd, b"\r")
                 sent = time.time()
             if sent and done_at is None and _answered(api, mark):
@@ -105,6 +105,24 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
         stop_daemons(scratch)
     text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace"))
     return Run([str(exe), "--id", sid], 0, text, "", api.since(mark))
+
+
+def _until_echoed(fd: int, out: bytes, prompt: str, wait: float = 15.0) -> bytes:
+    """Read the client's screen until the typed ``prompt`` shows in its input box (or ``wait`` seconds):
+    on a loaded machine the UI can lag behind the keys, and an Enter sent before it caught up submitted
+    only the first letters ("cont" of "continue CL-PACK-B", a CI run at load 10)."""
+    tail, t0 = prompt[-8:], time.time()
+    time.sleep(0.3)
+    while time.time() - t0 < wait:
+        if tail in re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace")):
+            break
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                break
+    return out
 
 
 def _answered(api: FakeAPI, mark: int) -> bool:
