@@ -80,12 +80,10 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
     out, t0, sent, done_at, ready_at = b"", time.time(), None, None, None
     try:
         while time.time() - t0 < wait:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    out += os.read(fd, 65536)
-                except OSError:
-                    break
+            more = _read_screen(fd)
+            if more is None:
+                break
+            out += more
             if ready_at is None and b"Ask anything" in out:   # the prompt box is drawn
                 ready_at = time.time()
             if sent is None and ((ready_at and time.time() - ready_at > 2) or time.time() - t0 > 20):
@@ -103,8 +101,7 @@ def resume(exe: Path, scratch: Scratch, api: FakeAPI, sid: str, prompt: str, cwd
         _stop(pid)
         os.close(fd)
         stop_daemons(scratch)
-    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace"))
-    return Run([str(exe), "--id", sid], 0, text, "", api.since(mark))
+    return Run([str(exe), "--id", sid], 0, _screen_text(out), "", api.since(mark))
 
 
 def _until_echoed(fd: int, out: bytes, prompt: str, wait: float = 15.0) -> bytes:
@@ -113,16 +110,27 @@ def _until_echoed(fd: int, out: bytes, prompt: str, wait: float = 15.0) -> bytes
     only the first letters ("cont" of "continue CL-PACK-B", a CI run at load 10)."""
     tail, t0 = prompt[-8:], time.time()
     time.sleep(0.3)
-    while time.time() - t0 < wait:
-        if tail in re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace")):
+    while time.time() - t0 < wait and tail not in _screen_text(out):
+        more = _read_screen(fd)
+        if more is None:
             break
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            try:
-                out += os.read(fd, 65536)
-            except OSError:
-                break
+        out += more
     return out
+
+
+def _read_screen(fd: int) -> bytes | None:
+    """What the client drew in the next 0.2 s (b"" if nothing), None once its terminal is closed."""
+    ready, _, _ = select.select([fd], [], [], 0.2)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return None
+
+
+def _screen_text(out: bytes) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8", "replace"))
 
 
 def _answered(api: FakeAPI, mark: int) -> bool:
