@@ -118,24 +118,10 @@ def _add(needs: Needs, hist: str, table: str, key: tuple, row: dict) -> None:
 
 def _add_rows(needs: Needs, hist: str, table: str, rows: list[tuple], nkeys: int) -> None:
     """``_add`` of each row of ``table`` given as a tuple of its ``TABLES`` columns, whose key
-    columns come first: the same entries, in one loop (a cold doctor adds every row of every
-    thread)."""
-    cols, offsets = _COLUMNS[table], OFFSETS[table]
-    ordinals, offs, out = needs.ordinals, needs.offsets, needs.rows
+    columns come first."""
+    cols = _COLUMNS[table]
     for r in rows:
-        row = dict(zip(cols, r))
-        want = {}
-        for col, kind, ordinal in offsets:
-            n = row.get(ordinal)
-            want[col] = (kind, n)
-            if type(n) is int:
-                ordinals.add(n)
-                if kind == "next":
-                    ordinals.add(n - 1)
-            have = row.get(col)
-            if type(have) is int and have >= 0:
-                offs.add(have)
-        out.append((hist, table, r[:nkeys], row, want))
+        _add(needs, hist, table, r[:nkeys], dict(zip(cols, r)))
 
 
 _COLUMNS = {table: cols for table, cols, _ in TABLES}
