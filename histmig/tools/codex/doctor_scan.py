@@ -268,38 +268,30 @@ class _Read:
         return [self._resolve(*row) for row in self.needs.rows if self._off(row[3], row[4])]
 
     def _off(self, row: dict, expect: dict) -> bool:
-        """``Resolved.off`` of the row ``_resolve`` would give, without building it: a value it
-        cannot fix, or one that is not what it wants (the same steps, inline)."""
-        spans, starts = self.spans, self.starts
+        """``Resolved.off`` of the row ``_resolve`` would give, without building it."""
         for col, how in expect.items():
             have = row.get(col)
-            if have is None:
-                continue
-            kind, n = how
-            span = spans.get(n) if kind != "next" and type(n) is int else None
-            if span is not None:
-                want = span[0] if kind == "start" else span[1]
-            else:
-                want = self._want(how)
-                if want is None:
-                    if not (_int(have) and have in starts):
-                        return True        # UNFIXABLE
-                    continue               # want is have
-            if have != want:
-                return True
+            if have is not None:
+                want = self._col_want(have, how)
+                if want is UNFIXABLE or have != want:
+                    return True
         return False
 
     def _resolve(self, hist: str, table: str, key: tuple, row: dict, expect: dict) -> Resolved:
         cols = {}
         for col, how in expect.items():
             have = row.get(col)
-            if have is None:
-                continue
-            want = self._want(how)
-            if want is None:
-                want = have if _int(have) and have in self.starts else UNFIXABLE
-            cols[col] = (have, want)
+            if have is not None:
+                cols[col] = (have, self._col_want(have, how))
         return Resolved(hist, table, key, row, cols)
+
+    def _col_want(self, have: Any, how) -> Any:
+        """What a column holding ``have`` should hold: its ordinal's offset, else ``have`` itself
+        when it is a line start, else UNFIXABLE."""
+        want = self._want(how)
+        if want is None:
+            want = have if _int(have) and have in self.starts else UNFIXABLE
+        return want
 
     def _want(self, how) -> int | None:
         """``("start", n)``: the start of ordinal n's line; ``("end", n)``: its end; ``("next", n)``:
