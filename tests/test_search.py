@@ -295,26 +295,27 @@ def test_a_finder_paused_in_one_block_finds_right_after_another_one():
 # ---- printing: a match's time, converted once per timestamp text ------------------------------
 
 def test_a_match_time_is_printed_as_its_conversion_whatever_was_printed_before(monkeypatch):
-    # cli/search.py keeps each timestamp's printed minute (``_WHEN``, at most ``WHEN_MAX``): the line is
+    # cli/search.py keeps each timestamp's printed minute (``local_minute``, an lru_cache): the line is
     # the one a fresh conversion gives, for repeated, new, offset, odd and missing times
     import time
     from types import SimpleNamespace
     from histmig.cli import search as cli_search
     monkeypatch.setenv("TZ", "Asia/Kolkata")
     time.tzset()
+    cli_search.local_minute.cache_clear()
     try:
-        monkeypatch.setattr(cli_search, "_WHEN", {})
-        monkeypatch.setattr(cli_search, "WHEN_MAX", 3)
         stamps = ["2026-11-29T10:00:00.000Z", "2026-11-29T10:00:59.999Z", "2026-11-29T10:00:00.000Z",
                   "2026-03-08T01:59:30+05:00", "not a time", None, "", "2026-11-29T23:59:59Z",
                   "2026-11-29T10:00:00.000Z", "1850-01-01T00:00:00Z"]
         for ts in stamps:
             hit = SimpleNamespace(timestamp=ts, kind="text", role="assistant", snippet="step 7 done", spans=[(0, 4)])
-            when = cli_search.local_minute(ts)
+            when = cli_search.local_minute.__wrapped__(ts)
             assert cli_search.match_line(hit, False) == f"  {when}  assistant    step 7 done"
-            assert len(cli_search._WHEN) <= 3
+            info = cli_search.local_minute.cache_info()
+            assert info.currsize <= info.maxsize == 4096
         assert cli_search.local_minute("2026-11-29T10:00:00.000Z") == "2026-11-29 15:30"
         assert cli_search.local_minute(None) == "-"
     finally:
         monkeypatch.undo()
         time.tzset()
+        cli_search.local_minute.cache_clear()

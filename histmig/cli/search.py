@@ -1,6 +1,8 @@
 """``histmig search PATTERN``: full text over every tool's conversations (docs/search.md)."""
 from __future__ import annotations
 
+import functools
+
 import click
 
 from histmig import api
@@ -118,22 +120,15 @@ def header(hit, paint: bool) -> str:
 
 
 def match_line(hit, paint: bool) -> str:
-    when = _WHEN.get(hit.timestamp)
-    if when is None:
-        if len(_WHEN) >= WHEN_MAX:
-            _WHEN.clear()
-        when = _WHEN[hit.timestamp] = local_minute(hit.timestamp)
+    when = local_minute(hit.timestamp)
     role = ROLE_LABEL.get(hit.kind) or hit.role or "-"
     return f"  {when}  {role:<11}  {highlight(hit.snippet, hit.spans, paint)}"
 
 
 # a match's time as printed, by its text: the matching lines of one message share its timestamp, as do
 # the lines of a generated or imported history (the bench's), and the conversion (a parse, the local
-# zone, strftime) costs more than the rest of the line. Bounded: a big result holds WHEN_MAX of them
-_WHEN: dict = {}
-WHEN_MAX = 4096
-
-
+# zone, strftime) costs more than the rest of the line. Bounded: a big result holds 4,096 of them
+@functools.lru_cache(maxsize=4096)
 def local_minute(timestamp: str | None) -> str:
     ts = parse_ts(timestamp)
     return ts.astimezone().strftime("%Y-%m-%d %H:%M") if ts else "-"
