@@ -27,7 +27,7 @@ class Target:
     tables: Any = None            # the rules' ``tables(homes)`` object, read once per run (None without one)
 
     def __init__(self, root: Path, sid: str, cwd: str, ids: Ids, source_tool: str, source_id: str,
-                 keep_reasoning_text: bool = False, provider: str = 'openai', model: str | None = None,
+                 keep_reasoning_text: bool = False, provider: str = "openai", model: str | None = None,
                  sink: Callable[[], Sink] = Sink, tables: Any = None) -> None:
         self.root = root
         self.sid = sid
@@ -55,7 +55,7 @@ class TargetRules:
     tables: Callable[[Any], Any] | None = None   # homes -> rows that register a new session (``inserts``)
     resume: str = ""                      # the shell line that resumes a new session, "{cwd}" and "{id}"
 
-    def __init__(self, new_id: Any = 'uuid4', dir_mode: int | None = 448, cleanup_days: int | None = None,
+    def __init__(self, new_id: Any = "uuid4", dir_mode: int | None = 0o700, cleanup_days: int | None = None,
                  cleanup_note: str = "", settings: Callable[[Any, Any], tuple[str | None, str | None]] | None = None,
                  tables: Callable[[Any], Any] | None = None, resume: str = "") -> None:
         object.__setattr__(self, "new_id", new_id)

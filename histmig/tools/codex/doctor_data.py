@@ -81,7 +81,7 @@ class CodexConfig:
     error: str | None = None
     path: Path | None = None
 
-    def __init__(self, provider: str = 'openai', raw: dict[str, Any] = FACTORY, error: str | None = None,
+    def __init__(self, provider: str = "openai", raw: dict[str, Any] = FACTORY, error: str | None = None,
                  path: Path | None = None) -> None:
         self.provider = provider
         self.raw = {} if raw is FACTORY else raw
