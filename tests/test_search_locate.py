@@ -44,7 +44,7 @@ def test_located_and_completed_refs_are_the_listings_on_every_sample(tmp_path):
     samples.install(h)
     homes = _homes(h)
     assert _same_as_discover(homes) > 10
-    histmig("--home", h, "--state-dir", h.parent / "state", "scan")          # the index: hits are full refs
+    histmig("--home", h, "--state-dir", h.parent / "state", "scan")          # the index: its hits
     assert _same_as_discover(homes, ScanIndex.load(h.parent / "state")) > 10
 
 

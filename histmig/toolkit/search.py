@@ -26,5 +26,5 @@ class JsonlSource:
     # its id, path, size and ``updated`` as the listing gives them, and ``complete(ref, first)`` (None
     # when the ref is already the listing's) fills the rest of what search shows (``cwd``, ``title``)
     # as the listing computes them (``first``: the file's first bytes the search just read, or None).
-    # ``index``: the scan index (None: not used), whose hits are full refs.
+    # ``index``: the scan index (None: not used); a hit's ref may hold only the stored fields search uses.
     locate: Callable[[Any, Any], Iterable[tuple[Any, Callable[[Any], None] | None]]] | None = None

@@ -92,8 +92,9 @@ def locate_all(homes, tools: Iterable[str] | None = None, *,
     complete)``: a tool whose ``search`` hook can ``locate`` (histmig/toolkit/search.py) lists its
     sessions without reading what a search may not need, and ``complete(ref)`` fills the ref's
     ``cwd`` and ``title`` later; ``complete`` is None for a ref that is already the listing's. Message
-    counts are not made, so the scan index is read (its hits are full refs) but only the other tools'
-    listings add to it; it is never pruned here."""
+    counts are not made, so the scan index is read (a hit's ref may hold only the fields search uses:
+    id, size, times, ``cwd``, ``title``, ``error``) but only the other tools' listings add to it; it is
+    never pruned here."""
     from histmig.tools import hook
     chosen = [adapter(t) for t in tools] if tools else list(adapters())
     index = _open_index(homes) if use_index else None
