@@ -887,13 +887,33 @@ def _entry_ref(entry: tuple, index: Any) -> SessionRef:
 
 def index_hit(entry: tuple, index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``make_ref``'s first step), or None."""
+    found = _index_fields(entry, index)
+    return None if found is None else _cached_ref(entry[0], found[0], found[1], entry[1])
+
+
+def index_hit_shown(entry: tuple, index: Any) -> SessionRef | None:
+    """``index_hit``'s look-up and check, the ref given only the stored fields a search shows or checks
+    (``cwd``, ``title``, ``error``): filling all nine of every ref (lists and dicts copied) cost more
+    than the look-up, before the search's fork (docs/search.md, "How it is fast")."""
+    found = _index_fields(entry, index)
+    if found is None:
+        return None
+    from histmig.core.model import SessionRef
+    (st, fields), (path, archived, _shadowed) = found, entry
+    return SessionRef(format=NAME, id=fields["id"], path=path, cwd=fields["cwd"], title=fields["title"],
+                      error=fields["error"], archived=archived, compressed=is_zst(path),
+                      size=st.st_size, updated=st.st_mtime)
+
+
+def _index_fields(entry: tuple, index: Any) -> tuple[os.stat_result, dict] | None:
+    """The file's stat and its stored fields when the scan index holds it unchanged, or None."""
     path, archived, shadowed = entry
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
-    return None if fields is None else _cached_ref(path, st, fields, archived)
+    return None if fields is None else (st, fields)
 
 
 def usage_of(rec: Record) -> dict | None:

@@ -24,7 +24,7 @@ from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
 from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, _FIELDS, prompt_title, line_type, make_ref,
+from histmig.tools.codex.adapter import (NAME, index_hit_shown, prompt_title, line_type, make_ref,
                                          parse_name, payload, records_from_lines, tail_turn_cwd,
                                          user_prompt)
 from histmig.toolkit.search import JsonlSource
@@ -53,7 +53,7 @@ def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, 
     """The batch's refs in order: the index's hits here, the first lines of the rest read on every
     CPU (``fork_map``, weighed by the bytes each read takes: a small batch is read here). A worker
     hands back the few fields it read (a ref and its ``Path`` pickle slowly); the refs are made here."""
-    hits = [_index_hit(entry, index) if index is not None else None for entry in batch]
+    hits = [index_hit_shown(entry, index) if index is not None else None for entry in batch]
     todo = [entry for entry, hit in zip(batch, hits) if hit is None]
     read: Iterator = iter(())
     if todo:
@@ -61,7 +61,7 @@ def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, 
         read = iter(fork_map(_locate_one, todo, [FIRST_READ] * len(todo), min_weight=LOCATE_MIN_FORK))
     for entry, hit in zip(batch, hits):
         if hit is not None:
-            yield hit
+            yield hit, None
             continue
         got = next(read)
         if isinstance(got, SessionRef):
@@ -71,25 +71,6 @@ def _locate_batch(batch: list[tuple], index: Any) -> Iterator[tuple[SessionRef, 
         ref = SessionRef(format=NAME, id=sid, path=entry[0], archived=entry[1], compressed=False,
                          size=size, updated=mtime)
         yield ref, functools.partial(complete, meta_cwd=meta_cwd)
-
-
-def _index_hit(entry: tuple, index: Any) -> tuple[SessionRef, None] | None:
-    """``(ref, None)`` of a file the scan index holds unchanged (``index_hit``'s look-up and check),
-    the ref given only the stored fields a search shows or checks (``cwd``, ``title``, ``error``):
-    filling all nine of every ref (lists and dicts copied) cost more than the look-up, before the
-    search's fork (docs/search.md, "How it is fast")."""
-    path, archived, shadowed = entry
-    key = os.fspath(path)
-    try:
-        st = os.stat(key)
-    except OSError:
-        return None
-    fields = index.hit(key, st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
-    if fields is None:
-        return None
-    return SessionRef(format=NAME, id=fields["id"], path=path, cwd=fields["cwd"], title=fields["title"],
-                      error=fields["error"], archived=archived, compressed=key.endswith(".zst"),
-                      size=st.st_size, updated=st.st_mtime), None
 
 
 def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]:
