@@ -344,14 +344,16 @@ def list_transactions(state_dir: Path) -> list[TxInfo]:
 
 def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[dict[str, str]]) -> None:
     """After an undo transaction committed: which operations it reverted, then ``undone`` (every
-    operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``)."""
+    operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``).
+
+    Both records go in one write and one fsync (the apply's batches journal their intents or dones
+    the same way): a crash leaves none, ``undo-by`` alone (a torn ``undone`` line is ignored) or
+    both, each a state two separate appends could leave too, and one fsync fewer than two appends
+    (tests/test_undo_syncs.py)."""
     journal = Journal.reopen(fs, folder)
     try:
-        journal.append("undo-by", txid=by, ns=ns)
-        if kept:
-            journal.append("undo-stopped", skipped=kept)
-        else:
-            journal.append("undone")
+        journal.append_many([("undo-by", {"txid": by, "ns": ns}),
+                             ("undo-stopped", {"skipped": kept}) if kept else ("undone", {})])
     finally:
         journal.close()
 
