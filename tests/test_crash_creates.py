@@ -160,3 +160,11 @@ def test_batch_size_keeps_half_the_descriptors_for_the_rest_of_the_run():
     assert batch_size(20000) == 1024            # capped
     assert batch_size(256) == 64                # never below 64 (64 files + 64 folders < 256)
     assert batch_size(-1) == 1024               # RLIM_INFINITY
+
+
+def test_rewrite_batch_keeps_a_third_of_the_descriptors():
+    """A rewrite holds source, temp and folder descriptors (histmig/apply/batch.py BATCH)."""
+    from histmig.apply.creates import batch_size
+    assert batch_size(1024, per_file=3) == 256
+    assert batch_size(20000, per_file=3) == 1024
+    assert batch_size(256, per_file=3) == 64

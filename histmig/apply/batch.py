@@ -46,6 +46,7 @@ from histmig.apply import fsio
 from histmig.apply import zstdfill
 from histmig.apply.check import parallel_map
 from histmig.apply.content import stream_segments, write_segments
+from histmig.apply.creates import batch_size
 from histmig.apply.files import (RETRY, Ctx, VerifyError, changed_since_check, unlink_quiet, copy_meta, make_backup,
                                  pre_state, salvage, verify)
 from histmig.apply.options import Prepared, key
@@ -54,7 +55,11 @@ from histmig.core.livewriters import open_writers
 from histmig.core.plan import b64
 
 PARALLEL_MIN = 256 << 10   # files at least this big are filled two at a time
-BATCH = 64     # files per batch: bounds open descriptors (3 per file) and the work a rollback undoes
+# files per batch: bounds open descriptors (3 per file) and the work a rollback undoes. Sized by the
+# open-file limit as creates are (256 under the common soft limit of 1,024, at most 1,024): every
+# batch pays five syncs (backups folder, intents, temps, folders, dones) whatever its size, and on a
+# disk slow to sync 34 batches of 64 cost a `move` of 2,150 files seconds (docs/move.md).
+BATCH = batch_size(per_file=3)
 # seconds: a batch's renames re-scan /proc for open writers when the last scan is older. 0: every batch
 # scans, so a writer that opened a file during the apply is skipped and named, not salvaged after the
 # fact (docs/safety.md); a longer interval saved ~10 % of a flip apply and widened that window to ~1 s.

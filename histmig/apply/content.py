@@ -139,6 +139,8 @@ def stream_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: i
     before the temp may replace anything, and journals the written hash before the rename.
     ``pre_sha``: the source's hash, already known (``ApplyOptions.trust_plan_hash``): returned as
     it is, the source is not hashed again (one sha256 pass instead of two)."""
+    if prep.content is None and cur_size == prep.base_size and _patches_inside(prep.patches, cur_size):
+        return _stream_patched(fs, prep, src, tmp, cur_size, label, pre_sha)
     win, buf, size = Window(src, file_size=cur_size), bytearray(), 0
     pre, post = (_NoHash(pre_sha) if pre_sha else hashlib.sha256()), hashlib.sha256()
     pos = 0
@@ -165,6 +167,71 @@ def stream_segments(fs: fsio.FS, prep: Prepared, src: int, tmp: int, cur_size: i
         raise OSError(errno.EIO, "segments do not cover the source")
     _flush(fs, tmp, buf, label)
     return pre.hexdigest(), post.hexdigest(), size
+
+
+def _patches_inside(patches, size: int) -> bool:
+    """Every patch replaces bytes that lie before ``size`` (an insertion at the very end, or a
+    patch past it, takes the general path, which reports it). Patches are sorted and do not
+    overlap (``validate_plan``): the last one tells."""
+    return not patches or (patches[-1].offset < size and patches[-1].offset + len(patches[-1].old) <= size)
+
+
+def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, label: str,
+                    pre_sha: str | None) -> tuple[str, str, int]:
+    """:func:`stream_segments` for the common rewrite (patches only, no appended tail), window by
+    window instead of segment by segment: a Claude transcript has a patch on every line, and
+    hashing, buffering and writing each short run between two patches cost Python calls per line
+    (a ``move`` apply spent more time in them than in the hashes). Each window of the source is
+    read with one ``preadv``, hashed with one call, its patches' old bytes compared in place, and
+    its new bytes joined, hashed and written with one call each. A window ends before a patch
+    that would cross its end (a patch longer than a window is read whole), so every patch is
+    checked and replaced within one buffer. Same bytes, same hashes, same checks and messages as
+    the segment walk."""
+    patches, i = prep.patches, 0
+    pre, post = (_NoHash(pre_sha) if pre_sha else hashlib.sha256()), hashlib.sha256()
+    buf = memoryview(bytearray(max(1, min(WINDOW, size))))
+    pos, written = 0, 0
+    while pos < size:
+        end = min(size, pos + WINDOW)
+        j = i
+        while j < len(patches) and patches[j].offset < end:
+            j += 1
+        if j > i and patches[j - 1].offset + len(patches[j - 1].old) > end:   # crosses the end
+            if patches[j - 1].offset > pos:
+                j -= 1
+                end = patches[j].offset
+            else:
+                end = patches[j - 1].offset + len(patches[j - 1].old)
+        data = _read_window(src, buf, pos, end)
+        pre.update(data)
+        if j == i:
+            out = data
+        else:
+            pieces, cur = [], pos
+            for p in patches[i:j]:
+                stop = p.offset + len(p.old)
+                if data[p.offset - pos:stop - pos] != p.old:
+                    raise OSError(f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {p.offset})")
+                pieces += (data[cur - pos:p.offset - pos], p.new)
+                cur = stop
+            pieces.append(data[cur - pos:])
+            out = b"".join(pieces)
+        post.update(out)
+        fs.write(tmp, out, label)
+        written += len(out)
+        pos, i = end, j
+    return pre.hexdigest(), post.hexdigest(), written
+
+
+def _read_window(src: int, buf: memoryview, start: int, end: int) -> memoryview:
+    """The source's bytes ``[start, end)``: into ``buf`` when they fit (one ``preadv``), else read
+    whole (a patch longer than a window)."""
+    if end - start > len(buf):
+        return memoryview(_pread_all(src, start, end))
+    view = buf[:end - start]
+    if os.preadv(src, [view], start) < end - start:
+        raise OSError(errno.EIO, "file shrank while reading")
+    return view
 
 
 class _NoHash:

@@ -39,11 +39,13 @@ from histmig.apply.tree import copy_spool, make_dirs
 from histmig.core.diagnostics import RefusedError, Skip
 
 
-def batch_size(soft_nofile: int | None = None) -> int:
+def batch_size(soft_nofile: int | None = None, *, per_file: int = 2) -> int:
     """Creates per batch (3 syncs each, whatever its size). A batch holds one open descriptor per
     file plus one per folder until its syncs, so it takes at most half of the descriptors the
     process may open, less a reserve for the rest of the run: 384 under the common soft limit of
-    1,024, at most 1,024 (500 converted sessions are then one batch: 3 syncs instead of 6)."""
+    1,024, at most 1,024 (500 converted sessions are then one batch: 3 syncs instead of 6).
+    ``per_file``: descriptors a file of the batch may hold (a rewrite holds 3: source, temp and
+    its folder's; histmig/apply/batch.py)."""
     if soft_nofile is None:
         try:
             import resource
@@ -52,7 +54,7 @@ def batch_size(soft_nofile: int | None = None) -> int:
             soft_nofile = 1024
     if soft_nofile < 0:          # RLIM_INFINITY
         return MAX_BATCH
-    return max(MIN_BATCH, min(MAX_BATCH, (soft_nofile - FD_RESERVE) // 2))
+    return max(MIN_BATCH, min(MAX_BATCH, (soft_nofile - FD_RESERVE) // per_file))
 
 
 MIN_BATCH, MAX_BATCH, FD_RESERVE = 64, 1024, 256
