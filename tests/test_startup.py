@@ -198,3 +198,70 @@ def test_an_unknown_option_still_gets_click_s_suggestion(tmp_path):
                          cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 2, out.stderr
     assert "Error: No such option '--jsn'. (Did you mean one of: '--json', '--since'?)" in out.stderr
+
+
+def _codex_only(tmp_path):
+    import shutil
+    full = tmp_path / "full"
+    full.mkdir()
+    samples.install(full)
+    home = tmp_path / "h"
+    shutil.copytree(full / ".codex", home / ".codex", symlinks=True)
+    return home
+
+
+def _probe(tmp_path, home, args) -> tuple[list[str], str]:
+    argv = ["--home", str(home), "--state-dir", str(tmp_path / "state"), *args]
+    out = subprocess.run([sys.executable, "-c", PROBE + EXTRA, *argv], capture_output=True, text=True, cwd=tmp_path)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("MODULES ")), None)
+    assert line is not None, out.stderr
+    *mods, code = line.split()[1:]
+    return mods, code
+
+
+# start6: the standard library modules printed besides SHOWN (zstandard: the archive's catalog; base64: a plan's bytes)
+EXTRA = ("print('MODULES', ' '.join(sorted(m for m in sys.modules if m.startswith('histmig') or m in "
+         "('zstandard', 'base64', 'shlex'))), code)\n")
+
+
+def test_a_search_imports_no_adapter_of_a_tool_not_on_disk(tmp_path):
+    """start6: ``search`` lists every tool like ``scan`` (short ids unique among all of them), and like
+    scan (tools/catalog.py ``_chosen``) it imports no adapter or search hook of a tool with nothing on disk:
+    a search of a Codex-only home imports one adapter, not ten."""
+    home = _codex_only(tmp_path)
+    for args in (["search", "-s", "hello"], ["search", "--no-index", "hello"], ["search", "--json", "hello"]):
+        mods, code = _probe(tmp_path, home, args)
+        assert code in ("0", "1"), args
+        assert "histmig.tools.codex.adapter" in mods
+        others = [f"histmig.tools.{t}.{m}" for t in ("claude_code", "mini_cc", "manifest", "qwen", "gemini", "pi",
+                                                     "copilot", "cline", "opencode") for m in ("adapter", "search")]
+        assert not _offending(mods, others), (args, _offending(mods, others))
+
+
+def test_doctor_with_nothing_at_risk_loads_no_archive(tmp_path):
+    """start6: doctor compares with the archive only the files a client is about to delete
+    (verbs/doctor/archived.py); with none, neither the archive's catalog nor zstandard is imported, and a
+    dry run no base64 (core/plan.py ``b64``). (shlex: here a follow-up command gets the --home flag.)"""
+    home = _codex_only(tmp_path)
+    for args in (["doctor"], ["doctor", "--json"]):
+        mods, code = _probe(tmp_path, home, args)
+        assert code in ("0", "1", "3"), args
+        assert "histmig.verbs.doctor" in mods
+        assert not _offending(mods, ["histmig.verbs.archive", "zstandard", "base64"]), \
+            (args, _offending(mods, ["histmig.verbs.archive", "zstandard", "base64"]))
+
+
+def test_the_follow_up_pattern_is_compiled_only_when_used(tmp_path):
+    """start6: ``complete`` (a printed follow-up command gets this run's home flags) compiles its pattern
+    on first use, not at start-up; what it prints is unchanged."""
+    probe = ("import sys\nfrom histmig.cli.common import run_guarded, _command_pattern\nfrom histmig.cli import cli\n"
+             "code = run_guarded(cli, sys.argv[1:])\nprint('COMPILED', _command_pattern.cache_info().currsize)\n")
+    out = subprocess.run([sys.executable, "-c", probe, "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert "COMPILED 0" in out.stdout, out
+    from histmig.cli import common
+    common._GIVEN[:] = ["--home", "/h x"]
+    try:
+        assert common.complete("undo with: histmig undo; see histmig log, histmigs scan") == \
+            "undo with: histmig --home '/h x' undo; see histmig --home '/h x' log, histmigs scan"
+    finally:
+        common._GIVEN.clear()

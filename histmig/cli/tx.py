@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -61,6 +60,7 @@ def _write_plan(ctx: Context, plan: Plan, path: str, *, quiet: bool) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(plan.dumps())
     if not quiet:
+        import shlex  # noqa: PLC0415 (lazy: only a plan written to --plan-out names its file; a dry run never)
         diag(f"wrote plan to {path} ({len(plan.operations)} operation(s)); apply with: histmig apply {shlex.quote(path)}")
 
 

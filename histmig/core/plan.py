@@ -12,7 +12,6 @@ patched spans, so flipping one value in a 500 MB file costs a copy, never a pars
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import os
@@ -29,10 +28,12 @@ PLAN_SCHEMA = "histmig-plan/1"
 
 
 def b64(data: bytes) -> str:
+    import base64  # noqa: PLC0415 (lazy: only a plan holding bytes writes or reads them; doctor's dry run never)
     return base64.b64encode(data).decode()
 
 
 def unb64(text: str) -> bytes:
+    import base64  # noqa: PLC0415
     return base64.b64decode(text.encode())
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 from histmig.core.diagnostics import AmbiguousError, NotFoundError, UsageError
 from histmig.core.model import SessionRef
 from histmig.core.paths import is_under
-from histmig.tools import adapter, adapters
+from histmig.tools import adapter
 
 
 def discover_all(homes, tools: Iterable[str] | None = None, *, use_index: bool = True,
@@ -94,12 +94,18 @@ def locate_all(homes, tools: Iterable[str] | None = None, *,
     ``cwd`` and ``title`` later; ``complete`` is None for a ref that is already the listing's. Message
     counts are not made, so the scan index is read (a hit's ref may hold only the fields search uses:
     id, size, times, ``cwd``, ``title``, ``error``) but only the other tools' listings add to it; it is
-    never pruned here."""
+    never pruned here. A tool none of whose paths is on disk has no sessions: its adapter and search
+    hook stay unimported (``_chosen``; a search of a Codex-only home imports one adapter, not ten) and
+    its ids are stored empty, as a scan stores them."""
     from histmig.tools import hook
-    chosen = [adapter(t) for t in tools] if tools else list(adapters())
+    chosen = _chosen(homes, tools)
     index = _open_index(homes) if use_index else None
     try:
-        for a in chosen:
+        for name, a in chosen:
+            if a is None:
+                if index is not None:
+                    index.store_ids(name, [])
+                continue
             source = hook(a.name, "search")
             if getattr(source, "locate", None) is not None:
                 yield from source.locate(homes, index)

@@ -12,7 +12,6 @@ import os
 from typing import Any
 
 from histmig.toolkit.doctor.base import Finding
-from histmig.verbs.archive import catalog, default_root
 
 
 def unarchived(homes: Any, findings: list[Finding]) -> list[Finding]:
@@ -24,6 +23,8 @@ def unarchived(homes: Any, findings: list[Finding]) -> list[Finding]:
                 at_risk[f.tool].append(path)
     if not at_risk:
         return []
+    # the archive's catalog (and zstandard, ~11 M instructions) only when a client is about to delete something
+    from histmig.verbs.archive import catalog, default_root  # noqa: PLC0415
     root = default_root(homes)
     latest = catalog.latest_files(root)
     out = []
