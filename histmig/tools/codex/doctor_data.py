@@ -166,9 +166,6 @@ def _read_all(files: list[tuple[Path, bool, os.stat_result]], histories: Histori
         if facts is None:
             todo.append(i)
 
-    if todo:
-        histories.preload(len(todo))
-
     def read(i: int):
         yield read_rollout(files[i][0], archived=files[i][1], needs_of=histories.needs_of)
     for i, events in zip(todo, fork_stream(read, todo, [files[i][2].st_size for i in todo])):
