@@ -78,7 +78,7 @@ def segments(prep: Prepared, win: Window, cur_size: int, opts: ApplyOptions, *, 
             if p.offset > pos:
                 yield pos, p.offset, None
             if win.read(p.offset, end) != p.old:
-                raise stale(f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {p.offset})")
+                raise stale(_changed(prep, p.offset))
             yield p.offset, end, p.new
             pos = end
         if prep.base_size > pos:
@@ -86,6 +86,10 @@ def segments(prep: Prepared, win: Window, cur_size: int, opts: ApplyOptions, *, 
     if cur_size > prep.base_size:
         tail = win.read(prep.base_size, cur_size)
         yield prep.base_size, cur_size, opts.transform_tail(prep.op, tail)
+
+
+def _changed(prep: Prepared, offset: int) -> str:
+    return f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {offset})"
 
 
 def digest(prep: Prepared, src: int, cur_size: int, opts: ApplyOptions, *, stale=OSError) -> tuple[str, str, int]:
@@ -189,7 +193,7 @@ def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, 
     the segment walk."""
     patches, i = prep.patches, 0
     pre, post = (_NoHash(pre_sha) if pre_sha else hashlib.sha256()), hashlib.sha256()
-    buf = memoryview(bytearray(max(1, min(WINDOW, size))))
+    win = Window(src, file_size=size)
     pos, written = 0, 0
     while pos < size:
         end = min(size, pos + WINDOW)
@@ -202,7 +206,7 @@ def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, 
                 end = patches[j].offset
             else:
                 end = patches[j - 1].offset + len(patches[j - 1].old)
-        data = _read_window(src, buf, pos, end)
+        data = win.view(pos, end)      # one preadv; a patch longer than the window is read whole
         pre.update(data)
         if j == i:
             out = data
@@ -211,7 +215,7 @@ def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, 
             for p in patches[i:j]:
                 stop = p.offset + len(p.old)
                 if data[p.offset - pos:stop - pos] != p.old:
-                    raise OSError(f"{prep.op.paths()[0]}: content changed since plan (bytes at offset {p.offset})")
+                    raise OSError(_changed(prep, p.offset))
                 pieces += (data[cur - pos:p.offset - pos], p.new)
                 cur = stop
             pieces.append(data[cur - pos:])
@@ -221,17 +225,6 @@ def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, 
         written += len(out)
         pos, i = end, j
     return pre.hexdigest(), post.hexdigest(), written
-
-
-def _read_window(src: int, buf: memoryview, start: int, end: int) -> memoryview:
-    """The source's bytes ``[start, end)``: into ``buf`` when they fit (one ``preadv``), else read
-    whole (a patch longer than a window)."""
-    if end - start > len(buf):
-        return memoryview(_pread_all(src, start, end))
-    view = buf[:end - start]
-    if os.preadv(src, [view], start) < end - start:
-        raise OSError(errno.EIO, "file shrank while reading")
-    return view
 
 
 class _NoHash:
