@@ -13,7 +13,7 @@ import hashlib
 import os
 import sqlite3
 from contextlib import contextmanager
-from itertools import groupby
+from itertools import chain, groupby
 from typing import Any, Iterator
 
 from histmig.apply.files import Ctx
@@ -266,13 +266,21 @@ def _row_change(con: sqlite3.Connection, op) -> dict[str, Any]:
 
 
 def _execute_all(con: sqlite3.Connection, ops: list) -> None:
-    """Every op in order; runs of updates with the same statement go through one ``executemany``."""
-    for sql, run in groupby(ops, key=lambda o: _update_sql(o) if isinstance(o, SqlUpdate) else None):
-        if sql is None:
+    """Every op in order; runs of updates with the same statement go through one ``executemany``.
+    A run is told by the statement's shape (table, set and key columns); the statement itself is
+    written once per run, not once per row (a flip and its undo update tens of thousands)."""
+    for shape, run in groupby(ops, key=_update_shape):
+        if shape is None:
             for op in run:
                 _execute(con, op)
         else:
-            con.executemany(sql, ([*o.set.values(), *o.key.values()] for o in run))
+            first = next(run)
+            con.executemany(_update_sql(first), ([*o.set.values(), *o.key.values()] for o in chain((first,), run)))
+
+
+def _update_shape(op) -> tuple | None:
+    """What :func:`_update_sql` depends on: equal shapes, equal statements."""
+    return (op.table, tuple(op.set), tuple(op.key)) if isinstance(op, SqlUpdate) else None
 
 
 def _update_sql(op: SqlUpdate) -> str:

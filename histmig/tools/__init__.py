@@ -100,7 +100,11 @@ class Tool:
         module, attr = HOOKS[kind]
         name = f"{self.package}.{module}"
         try:     # already imported: the lookup alone (convert asks for several hooks per session)
-            module_ = sys.modules.get(name) or importlib.import_module(name)
+            module_ = sys.modules.get(name)
+            if module_ is None or getattr(getattr(module_, "__spec__", None), "_initializing", False):
+                # a module another thread is still importing is in sys.modules half-run (undo's file
+                # threads each ask for the flip hook): the import waits for it, as `import` does
+                module_ = importlib.import_module(name)
             return module_ if attr is None else getattr(module_, attr, None)
         except ModuleNotFoundError as e:
             if e.name != name:

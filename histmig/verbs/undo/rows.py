@@ -61,13 +61,21 @@ def updated_row(db: str, row: dict, now: tuple, offset_tables: frozenset[str]) -
     """:func:`inverse_row` of an updated row whose current values :func:`prefetch_updates` read
     (its connection is open, no query is left to fail): the same Member, a few calls fewer per row
     (a flip's undo inverts tens of thousands of rows)."""
-    return _member(f"{db} {row['table']} {row.get('key', '')}", _inverse_update(db, row, now), row, offset_tables)
+    table = row["table"]
+    label = f"{db} {table} {row.get('key', '')}"
+    ops = _inverse_update(db, row, now)
+    m = Member(label, ops) if ops.__class__ is list else Member.kept(label, ops, "row-changed")
+    m.offsets = table in offset_tables
+    return m
 
 
 def _member(label: str, ops: list[Op] | str, row: dict, offset_tables: frozenset[str]) -> Member:
     m = Member.kept(label, ops, "row-changed") if isinstance(ops, str) else Member(label, ops)
     m.offsets = row["table"] in offset_tables
     return m
+
+
+_SCALAR = frozenset({str, int})     # key values an IN query finds as they are (not bool, float, NULL, bytes)
 
 
 def prefetch_updates(reader: RowReader, db: str, rows: list[dict]) -> dict[int, tuple]:
@@ -77,21 +85,24 @@ def prefetch_updates(reader: RowReader, db: str, rows: list[dict]) -> dict[int, 
     exactly once that way (NULL or non-scalar keys, type affinity, a row gone) is left out: the
     per-row query decides it, as before."""
     con = reader.con(db)
-    groups: dict[tuple, list[int]] = {}
+    if con is None:
+        return {}
+    # (table, key columns, new columns) -> [(index, key values)]: the values in the group's column order
+    groups: dict[tuple, list[tuple[int, tuple]]] = {}
     for i, row in enumerate(rows):
         key = row.get("key")
-        if row["kind"] == "update" and key and all(type(v) in (str, int) for v in key.values()):
-            groups.setdefault((row["table"], tuple(key), tuple(row["new"])), []).append(i)
+        if row["kind"] != "update" or not key:
+            continue
+        values = tuple(key.values())
+        if all(map(_SCALAR.__contains__, map(type, values))):
+            groups.setdefault((row["table"], tuple(key), tuple(row["new"])), []).append((i, values))
     out: dict[int, tuple] = {}
-    if con is None:
-        return out
     try:
-        for (table, keys, cols), idx in groups.items():
-            for s in range(0, len(idx), IN_BATCH):
-                part = idx[s:s + IN_BATCH]
-                want = [(i, tuple(rows[i]["key"].values())) for i in part]   # in ``keys`` order (the group's)
-                found = rows_by_key(con, table, keys, cols, [k for _i, k in want])
-                for i, k in want:
+        for (table, keys, cols), want in groups.items():
+            for s in range(0, len(want), IN_BATCH):
+                part = want[s:s + IN_BATCH]
+                found = rows_by_key(con, table, keys, cols, [k for _i, k in part])
+                for i, k in part:
                     got = found.get(k)
                     if got is not None and len(got) == 1:
                         out[i] = got[0]
@@ -111,7 +122,9 @@ def _update(con, db: str, row: dict) -> list[Op] | str:
 
 def _inverse_update(db: str, row: dict, values: tuple) -> list[Op] | str:
     """The inverse of an update whose row holds ``values`` now (in ``row["new"]``'s column order)."""
-    new = {k: decode_value(v) for k, v in row["new"].items()}
+    raw = row["new"]
+    # only a journaled {"$b64": ...} needs decoding (a flip's rows are numbers and text): copied as is
+    new = {k: decode_value(v) for k, v in raw.items()} if dict in map(type, raw.values()) else dict(raw)
     now = dict(zip(new, values))
     if now == row["old"]:
         return []
