@@ -50,9 +50,12 @@ class Finder:
     def tune(self, sample: bytes) -> None:
         """Choose the needle byte rarest in ``sample`` (both cases of a letter counted when folding)."""
         best = tail = None
+        counted: dict[int, int] = {}     # a byte the needle repeats is counted once (a count walks the sample)
         for k, c in enumerate(self.needle):
-            cases = {c, ord(chr(c).upper())} if self.fold and 97 <= c <= 122 else {c}
-            n = sum(sample.count(bytes([v])) for v in cases)
+            n = counted.get(c)
+            if n is None:
+                cases = {c, ord(chr(c).upper())} if self.fold and 97 <= c <= 122 else {c}
+                n = counted[c] = sum(sample.count(bytes([v])) for v in cases)
             if best is None or n < best[0]:
                 best = (n, k)
             if len(self.needle) - k >= min(TAIL_MIN, len(self.needle)) and (tail is None or n < tail[0]):
