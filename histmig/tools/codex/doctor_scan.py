@@ -41,7 +41,10 @@ ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
 # UNTYPED (an event_msg whose payload does not start with its type), or 1 / None: any other line.
 # The repeats are possessive (``*+``, ``++``): each is followed by a character it cannot match, so
 # giving any back never helps, and sre saves no backtracking state (a tenth of a walk's regex time).
-HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),)?"type":"(?:(session_meta)"|(turn_context)"'
+# The optional ordinal is a branch with an empty side, not ``(?:…)?``: the same match (``"type"``
+# cannot follow where ``"ordinal"`` starts, so only one side can lead to a match), but sre runs a
+# group's ``?`` as a general repeat with its own context, a fifth of a head's time.
+HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),|)"type":"(?:(session_meta)"|(turn_context)"'
                   rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*+)"|())|\w*+")')
 SESSION_META, TURN_CONTEXT_LINE, SETTINGS, UNTYPED = 2, 3, 4, 5
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
@@ -335,30 +338,57 @@ class _Lines:
         self.ordered: list[tuple[int, int]] = []
         self.tcs: list[tuple[int, int]] = []
         self.ords: list[tuple[int, int, int | None]] = []
-        find, head = buf.find, HEAD.match
-        ordered, tcs, ords = self.ordered, self.tcs, self.ords
+        if wanted is ALL:
+            self._every(buf, end)
+        else:
+            self._skipping(buf, end, wanted)
+
+    def _skipping(self, buf, end: int, wanted) -> None:
+        """The walk when the wanted ordinals are known (a set of heads, or None: none): a line whose
+        head has an ordinal not wanted and a type of no interest (``lastindex`` 1; with None also a
+        head without an ordinal) gives ``_line`` nothing to keep, so it costs only the newline
+        search and the head match (most lines: this loop is most of a cold doctor's CPU)."""
+        find, head, line = buf.find, HEAD.match, self._line
+        heads = () if wanted is None else wanted
         start = 0
-        while start < end:          # a few steps per line: this loop is most of a cold doctor's CPU
+        while start < end:
             nl = find(b"\n", start, end)
             stop = end if nl < 0 else nl + 1
             m = head(buf, start, stop)
-            if m is None:
-                self._searched(buf, start, stop, wanted)
-                start = stop
-                continue
-            if wanted is not None:
-                n = m[1]
-                if n is None:
-                    ords.append((start, stop, None))
-                elif wanted is ALL or n in wanted:
-                    ords.append((start, stop, int(n)))
-            kind = m.lastindex
-            if kind is not None and kind > 1:
-                if kind == TURN_CONTEXT_LINE:
-                    tcs.append((start, stop))
-                elif kind != UNTYPED or _holds(buf, start, stop, ORDERED):
-                    ordered.append((start, stop))
+            if m is not None:
+                kind = m.lastindex
+                if kind == 1 and m[1] not in heads or kind is None and wanted is None:
+                    start = stop
+                    continue
+            line(buf, start, stop, m, wanted)
             start = stop
+
+    def _every(self, buf, end: int) -> None:
+        find, head, line = buf.find, HEAD.match, self._line
+        start = 0
+        while start < end:
+            nl = find(b"\n", start, end)
+            stop = end if nl < 0 else nl + 1
+            line(buf, start, stop, head(buf, start, stop), ALL)
+            start = stop
+
+    def _line(self, buf, start: int, stop: int, m, wanted) -> None:
+        """Sort out one line, ``m`` its HEAD match."""
+        if m is None:
+            self._searched(buf, start, stop, wanted)
+            return
+        if wanted is not None:
+            n = m[1]
+            if n is None:
+                self.ords.append((start, stop, None))
+            elif wanted is ALL or n in wanted:
+                self.ords.append((start, stop, int(n)))
+        kind = m.lastindex
+        if kind is not None and kind > 1:
+            if kind == TURN_CONTEXT_LINE:
+                self.tcs.append((start, stop))
+            elif kind != UNTYPED or _holds(buf, start, stop, ORDERED):
+                self.ordered.append((start, stop))
 
     def _searched(self, buf, start: int, stop: int, wanted) -> None:
         if _holds(buf, start, stop, ORDERED):
