@@ -295,3 +295,136 @@ def test_rows_added_from_tuples_as_from_dicts(turns, projections):
             row = dict(zip(cols, r))
             _add(slow, "h", table, tuple([row[k] for k in keys]), row)
     assert fast == slow
+
+
+# ---- the line walk against the one it replaced (hypothesis) ------------------------------------
+
+# The walk as it was before it skipped lines (doctor_scan._Lines, 3e04ef5), with its head pattern
+# (the optional ordinal as ``(?:…)?``): every line sorted by the same steps.
+_OLD_HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),)?"type":"(?:(session_meta)"|(turn_context)"'
+                       rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*+)"|())|\w*+")')
+
+
+def _old_lines(buf, end, wanted):
+    ordered, tcs, ords = [], [], []
+    start = 0
+    while start < end:
+        nl = buf.find(b"\n", start, end)
+        stop = end if nl < 0 else nl + 1
+        m = _OLD_HEAD.match(buf, start, stop)
+        if m is None:
+            if doctor_scan._holds(buf, start, stop, doctor_scan.ORDERED):
+                ordered.append((start, stop))
+            if buf.find(doctor_scan.TURN_CONTEXT, start, stop) >= 0:
+                tcs.append((start, stop))
+            if wanted is not None:
+                ords.append((start, stop, None))
+            start = stop
+            continue
+        if wanted is not None:
+            n = m[1]
+            if n is None:
+                ords.append((start, stop, None))
+            elif wanted is doctor_scan.ALL or n in wanted:
+                ords.append((start, stop, int(n)))
+        kind = m.lastindex
+        if kind is not None and kind > 1:
+            if kind == doctor_scan.TURN_CONTEXT_LINE:
+                tcs.append((start, stop))
+            elif kind != doctor_scan.UNTYPED or doctor_scan._holds(buf, start, stop, doctor_scan.ORDERED):
+                ordered.append((start, stop))
+        start = stop
+    return ordered, tcs, ords
+
+
+_ORDINALS = st.sampled_from([b"0", b"-0", b"1", b"7", b"12", b"007", b"-3", b"99999999999999999999", b"", b"1.5"])
+_TYPES = st.sampled_from([b"session_meta", b"turn_context", b"event_msg", b"response_item", b"x", b"", b"turn_context2",
+                          b"event\\u005fmsg", b"session_meta\\\""])
+_PAYLOADS = st.sampled_from([b',"payload":{"type":"thread_settings_applied"', b',"payload":{"type":"task_started"',
+                             b',"payload":{"x":1,"type":"thread_settings_applied"', b',"payload":{"type":""',
+                             b',"payload":{"type":"thread_settings_applied2"', b',"payload":{}', b"", b'}'])
+_BODIES = st.sampled_from([b"}", b'"text":"turn_context session_meta"}}', b'"t":"\\"ordinal\\":7"}}',
+                           b'"ordinal":7,"type":"turn_context"}', b'"note":"thread_settings_applied"}}', b"",
+                           b'"payload":{"ordinal":1}}', b'\xef\xbb\xbf"x":1}'])
+_TIMESTAMPS = st.sampled_from([b"2026-11-29T10:00:00.000Z", b"t\\\\", b"", b'a\\"b', b"x\ny"])
+
+
+@st.composite
+def _walk_line(draw) -> bytes:
+    shape = draw(st.integers(0, 9))
+    if shape == 0:     # no Codex head at all
+        return draw(st.sampled_from([b"", b"{}", b'{"type":"turn_context","ordinal":3}', b"session_meta", b"\r",
+                                     b'{"timestamp":"t","type":"event_msg","ordinal":2}', b"\xef\xbb\xbf{"]))
+    head = b'{"timestamp":"' + draw(_TIMESTAMPS) + b'",'
+    if draw(st.booleans()) or shape == 1:
+        head += b'"ordinal":' + draw(_ORDINALS) + b","
+    head += b'"type":"' + draw(_TYPES) + b'"'
+    return head + draw(_PAYLOADS) + draw(_BODIES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_walk_line(), max_size=12), st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.booleans(),
+       st.sampled_from(["none", "all", "some"]), st.sets(st.integers(-4, 14), max_size=5))
+def test_line_walk_sorts_lines_as_the_walk_it_replaced(lines, eol, final_eol, bom, mode, ordinals):
+    """_Lines (which passes over lines a wanted-ordinal check and the head rule out) keeps what the
+    former walk kept, in the same order, on lines of every head shape: a BOM, CRLF, escapes, heads
+    without an ordinal or with ``-0``, markers quoted in bodies, keys repeated, no final newline."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + eol.join(lines) + (eol if final_eol and lines else b"")
+    wanted = {"none": None, "all": doctor_scan.ALL, "some": doctor_scan._heads(ordinals)}[mode]
+    buf = bytearray(data + b'\n{"timestamp":"t","ordinal":1,"type":"turn_context"}')   # bytes past the end
+    new = doctor_scan._Lines(buf, len(data), wanted)
+    assert (new.ordered, new.tcs, new.ords) == _old_lines(buf, len(data), wanted)
+
+
+def test_old_and_new_head_patterns_agree_on_the_bench_shapes():
+    """The head pattern's branch form gives what its ``(?:…)?`` form gave (groups and kind)."""
+    for line in (b'{"timestamp":"t","ordinal":4,"type":"event_msg","payload":{"type":"x"}}',
+                 b'{"timestamp":"t","type":"turn_context"}', b'{"timestamp":"t","ordinal":1,"type":"session_meta"}',
+                 b'{"timestamp":"t","ordinal":,"type":"x"}', b'{"timestamp":"t","ordinal":-0,"type":"event_msg"}'):
+        a, b = doctor_scan.HEAD.match(line), _OLD_HEAD.match(line)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert (a.span(), a.groups(), a.lastindex) == (b.span(), b.groups(), b.lastindex)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_HEAD_PARTS), max_size=14).map(b"".join), st.booleans())
+def test_head_branch_form_matches_the_optional_form(text, prefixed):
+    """HEAD writes the optional ordinal as a branch with an empty side: the same matches as ``?``."""
+    if prefixed:
+        text = b'{"timestamp":"t",' + text
+    a, b = doctor_scan.HEAD.match(text), _OLD_HEAD.match(text)
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert (a.span(), a.groups(), a.lastindex) == (b.span(), b.groups(), b.lastindex)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_walk_line(), max_size=10), st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.booleans(),
+       st.integers(0, 2**32))
+def test_mapped_read_gives_what_the_buffered_read_gives(tmp_path_factory, lines, eol, final_eol, bom, seed):
+    """A rollout walked where it is mapped (one block) gives the facts and resolved rows the
+    buffered read gives (blocks cut where the reads end), on hostile lines after a Codex first line."""
+    rng = random.Random(seed)
+    first = _line(0, "session_meta", {"id": TID, "model_provider": "openai", "cwd": "/a"})
+    data = (b"\xef\xbb\xbf" if bom else b"") + first + eol.join(lines) + (eol if final_eol and lines else b"")
+    data += rollout(rng, 6)[len(first):]
+    path = tmp_path_factory.mktemp("map") / "r.jsonl"
+    path.write_bytes(data)
+    rows = stored_rows(data, rng)
+    mapped = scan_rollout(path, lambda tid: _needs(rows))
+    old_max, old_chunk = doctor_scan.MAP_MAX, doctor_scan.CHUNK
+    try:
+        doctor_scan.MAP_MAX, doctor_scan.CHUNK = -1, 7      # streamed, in blocks of a few bytes
+        streamed = scan_rollout(path, lambda tid: _needs(rows))
+    finally:
+        doctor_scan.MAP_MAX, doctor_scan.CHUNK = old_max, old_chunk
+    assert mapped == streamed
+
+
+def _needs(rows) -> Needs:
+    needs = Needs()
+    for table, row in rows:
+        keys = ("thread_id", "turn_id") if table == "thread_turns" else ("thread_id",)
+        _add(needs, "h", table, tuple(row.get(k) for k in keys), row)
+    return needs

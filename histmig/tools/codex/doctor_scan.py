@@ -20,16 +20,24 @@ every line that this replaces (tests compare the two).
 from __future__ import annotations
 
 import bisect
+import mmap
+import os
 import re
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable
 
-from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, open_stream, parse_json
+from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, is_zst, open_stream, parse_json
+from histmig.jsonio.regular import open_regular_stat
 from histmig.tools.codex.adapter import ThreadFacts
 from histmig.core.valueclass import FACTORY, value
 
 CHUNK = 1 << 20
+# A plain rollout up to this size is mapped and walked in place, one block, instead of read into the
+# buffer: the kernel's copy into the buffer was a fifth of a cold doctor's CPU. The cap bounds what
+# one mapped file adds to the resident set, and stays far below the line limit (no line of such a
+# file can be over it, so the stream's skipping of over-limit lines never applies).
+MAP_MAX = 8 * CHUNK
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
 ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
@@ -41,7 +49,10 @@ ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
 # UNTYPED (an event_msg whose payload does not start with its type), or 1 / None: any other line.
 # The repeats are possessive (``*+``, ``++``): each is followed by a character it cannot match, so
 # giving any back never helps, and sre saves no backtracking state (a tenth of a walk's regex time).
-HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),)?"type":"(?:(session_meta)"|(turn_context)"'
+# The optional ordinal is a branch with an empty side, not ``(?:…)?``: the same match (``"type"``
+# cannot follow where ``"ordinal"`` starts, so only one side can lead to a match), but sre runs a
+# group's ``?`` as a general repeat with its own context, a fifth of a head's time.
+HEAD = re.compile(rb'\{"timestamp":"[^"]*+",(?:"ordinal":(-?\d++),|)"type":"(?:(session_meta)"|(turn_context)"'
                   rb'|event_msg"(?:,"payload":\{"type":"(?:(thread_settings_applied)|\w*+)"|())|\w*+")')
 SESSION_META, TURN_CONTEXT_LINE, SETTINGS, UNTYPED = 2, 3, 4, 5
 UNFIXABLE = None   # the want of a stored offset with no ordinal to go by that is not a line start either
@@ -335,30 +346,57 @@ class _Lines:
         self.ordered: list[tuple[int, int]] = []
         self.tcs: list[tuple[int, int]] = []
         self.ords: list[tuple[int, int, int | None]] = []
-        find, head = buf.find, HEAD.match
-        ordered, tcs, ords = self.ordered, self.tcs, self.ords
+        if wanted is ALL:
+            self._every(buf, end)
+        else:
+            self._skipping(buf, end, wanted)
+
+    def _skipping(self, buf, end: int, wanted) -> None:
+        """The walk when the wanted ordinals are known (a set of heads, or None: none): a line whose
+        head has an ordinal not wanted and a type of no interest (``lastindex`` 1; with None also a
+        head without an ordinal) gives ``_line`` nothing to keep, so it costs only the newline
+        search and the head match (most lines: this loop is most of a cold doctor's CPU)."""
+        find, head, line = buf.find, HEAD.match, self._line
+        heads = () if wanted is None else wanted
         start = 0
-        while start < end:          # a few steps per line: this loop is most of a cold doctor's CPU
+        while start < end:
             nl = find(b"\n", start, end)
             stop = end if nl < 0 else nl + 1
             m = head(buf, start, stop)
-            if m is None:
-                self._searched(buf, start, stop, wanted)
-                start = stop
-                continue
-            if wanted is not None:
-                n = m[1]
-                if n is None:
-                    ords.append((start, stop, None))
-                elif wanted is ALL or n in wanted:
-                    ords.append((start, stop, int(n)))
-            kind = m.lastindex
-            if kind is not None and kind > 1:
-                if kind == TURN_CONTEXT_LINE:
-                    tcs.append((start, stop))
-                elif kind != UNTYPED or _holds(buf, start, stop, ORDERED):
-                    ordered.append((start, stop))
+            if m is not None:
+                kind = m.lastindex
+                if kind == 1 and m[1] not in heads or kind is None and wanted is None:
+                    start = stop
+                    continue
+            line(buf, start, stop, m, wanted)
             start = stop
+
+    def _every(self, buf, end: int) -> None:
+        find, head, line = buf.find, HEAD.match, self._line
+        start = 0
+        while start < end:
+            nl = find(b"\n", start, end)
+            stop = end if nl < 0 else nl + 1
+            line(buf, start, stop, head(buf, start, stop), ALL)
+            start = stop
+
+    def _line(self, buf, start: int, stop: int, m, wanted) -> None:
+        """Sort out one line, ``m`` its HEAD match."""
+        if m is None:
+            self._searched(buf, start, stop, wanted)
+            return
+        if wanted is not None:
+            n = m[1]
+            if n is None:
+                self.ords.append((start, stop, None))
+            elif wanted is ALL or n in wanted:
+                self.ords.append((start, stop, int(n)))
+        kind = m.lastindex
+        if kind is not None and kind > 1:
+            if kind == TURN_CONTEXT_LINE:
+                self.tcs.append((start, stop))
+            elif kind != UNTYPED or _holds(buf, start, stop, ORDERED):
+                self.ordered.append((start, stop))
 
     def _searched(self, buf, start: int, stop: int, wanted) -> None:
         if _holds(buf, start, stop, ORDERED):
@@ -459,42 +497,76 @@ class _Buffer:
 
 def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None],
                  keep_all: Callable[[ThreadFacts], bool] | None = None) -> tuple[ThreadFacts, list[Resolved]]:
-    """Read ``path`` once (``.zst`` through the bounded reader), in blocks of whole lines read
-    straight into one reused buffer. ``needs_of(thread_id)`` gives the thread's offset rows (None:
+    """Read ``path`` once: a plain file up to ``MAP_MAX`` mapped (``_walk_mapped``), else
+    (``.zst`` through the bounded reader, or larger) in blocks of whole lines read straight into one
+    reused buffer (``_walk_stream``). ``needs_of(thread_id)`` gives the thread's offset rows (None:
     none). Returns the facts and every resolved offset row, or with ``keep_all`` only those that
     are off unless ``keep_all(facts)`` (``_Read.finish``); raises like ``jsonl.read_lines``
-    (HistmigError, OSError)."""
+    (HistmigError, OSError). What the checks get does not depend on where the blocks end."""
     read = _Read(needs_of)
+    if is_zst(path):
+        with open_stream(path) as fh:
+            size = _walk_stream(fh, read)
+    else:
+        fd, st = open_regular_stat(path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            size = _walk_mapped(fh, st.st_size, read) if st.st_size <= MAP_MAX else None
+            if size is None:
+                size = _walk_stream(fh, read)
+    return read.facts, read.finish(size, keep_all)
+
+
+def _walk_mapped(fh, size: int, read: _Read) -> int | None:
+    """The whole file as one block, walked where the page cache holds it (no copy); None when it
+    cannot be mapped (the caller reads it instead). The mapping is the file as it was when mapped:
+    bytes appended later are not seen, as a read that reached the end before them. (A file
+    truncated by another program while mapped would stop this process with SIGBUS; Codex only
+    appends to a rollout and histmig replaces one by a rename, which leaves the mapped file whole.)"""
+    if size == 0:
+        return 0
+    try:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    with mm:
+        if len(mm) > MAP_MAX:
+            return None
+        read.block(mm, len(mm), 0)
+        return len(mm)
+
+
+def _walk_stream(fh, read: _Read) -> int:
+    """The file read in blocks of whole lines into the reused buffer; returns its length."""
     base = 0                # stream offset of buf[0]
     filled = 0              # bytes in buf: the start of a line not yet complete
     skipping = False        # inside a line over the size limit: its bytes are dropped, not parsed
     try:
-        with open_stream(path) as fh:
-            while True:
-                buf = _Buffer.take(filled + CHUNK, filled)
-                with memoryview(buf) as view:
-                    got = fh.readinto(view[filled:filled + CHUNK])
-                if not got:
-                    break
-                if skipping:
-                    nl = buf.find(b"\n", 0, got)
-                    if nl < 0:
-                        base += got
-                        continue
-                    base, skipping = base + nl + 1, False
-                    buf[:got - nl - 1] = buf[nl + 1:got]
-                    got -= nl + 1
-                last = buf.rfind(b"\n", filled, filled + got)
-                filled += got
-                if last >= 0:
-                    read.block(buf, last + 1, base)
-                    buf[:filled - last - 1] = buf[last + 1:filled]
-                    base += last + 1
-                    filled -= last + 1
-                if filled > DEFAULT_MAX_LINE_BYTES:
-                    base, skipping, filled = base + filled, True, 0
+        while True:
+            buf = _Buffer.take(filled + CHUNK, filled)
+            with memoryview(buf) as view:
+                got = fh.readinto(view[filled:filled + CHUNK])
+            if not got:
+                break
+            if skipping:
+                nl = buf.find(b"\n", 0, got)
+                if nl < 0:
+                    base += got
+                    continue
+                base, skipping = base + nl + 1, False
+                buf[:got - nl - 1] = buf[nl + 1:got]
+                got -= nl + 1
+            last = buf.rfind(b"\n", filled, filled + got)
+            filled += got
+            if last >= 0:
+                read.block(buf, last + 1, base)
+                buf[:filled - last - 1] = buf[last + 1:filled]
+                base += last + 1
+                filled -= last + 1
+            if filled > DEFAULT_MAX_LINE_BYTES:
+                base, skipping, filled = base + filled, True, 0
         if filled:
             read.block(_Buffer.buf, filled, base)
     finally:
         _Buffer.release()
-    return read.facts, read.finish(base + filled, keep_all)
+    return base + filled
