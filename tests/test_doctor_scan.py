@@ -397,34 +397,3 @@ def test_head_branch_form_matches_the_optional_form(text, prefixed):
     assert (a is None) == (b is None)
     if a is not None:
         assert (a.span(), a.groups(), a.lastindex) == (b.span(), b.groups(), b.lastindex)
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(_walk_line(), max_size=10), st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.booleans(),
-       st.integers(0, 2**32))
-def test_mapped_read_gives_what_the_buffered_read_gives(tmp_path_factory, lines, eol, final_eol, bom, seed):
-    """A rollout walked where it is mapped (one block) gives the facts and resolved rows the
-    buffered read gives (blocks cut where the reads end), on hostile lines after a Codex first line."""
-    rng = random.Random(seed)
-    first = _line(0, "session_meta", {"id": TID, "model_provider": "openai", "cwd": "/a"})
-    data = (b"\xef\xbb\xbf" if bom else b"") + first + eol.join(lines) + (eol if final_eol and lines else b"")
-    data += rollout(rng, 6)[len(first):]
-    path = tmp_path_factory.mktemp("map") / "r.jsonl"
-    path.write_bytes(data)
-    rows = stored_rows(data, rng)
-    mapped = scan_rollout(path, lambda tid: _needs(rows))
-    old_max, old_chunk = doctor_scan.MAP_MAX, doctor_scan.CHUNK
-    try:
-        doctor_scan.MAP_MAX, doctor_scan.CHUNK = -1, 7      # streamed, in blocks of a few bytes
-        streamed = scan_rollout(path, lambda tid: _needs(rows))
-    finally:
-        doctor_scan.MAP_MAX, doctor_scan.CHUNK = old_max, old_chunk
-    assert mapped == streamed
-
-
-def _needs(rows) -> Needs:
-    needs = Needs()
-    for table, row in rows:
-        keys = ("thread_id", "turn_id") if table == "thread_turns" else ("thread_id",)
-        _add(needs, "h", table, tuple(row.get(k) for k in keys), row)
-    return needs

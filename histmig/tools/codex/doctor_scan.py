@@ -20,24 +20,16 @@ every line that this replaces (tests compare the two).
 from __future__ import annotations
 
 import bisect
-import mmap
-import os
 import re
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable
 
-from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, is_zst, open_stream, parse_json
-from histmig.jsonio.regular import open_regular_stat
+from histmig.jsonio.jsonl import BOM, DEFAULT_MAX_LINE_BYTES, open_stream, parse_json
 from histmig.tools.codex.adapter import ThreadFacts
 from histmig.core.valueclass import FACTORY, value
 
 CHUNK = 1 << 20
-# A plain rollout up to this size is mapped and walked in place, one block, instead of read into the
-# buffer: the kernel's copy into the buffer was a fifth of a cold doctor's CPU. The cap bounds what
-# one mapped file adds to the resident set, and stays far below the line limit (no line of such a
-# file can be over it, so the stream's skipping of over-limit lines never applies).
-MAP_MAX = 8 * CHUNK
 ORDERED = (b"session_meta", b"thread_settings_applied")   # ThreadFacts reads these in file order
 TURN_CONTEXT = b"turn_context"                              # only the last cwd-bearing one counts
 ORDINAL = re.compile(rb'"ordinal"\s*:\s*(-?[0-9]+)')
@@ -497,76 +489,42 @@ class _Buffer:
 
 def scan_rollout(path: Path, needs_of: Callable[[str], Needs | None],
                  keep_all: Callable[[ThreadFacts], bool] | None = None) -> tuple[ThreadFacts, list[Resolved]]:
-    """Read ``path`` once: a plain file up to ``MAP_MAX`` mapped (``_walk_mapped``), else
-    (``.zst`` through the bounded reader, or larger) in blocks of whole lines read straight into one
-    reused buffer (``_walk_stream``). ``needs_of(thread_id)`` gives the thread's offset rows (None:
+    """Read ``path`` once (``.zst`` through the bounded reader), in blocks of whole lines read
+    straight into one reused buffer. ``needs_of(thread_id)`` gives the thread's offset rows (None:
     none). Returns the facts and every resolved offset row, or with ``keep_all`` only those that
     are off unless ``keep_all(facts)`` (``_Read.finish``); raises like ``jsonl.read_lines``
-    (HistmigError, OSError). What the checks get does not depend on where the blocks end."""
+    (HistmigError, OSError)."""
     read = _Read(needs_of)
-    if is_zst(path):
-        with open_stream(path) as fh:
-            size = _walk_stream(fh, read)
-    else:
-        fd, st = open_regular_stat(path)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", buffering=0) as fh:
-            size = _walk_mapped(fh, st.st_size, read) if st.st_size <= MAP_MAX else None
-            if size is None:
-                size = _walk_stream(fh, read)
-    return read.facts, read.finish(size, keep_all)
-
-
-def _walk_mapped(fh, size: int, read: _Read) -> int | None:
-    """The whole file as one block, walked where the page cache holds it (no copy); None when it
-    cannot be mapped (the caller reads it instead). The mapping is the file as it was when mapped:
-    bytes appended later are not seen, as a read that reached the end before them. (A file
-    truncated by another program while mapped would stop this process with SIGBUS; Codex only
-    appends to a rollout and histmig replaces one by a rename, which leaves the mapped file whole.)"""
-    if size == 0:
-        return 0
-    try:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-    with mm:
-        if len(mm) > MAP_MAX:
-            return None
-        read.block(mm, len(mm), 0)
-        return len(mm)
-
-
-def _walk_stream(fh, read: _Read) -> int:
-    """The file read in blocks of whole lines into the reused buffer; returns its length."""
     base = 0                # stream offset of buf[0]
     filled = 0              # bytes in buf: the start of a line not yet complete
     skipping = False        # inside a line over the size limit: its bytes are dropped, not parsed
     try:
-        while True:
-            buf = _Buffer.take(filled + CHUNK, filled)
-            with memoryview(buf) as view:
-                got = fh.readinto(view[filled:filled + CHUNK])
-            if not got:
-                break
-            if skipping:
-                nl = buf.find(b"\n", 0, got)
-                if nl < 0:
-                    base += got
-                    continue
-                base, skipping = base + nl + 1, False
-                buf[:got - nl - 1] = buf[nl + 1:got]
-                got -= nl + 1
-            last = buf.rfind(b"\n", filled, filled + got)
-            filled += got
-            if last >= 0:
-                read.block(buf, last + 1, base)
-                buf[:filled - last - 1] = buf[last + 1:filled]
-                base += last + 1
-                filled -= last + 1
-            if filled > DEFAULT_MAX_LINE_BYTES:
-                base, skipping, filled = base + filled, True, 0
+        with open_stream(path) as fh:
+            while True:
+                buf = _Buffer.take(filled + CHUNK, filled)
+                with memoryview(buf) as view:
+                    got = fh.readinto(view[filled:filled + CHUNK])
+                if not got:
+                    break
+                if skipping:
+                    nl = buf.find(b"\n", 0, got)
+                    if nl < 0:
+                        base += got
+                        continue
+                    base, skipping = base + nl + 1, False
+                    buf[:got - nl - 1] = buf[nl + 1:got]
+                    got -= nl + 1
+                last = buf.rfind(b"\n", filled, filled + got)
+                filled += got
+                if last >= 0:
+                    read.block(buf, last + 1, base)
+                    buf[:filled - last - 1] = buf[last + 1:filled]
+                    base += last + 1
+                    filled -= last + 1
+                if filled > DEFAULT_MAX_LINE_BYTES:
+                    base, skipping, filled = base + filled, True, 0
         if filled:
             read.block(_Buffer.buf, filled, base)
     finally:
         _Buffer.release()
-    return base + filled
+    return read.facts, read.finish(base + filled, keep_all)
