@@ -59,10 +59,13 @@ def _already_iso_z(text: str | None) -> bool:
 
 # ---- shared pieces ---------------------------------------------------------------------------
 
-def session_ref(ref) -> dict[str, Any]:
-    """A scanned session (``SessionRef.to_dict``) with its times in the one format."""
+def session_ref(ref, **more: Any) -> dict[str, Any]:
+    """A scanned session (``SessionRef.to_dict``) with its times in the one format, then ``more`` fields
+    (scan's ``short_id``: added here, not by copying the dict)."""
     d = ref.to_dict()
     d["updated"], d["created"] = iso_utc(ref.updated), iso_text(ref.created)
+    if more:
+        d.update(more)
     return d
 
 

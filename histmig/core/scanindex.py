@@ -73,9 +73,14 @@ _SCALARS = frozenset({str, int, float, type(None)})
 def _all_sound(fields: dict) -> bool:
     """Every field :func:`_sound` (one loop, one set look-up per scalar: a warm scan checks every ref's)."""
     for k, v in fields.items():
-        if type(v) in _SCALARS and k != "state" and k != "extra":
-            continue
-        if not _sound(k, v):
+        if type(v) in _SCALARS:
+            if k == "state" or k == "extra":
+                return False
+        elif k == "state" and type(v) is list:     # (most often empty: no call, no generator)
+            for x in v:
+                if not isinstance(x, str):
+                    return False
+        elif not _sound(k, v):
             return False
     return True
 
