@@ -33,7 +33,7 @@ class LazyGroup(click.Group):
         return None
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, long_flags(self, hoist_global_options(self, ctx, list(args))))
+        return super().parse_args(ctx, hoist_global_options(self, ctx, list(args)))
 
     def invoke(self, ctx):
         # click turns a closed pipe into exit 1 on its own; `histmig scan | head -1` is a success
@@ -71,23 +71,6 @@ def hoist_global_options(group: click.Group, ctx, args: list[str]) -> list[str]:
         rest.append(arg)
         i += 1
     return head + rest
-
-
-def long_flags(group: click.Group, args: list[str]) -> list[str]:
-    """The group's short flags before the command (``-q``) in their long form (``--quiet``): click's parser
-    tries a short option as a long one first, and that miss builds a NoSuchOption, whose "did you mean"
-    imports difflib and compares every long option (~2 ms of each ``histmig -q ...``). Values of options
-    are left alone (``--home -q``), and so is everything after ``--``."""
-    takes_value = _takes_value(group)
-    longs = {o: next(n for n in p.opts if n.startswith("--")) for p in group.params
-             if isinstance(p, click.Option) and (p.is_flag or p.count) and any(n.startswith("--") for n in p.opts)
-             for o in p.opts if not o.startswith("--")}
-    out = list(args)
-    at = 0
-    while at < len(out) and out[at] not in COMMANDS and out[at] != "--":
-        out[at] = longs.get(out[at], out[at])
-        at += 2 if takes_value.get(out[at]) else 1
-    return out
 
 
 def _takes_value(group: click.Group) -> dict[str, bool]:
