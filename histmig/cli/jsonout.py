@@ -6,6 +6,7 @@ every command's output against its file). A field added here is added there and 
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -34,16 +35,37 @@ def iso_ns(ns: int | None) -> str | None:
 def iso_text(text: str | None) -> str | None:
     """A time a tool recorded as text (``+00:00``, ``Z``, other offsets) in the same UTC form; one
     without an offset is taken as UTC (the tools write UTC); one that does not parse is None."""
+    if _already_iso_z(text):
+        return text
     t = parse_ts(text)
     return iso_z(t) if t is not None else None
 
 
+# the one form, a year from 1000 (``iso_z`` writes an earlier one its own way), ASCII digits only
+_ISO_Z = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+
+
+def _already_iso_z(text: str | None) -> bool:
+    """``text`` is a valid time already in the one form, ``2026-11-29T10:00:00.123Z`` (what most tools
+    write): printed as it is, not parsed into a datetime and formatted back (``scan --json``: every row)."""
+    if type(text) is not str or _ISO_Z.fullmatch(text) is None:
+        return False
+    try:
+        datetime.fromisoformat(text[:23])     # a real date and time (no month 13, no second 60)
+    except ValueError:
+        return False
+    return True
+
+
 # ---- shared pieces ---------------------------------------------------------------------------
 
-def session_ref(ref) -> dict[str, Any]:
-    """A scanned session (``SessionRef.to_dict``) with its times in the one format."""
+def session_ref(ref, **more: Any) -> dict[str, Any]:
+    """A scanned session (``SessionRef.to_dict``) with its times in the one format, then ``more`` fields
+    (scan's ``short_id``: added here, not by copying the dict)."""
     d = ref.to_dict()
     d["updated"], d["created"] = iso_utc(ref.updated), iso_text(ref.created)
+    if more:
+        d.update(more)
     return d
 
 

@@ -105,7 +105,7 @@ def command(ctx, tools, provider, cwd, since, until, states, sort, reverse, limi
     found = api.listing(ctx.homes, tools=tools or None, provider=provider, cwd=cwd, since=since_ts, until=until_ts,
                         states=states, sort=sort or "updated", reverse=reverse and not grouped,
                         limit=None if grouped else limit, use_index=not no_index,
-                        on_ref=lambda r: progress.step(r.size))
+                        on_ref=(lambda r: progress.step(r.size)) if progress.enabled else None)
     progress.done()
     filtered = bool(provider or cwd or since or until or states)
     if grouped:
@@ -122,7 +122,7 @@ def command(ctx, tools, provider, cwd, since, until, states, sort, reverse, limi
         return 0
     if as_json:
         from histmig.jsonio.jsonstream import Lazy, Plain   # one session's text at a time, not the whole document
-        emit_json_stream(envelope("scan", {"sessions": Lazy(Plain(dict(session_ref(r), short_id=found.short[r.id]))
+        emit_json_stream(envelope("scan", {"sessions": Lazy(Plain(session_ref(r, short_id=found.short[r.id]))
                                                               for r in found.rows)}))
         return 0
     if not found.matched:

@@ -41,9 +41,18 @@ def fields_of(ref: Any, names: tuple[str, ...]) -> dict:
 
 
 def fill(ref: Any, fields: dict) -> Any:
-    """A ref given its stored fields (copied: the index keeps its own)."""
-    for k, v in fields.items():     # (``_copy`` inlined: a warm scan fills every field of every ref)
-        setattr(ref, k, dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+    """A ref given its stored fields, as :meth:`ScanIndex.hit` returns them (copied: the index keeps its
+    own; of those only ``state``, a list, and ``extra``, a dict, are not immutable scalars)."""
+    own = getattr(ref, "__dict__", None)
+    if own is None:                 # a slotted ref: one setattr per field
+        for k, v in fields.items():
+            setattr(ref, k, dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+        return ref
+    own.update(fields)              # (one C call: a warm scan fills every field of every ref)
+    if "state" in fields:
+        own["state"] = list(fields["state"])
+    if "extra" in fields:
+        own["extra"] = dict(fields["extra"])
     return ref
 
 
@@ -57,13 +66,21 @@ def _sound(name: str, value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float))
 
 
+# the exact types of a sound scalar field (a subclass, ``bool``, goes through :func:`_sound`)
+_SCALARS = frozenset({str, int, float, type(None)})
+
+
 def _all_sound(fields: dict) -> bool:
-    """Every field :func:`_sound` (one loop, no call per field: a warm scan checks every ref's)."""
+    """Every field :func:`_sound` (one loop, one set look-up per scalar: a warm scan checks every ref's)."""
     for k, v in fields.items():
-        if k == "state" or k == "extra":
-            if not _sound(k, v):
+        if type(v) in _SCALARS:
+            if k == "state" or k == "extra":
                 return False
-        elif v is not None and not isinstance(v, (str, int, float)):
+        elif k == "state" and type(v) is list:     # (most often empty: no call, no generator)
+            for x in v:
+                if not isinstance(x, str):
+                    return False
+        elif not _sound(k, v):
             return False
     return True
 
@@ -113,10 +130,12 @@ class ScanIndex:
         """The stored fields of ``path`` when the file is unchanged since they were stored (and, with
         ``names``, they are exactly those fields, of the types a ref holds: a damaged record is a miss)."""
         self.touched.add(path)
-        rec = self._record(path)
-        if rec is None or rec[0] != key_of(st) or rec[1] != ctx:
+        rec = self.records.get(path)        # (``_record`` and ``key_of`` inlined: one call per warm ref)
+        if type(rec) is not list or len(rec) != 5 or rec[1] != ctx:
             return None
         fields = rec[2]
+        if rec[0] != [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns] or type(fields) is not dict:
+            return None
         if names is not None:
             key = names if type(names) is tuple else tuple(names)
             wanted = _NAME_SETS.get(key) or _NAME_SETS.setdefault(key, frozenset(key))

@@ -66,15 +66,42 @@ def write_json(value: Any, write: Callable[[str], Any], *, default: Callable[[An
         items = value.items if isinstance(value, Lazy) else value
         opening, closing, entries = "[", "]", ((None, v) for v in items)
     first = True
+    batch: list[Any] = []                # Plain items of a list, written BATCH at a time
     for key, item in entries:
+        if key is None and isinstance(item, Plain):
+            batch.append(item.value)
+            if len(batch) == BATCH:
+                _write_batch(batch, first, indent, write, default)
+                first, batch = False, []
+            continue
+        if batch:
+            _write_batch(batch, first, indent, write, default)
+            first, batch = False, []
         head = ("" if not first else opening) + ("\n" if first else ",\n") + pad
         if key is not None:
             head += orjson.dumps(key, option=OPTIONS, default=default).decode() + ": "
-        if isinstance(item, Plain):      # one write per item of a long list (scan --json: one per session)
+        if isinstance(item, Plain):
             text = orjson.dumps(item.value, option=OPTIONS, default=default).decode()
             write(head + text.replace("\n", "\n" + pad))
         else:
             write(head)
             write_json(item, write, default=default, indent=indent + 2)
         first = False
+    if batch:
+        _write_batch(batch, first, indent, write, default)
+        first = False
     write(opening + closing if first else "\n" + " " * indent + closing)
+
+
+# list items written with one ``orjson`` call (scan --json: 2,000 sessions are 32 calls, not 2,000; a
+# batch of rows is tens of KB: 256 raised the peak RSS by 2 MB, 64 by 0.7 MB)
+BATCH = 64
+
+
+def _write_batch(values: list[Any], first: bool, indent: int, write: Callable[[str], Any],
+                 default: Callable[[Any], Any] | None) -> None:
+    """Items of a list at ``indent`` as the item-by-item loop writes them: ``orjson`` writes a list's items
+    two spaces in, so its text without the brackets, each line moved ``indent`` further, is those items."""
+    text = orjson.dumps(values, option=OPTIONS, default=default).decode()[2:-2]
+    shift = " " * indent
+    write(("[\n" if first else ",\n") + shift + (text.replace("\n", "\n" + shift) if indent else text))

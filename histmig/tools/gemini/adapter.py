@@ -176,17 +176,25 @@ FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
 def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> SessionRef:
     """One session from its two ends (a small file: whole); the index keeps it per file and cwd (a move
     changes the cwd through the markers, not the file)."""
+    st = None
+    if index is not None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            pass                        # (stated again below, where an error becomes the row's)
+        else:
+            hit = index.hit(str(path), st, cwd, FIELDS)
+            if hit is not None:         # the stored id replaces the file name's: the name is not parsed
+                from histmig.core.scanindex import fill
+                return fill(SessionRef(format=NAME, id="", path=path, cwd=cwd, size=st.st_size,
+                                       updated=st.st_mtime), hit)
     ref = SessionRef(format=NAME, id=path.stem, path=path, cwd=cwd)
     fd = None
     try:       # without an index to ask, a small file's stat is the fstat of its open (one syscall less)
-        fd, st = open_or_stat(path) if index is None and not is_legacy(path) else (None, path.stat())
+        fd, st = open_or_stat(path) if index is None and not is_legacy(path) else (None, st or path.stat())
     except OSError as e:
         return mark_unreadable(ref, e)
     ref.size, ref.updated = st.st_size, st.st_mtime
-    hit = index.hit(str(path), st, cwd, FIELDS) if index is not None else None
-    if hit is not None:
-        from histmig.core.scanindex import fill
-        return fill(ref, hit)
     _summarize(ref, path, st, fd)
     if index is not None:
         from histmig.core.scanindex import fields_of

@@ -198,16 +198,24 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
     """A listing row from the file's ends (or the scan index, for a file unchanged since); past 128 KB the
     messages are counted by a byte search, resumed where it stopped when the file only grew. A file whose
     first line is no header is not Pi's (None)."""
-    from histmig.core.scanindex import fields_of, fill, head_hash
+    st = None
+    if index is not None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            pass                        # (stated again below, where an error becomes the row's)
+        else:
+            hit = index.hit(str(path), st, None, FIELDS)
+            if hit is not None:         # the stored id replaces the file name's: the name is not parsed
+                from histmig.core.scanindex import fill
+                return fill(SessionRef(format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime), hit)
+    from histmig.core.scanindex import fields_of, head_hash
     ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
     fd = None
     try:
         # without an index to ask, the file is opened first and its fstat is the stat (one syscall less)
-        fd, st = open_or_stat(path) if index is None else (None, path.stat())
+        fd, st = open_or_stat(path) if index is None else (None, st or path.stat())
         ref.size, ref.updated = st.st_size, st.st_mtime
-        hit = index.hit(str(path), st, None, FIELDS) if index is not None else None
-        if hit is not None:
-            return fill(ref, hit)
         if st.st_size <= 2 * HEAD_TAIL:        # small: read whole, its lines judged from the bytes
             from histmig.tools.pi.rowfacts import objects_of_bytes
             opened, fd = fd, None                # _read_whole closes it

@@ -41,27 +41,28 @@ class Row:
     __slots__ = ("prompt", "provider", "messages", "broken")
 
     def __init__(self, head: list[Any], tail: list[Any]):
-        self.prompt = self.provider = None
-        self.messages = self.broken = 0
+        prompt = provider = None
+        messages = broken = 0
         for objs, in_head in ((head, True), (tail, False)):
-            for obj in objs:
+            for obj in objs:            # (one frame for every line: a call per message cost a fifth)
                 if obj is None:
-                    self.broken += 1        # kept as bytes: not blank, and not a JSON object
-                elif obj is not BLANK and obj.get("type") == "message":
-                    msg = obj.get("message")
-                    if isinstance(msg, dict):
-                        self._message(msg, in_head)
-
-    def _message(self, msg: dict, in_head: bool) -> None:
-        role = msg.get("role")
-        if role == "assistant":
-            self.messages += in_head
-            if isinstance(msg.get("provider"), str):
-                self.provider = msg["provider"]
-        elif role == "user":
-            self.messages += in_head
-            if in_head and self.prompt is None:
-                self.prompt = next((t.strip() for t in _texts(msg.get("content")) if t.strip()), None)
+                    broken += 1         # kept as bytes: not blank, and not a JSON object
+                    continue
+                if obj is BLANK or obj.get("type") != "message":
+                    continue
+                msg = obj.get("message")
+                if not isinstance(msg, dict):
+                    continue
+                role = msg.get("role")
+                if role == "assistant":
+                    messages += in_head
+                    if isinstance(msg.get("provider"), str):
+                        provider = msg["provider"]
+                elif role == "user":
+                    messages += in_head
+                    if in_head and prompt is None:
+                        prompt = next((t.strip() for t in _texts(msg.get("content")) if t.strip()), None)
+        self.prompt, self.provider, self.messages, self.broken = prompt, provider, messages, broken
 
 
 def _texts(content: Any) -> list[str]:
@@ -76,5 +77,12 @@ def _texts(content: Any) -> list[str]:
 def objects_of_bytes(data: bytes) -> list[Any]:
     """:func:`objects` of the lines of a file read whole into ``data``, without a ``Line`` per line
     (``jsonl.parsed_lines`` splits, judges and parses them as ``Line`` does)."""
-    from histmig.jsonio.jsonl import parsed_lines
-    return [BLANK if p is None else p[0] if isinstance(p[0], dict) else None for p in parsed_lines(data)]
+    from histmig.jsonio.jsonl import bodies, canonical_values, parse_json
+    values = canonical_values(data)
+    if values is not None:      # (parsed_lines' first step, without a generator and a tuple per line)
+        return [v if isinstance(v, dict) else None for v in values]     # no canonical line is blank
+    out: list[Any] = []
+    for body in bodies(data):   # (parsed_lines' other path: canonical_values not tried twice)
+        obj = BLANK if body is None else parse_json(body)[0]
+        out.append(obj if obj is BLANK or isinstance(obj, dict) else None)
+    return out

@@ -232,12 +232,16 @@ def _index_hit(path: Path, index: Any) -> SessionRef | None:
         st = path.stat()
     except OSError:
         return None
-    hit = index.hit(str(path), st, None, FIELDS)
+    key = str(path)
+    hit = index.hit(key, st, None, FIELDS)
     if hit is None:
         return None
     from histmig.core.scanindex import fill
-    ref = SessionRef(format=NAME, id=path.stem, path=path, archived=path.parent.name == "archive")
-    ref.size, ref.updated = st.st_size, st.st_mtime
+    # (``chat_files``' names: ``<uuid>.jsonl`` under ``chats`` or ``chats/archive``; the name and folder
+    # from the path's text, not two more Path objects per warm row)
+    folder, _, name = key.rpartition(os.sep)
+    ref = SessionRef(format=NAME, id=name[:-6], path=path, archived=folder.rpartition(os.sep)[2] == "archive",
+                     size=st.st_size, updated=st.st_mtime)
     return fill(ref, hit)
 
 
