@@ -16,7 +16,7 @@ Generic: the formats decide what goes in ``fields`` and ``resume``; this module 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -54,6 +54,20 @@ def fill(ref: Any, fields: dict) -> Any:
     if "extra" in fields:
         own["extra"] = dict(fields["extra"])
     return ref
+
+
+def indexed(index: Any, path: Any, cwd: str | None, names: tuple[str, ...],
+            make: Callable[[os.stat_result], Any]) -> tuple[Any, os.stat_result | None]:
+    """A listing row of ``path`` from the index: ``(make(st)`` filled with the stored fields``, st)``
+    when the file is unchanged since they were stored (the stored id replaces the file name's: the name
+    is not parsed); ``(None, st)`` on a miss; ``(None, None)`` when the stat fails (the caller states
+    the file again, where the error becomes the row's). One ``stat`` either way."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None
+    hit = index.hit(str(path), st, cwd, names)
+    return (None, st) if hit is None else (fill(make(st), hit), st)
 
 
 def _sound(name: str, value: Any) -> bool:

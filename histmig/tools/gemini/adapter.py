@@ -178,16 +178,11 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
     changes the cwd through the markers, not the file)."""
     st = None
     if index is not None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            pass                        # (stated again below, where an error becomes the row's)
-        else:
-            hit = index.hit(str(path), st, cwd, FIELDS)
-            if hit is not None:         # the stored id replaces the file name's: the name is not parsed
-                from histmig.core.scanindex import fill
-                return fill(SessionRef(format=NAME, id="", path=path, cwd=cwd, size=st.st_size,
-                                       updated=st.st_mtime), hit)
+        from histmig.core.scanindex import indexed
+        ref, st = indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
+            format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))
+        if ref is not None:
+            return ref
     ref = SessionRef(format=NAME, id=path.stem, path=path, cwd=cwd)
     fd = None
     try:       # without an index to ask, a small file's stat is the fstat of its open (one syscall less)

@@ -200,15 +200,11 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
     first line is no header is not Pi's (None)."""
     st = None
     if index is not None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            pass                        # (stated again below, where an error becomes the row's)
-        else:
-            hit = index.hit(str(path), st, None, FIELDS)
-            if hit is not None:         # the stored id replaces the file name's: the name is not parsed
-                from histmig.core.scanindex import fill
-                return fill(SessionRef(format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime), hit)
+        from histmig.core.scanindex import indexed
+        ref, st = indexed(index, path, None, FIELDS, lambda st: SessionRef(
+            format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))
+        if ref is not None:
+            return ref
     from histmig.core.scanindex import fields_of, head_hash
     ref = SessionRef(format=NAME, id=id_from_name(path), path=path)
     fd = None
