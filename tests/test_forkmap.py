@@ -125,3 +125,32 @@ def test_fork_stream_works_ahead_while_the_worker_is_slow():
     assert [[ev[:2] for ev in evs] for evs in got] == [[(x, k) for k in range(x % 3 * 200 + 1)] for x in items]
     by_worker = {evs[0][0] for evs in got if evs and evs[0][2]}
     assert by_worker and len(by_worker) < len(items) / 2     # this process made most of them
+
+
+def _reaps(monkeypatch) -> list[bool]:
+    """The ``kill`` flag of each worker reaped from now on."""
+    kills: list[bool] = []
+    real = forkmap._reap
+
+    def reap(pid, fd, *, kill):
+        kills.append(kill)
+        real(pid, fd, kill=kill)
+    monkeypatch.setattr(forkmap, "_reap", reap)
+    return kills
+
+
+def test_a_stream_read_to_its_end_waits_for_its_worker(monkeypatch):
+    kills = _reaps(monkeypatch)
+    items = list(range(20))
+    # the callers' pattern (doctor, convert): the stream first in the zip, so zip takes its end
+    got = [list(evs) for evs, _ in zip(forkmap.fork_stream(_events, items, [1000] * 20, min_weight=0), items)]
+    assert len(got) == 20 and kills == [False]
+
+
+def test_a_stream_dropped_before_its_end_kills_its_worker(monkeypatch):
+    kills = _reaps(monkeypatch)
+    stream = forkmap.fork_stream(_events, list(range(20)), [1000] * 20, min_weight=0)
+    for _ in range(3):
+        list(next(stream))
+    stream.close()
+    assert kills == [True]

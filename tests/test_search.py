@@ -261,10 +261,13 @@ def test_a_search_shared_with_a_worker_prints_what_one_process_prints(home, monk
     alone = [run(home, *args, *extra) for extra in ((), ("--json",))]
     monkeypatch.setattr(search, "MIN_FORK", 0)
     monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    kills, reap = [], forkmap._reap
+    monkeypatch.setattr(forkmap, "_reap", lambda pid, fd, *, kill: (kills.append(kill), reap(pid, fd, kill=kill)))
     shared = [run(home, *args, *extra) for extra in ((), ("--json",))]
     for a, b in zip(alone, shared):
         assert (a.exit_code, a.stdout, a.stderr) == (b.exit_code, b.stdout, b.stderr)
     assert alone[0].stdout.strip()
+    assert kills and not any(kills)          # each worker waited for at the stream's end, never killed
 
 
 def test_broken_lines_read_by_a_worker_are_named_as_one_process_names_them(edited, monkeypatch):

@@ -207,7 +207,9 @@ def fork_stream(fn: Callable[[Any], Any], items: Sequence[Any], weights: Sequenc
     frames through a second pipe; while this process waits for one of them it works on items of its
     own taken meanwhile, holding at most ``AHEAD_MAX`` of their events. Memory: frames, never a whole
     result. A worker that fails costs time only: its items (the events given skipped) are done here.
-    Each iterator must be consumed, or dropped, before the next one is taken."""
+    Each iterator must be consumed, or dropped, before the next one is taken. A reader takes the
+    stream's end too (one ``next`` past the last item; ``zip`` with the stream first does), so the
+    worker, done by then, is waited for: a stream dropped before its end (an error, ^C) kills it."""
     n = len(items)
     if (min(cpus() if ncpu is None else ncpu, 2, n) < 2 or sum(weights) < min_weight or n * _TOKEN.size > PIPE_BYTES
             or not hasattr(os, "fork") or sys.platform != "linux"):

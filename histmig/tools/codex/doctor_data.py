@@ -168,7 +168,8 @@ def _read_all(files: list[tuple[Path, bool, os.stat_result]], histories: Histori
 
     def read(i: int):
         yield read_rollout(files[i][0], archived=files[i][1], needs_of=histories.needs_of)
-    for i, events in zip(todo, fork_stream(read, todo, [files[i][2].st_size for i in todo])):
+    # the stream first: zip takes its end (the worker waited for, not killed) before it stops
+    for events, i in zip(fork_stream(read, todo, [files[i][2].st_size for i in todo]), todo):
         r = next(iter(events))
         out[i] = r
         keep = r.error is None and not r.offsets

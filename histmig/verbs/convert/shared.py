@@ -55,7 +55,7 @@ def converted(run: Run, refs: list[SessionRef]) -> Iterator[tuple[Outcome, list[
     done: dict[tuple[str, str], str] = {}     # this run's conversions so far, in the sessions' order
     events = fork_stream(one, refs, [1] * len(refs), min_weight=MIN_SESSIONS)
     try:
-        for ref, got in zip(refs, events):
+        for got, ref in zip(events, refs):     # the stream first: its end is taken (worker waited for)
             ev = next(iter(got))
             if isinstance(ev, _Raised):
                 raise ev.error

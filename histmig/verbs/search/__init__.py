@@ -120,6 +120,8 @@ class Search:
                 else:
                     self._unreadable(ref, *ev[1:])
             self.matched += found
+        # the stream's end: its worker is waited for (one dropped before it is killed: core/forkmap.py)
+        next(stream, None)
 
     # ---- one session: its events, made here or in a worker ---------------------------------------
 
