@@ -3,7 +3,9 @@ transaction's journal (``undo-by`` and ``undone``: one write and one fsync, hist
 ``mark_undo``). An undo of a flip is crashed before every counted operation, then each journal
 loses every byte written after its last fsync (the power-loss view; files are kept as the crash
 left them). ``recover`` and one more ``undo`` must then leave every session file exactly as before
-the flip, and the flip ``undone``: nothing the undo did or was asked to do is lost."""
+the flip, and the flip ``undone``: nothing the undo did or was asked to do is lost. Run twice: without the flip's
+``settled`` stats (undo writes temps) and with them a second old (undo renames the flip's backups,
+the original inodes, into place: histmig/apply/batch.py "Putting an inode back")."""
 from __future__ import annotations
 
 import os
@@ -20,6 +22,7 @@ from histmig.apply.journal import JOURNAL, list_transactions
 from histmig.tools import resolve_homes
 from histmig.verbs.flip import plan_flip
 from test_apply_fixtures import no_temps, snapshot
+from test_undo_settled import SECOND, edit_journal, stat_later
 
 HOUR = 3600 * 10**9
 
@@ -53,8 +56,11 @@ class _PowerCut(fsio.FS):
             self.synced[str(label)] = os.fstat(fd).st_size
 
 
-def _flipped(h) -> tuple[dict, str]:
-    """A fresh tree, flipped; the session files before the flip and the flip's txid."""
+def _flipped(h, settled: bool) -> tuple[dict, str]:
+    """A fresh tree, flipped; the session files before the flip and the flip's txid. ``settled``: as
+    if the flip had taken its last stats a second later (its files then count as untouched); else
+    without them (how many count as untouched would depend on the clock, and so would the undo's
+    operations, which the crash points count)."""
     for d in (h.codex, h.state):
         shutil.rmtree(d, ignore_errors=True)
     paths = home_with(h.codex, {tid(i): rollout(tid(i), turns=2) for i in range(1, 4)})
@@ -62,7 +68,12 @@ def _flipped(h) -> tuple[dict, str]:
     for p in paths.values():
         os.utime(p, ns=(old, old))
     before = _files(h)
-    return before, apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
+    txid = apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
+    if settled:
+        stat_later(h.state / "tx" / txid, SECOND)
+    else:         # no stats (an older journal): every file written as a temp, whatever the clock did
+        edit_journal(h.state / "tx" / txid, lambda r: None if r["kind"] == "settled" else r)
+    return before, txid
 
 
 def _files(h) -> dict:
@@ -101,9 +112,10 @@ def _cut_journals(note: str) -> None:
 
 
 @pytest.mark.slow
-def test_undo_crashed_at_every_operation_recovers_and_loses_nothing(tmp_path):
+@pytest.mark.parametrize("settled", [False, True], ids=["temps", "inodes-put-back"])
+def test_undo_crashed_at_every_operation_recovers_and_loses_nothing(tmp_path, settled):
     h = resolve_homes()
-    before, txid = _flipped(h)
+    before, txid = _flipped(h, settled)
     flipped = _files(h)
     assert flipped != before
     flip_journal = h.state / "tx" / txid / JOURNAL
@@ -111,10 +123,12 @@ def test_undo_crashed_at_every_operation_recovers_and_loses_nothing(tmp_path):
         assert histmig("undo").exit_code == 0
     assert _files(h) == before
     n_ops = spy.count
+    left = [n for n in os.listdir(h.state / "tx" / txid / "b") if not n.endswith(".sqlite")]
+    assert (left == []) == settled, left          # settled: every backup renamed into place
     assert n_ops > 20 and spy.log[-1] == ("fsync", str(flip_journal))    # the mark is the last step
     lost_mark = 0
     for k in range(1, n_ops + 1):
-        before, txid = _flipped(h)
+        before, txid = _flipped(h, settled)
         flipped = _files(h)
         flip_size = (h.state / "tx" / txid / JOURNAL).stat().st_size    # durable: the flip committed
         note = str(tmp_path / f"synced-{k}")

@@ -3,8 +3,10 @@
 folders per batch, intents and dones journaled once per batch), every file it rewrites is backed up
 by a hard link, never copied, as the apply's was, and the undone transaction's journal gets its
 ``undo-by`` and ``undone`` records with one fsync. Measured on the 2,000-session bench tree
-(strace -f -c): the apply 60 syncfs, 98 fsync, 20 fdatasync (SQLite), 1,796 link; its undo 58, 97
-(96 with the one-fsync mark), 20, 1,796; both write 769 MiB."""
+(strace -f -c, docs/safety.md "What undo writes"): the apply 6 syncfs, 17 fsync, 20 fdatasync
+(SQLite), writing 806 MB; its undo, each file's original inode renamed back into place, 4, 15, 20,
+writing 23 MB. Here some files may be put back that way and some written as temps (the clock
+decides which count as untouched): the counts hold either way."""
 from __future__ import annotations
 
 import os

@@ -31,6 +31,16 @@ salvage copies complete lines that reached the old inode, the hard-link backup k
 and the scan after the last batch warns if a writer still holds an old inode. The window is at most
 ``SWEEP_EVERY`` (0: none) plus one batch, not the whole apply.
 
+Putting an inode back (an op's ``restore_from``: undo of a file untouched since the apply, whose
+hard-link backup is the original inode, untouched too): step 1 also checks that source (one name,
+the file's device, its sha256 and size the result's while its stat held still, the file's ctime
+the plan's), the intent names it (``from``, ``from_id``), steps 3 to 5 skip it (nothing is
+written), and step 6 renames the source over the file instead of a temp: no byte is copied, and
+the file gets its own inode, mode, owner, xattrs and mtime back. Anything else (a source changed,
+held open by a writer, on another device) writes the temp as for any rewrite. A rollback first
+gives the source its name back (histmig/apply/rollback.py ``_revert_replace``), so the original
+inode is never left without one (docs/safety.md "What undo writes").
+
 inplace, per batch: re-stat → one writer scan → intents (one fsync) → pwrite + times → all files
 durable together → dones.
 """
@@ -38,6 +48,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -50,6 +61,7 @@ from histmig.apply.creates import batch_size
 from histmig.apply.files import (RETRY, Ctx, VerifyError, changed_since_check, unlink_quiet, copy_meta, make_backup,
                                  pre_state, salvage, verify)
 from histmig.apply.options import Prepared, key
+from histmig.apply.ranges import sha_range
 from histmig.core.diagnostics import Skip
 from histmig.core.livewriters import open_writers
 from histmig.core.plan import b64
@@ -79,6 +91,7 @@ class Item:
     journaled: bool = False
     replaced: bool = False
     outcome: object = None         # None (go on / done), RETRY, or a Skip
+    source: os.stat_result | None = None   # put back by renaming ``prep.restore``'s file (checked: this stat)
 
     @property
     def label(self) -> str:
@@ -114,14 +127,17 @@ def _replace_round(ctx: Ctx, preps: list[Prepared], attempt: int) -> list[Item]:
     folders: dict[tuple, int] = {}      # one descriptor per folder of the batch, shared by its files
     try:
         live = _open_and_back_up(ctx, items, attempt, folders)
+        _check_sources(ctx, live)
         _journal_intents(ctx, live)
         live = _write_temps(ctx, live)
-        streamed = [it for it in live if it.prep.streamed]
+        streamed = [it for it in live if it.prep.streamed and it.source is None]
         _journal_ready(ctx, streamed)       # written here, made durable by the temps' sync just below
-        ctx.fs.fsync_batch([(it.tfd, it.label + " (temp)") for it in live]
-                           + ([ctx.journal.sync_item()] if streamed else []))
+        syncs = ([(it.tfd, it.label + " (temp)") for it in live if it.source is None]
+                 + ([ctx.journal.sync_item()] if streamed else []))
+        if syncs:                           # (none: every file of the batch is put back by a rename)
+            ctx.fs.fsync_batch(syncs)
         _close(items, "tfd")
-        parallel_map(_verify, [it for it in live if not it.prep.streamed or it.prep.plain_sha])
+        parallel_map(_verify, [it for it in live if it.source is None and (not it.prep.streamed or it.prep.plain_sha)])
         _replace_all(ctx, live)
         done = [it for it in live if it.replaced]
         _sync_folders(ctx, done)
@@ -184,6 +200,49 @@ def _open_and_back_up(ctx: Ctx, items: list[Item], attempt: int, folders: dict[t
     return live
 
 
+def _check_sources(ctx: Ctx, live: list[Item]) -> None:
+    """Which files of the batch are put back by renaming their op's ``restore_from`` (module
+    docstring): the plan's hash of the file is trusted and its ctime is still the plan's (``st0``,
+    taken before this batch linked its backup), and the source is a regular file with one name, on
+    the file's device, whose size and sha256 are the result's, its stat the same before and after
+    the hash. Any other is written as a temp (``prep.restore`` dropped)."""
+    todo = [it for it in live if it.prep.restore is not None]
+    for it, st in zip(todo, parallel_map(_source_ok(ctx), todo)):
+        if st is None:
+            it.prep.restore = None
+        else:
+            it.source = st
+            it.prep.post_sha = it.prep.restore[1]
+
+
+def _source_ok(ctx: Ctx):
+    def check(it: Item) -> os.stat_result | None:
+        p = it.prep
+        path, sha, size = p.restore
+        if not ctx.opts.trust_plan_hash or it.st0.st_ctime_ns != p.op.expect.ctime_ns or size != p.post_size:
+            return None
+        try:
+            fd = fsio.open_read(path)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_dev != it.st0.st_dev
+                    or st.st_size != size or sha_range(fd, 0, size) != sha):
+                return None
+            return st if _source_key(os.lstat(path)) == _source_key(st) == _source_key(os.fstat(fd)) else None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    return check
+
+
+def _source_key(st: os.stat_result) -> tuple:
+    """What changes when a file is written, renamed, linked or chmodded (ctime cannot be set back)."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink
+
+
 def _temp_for(ctx: Ctx, p: Prepared, attempt: int, st: os.stat_result) -> str:
     """The temp's path: in the journal's staging folder (absolute; ``dir_fd`` ignores it) when it
     is on the file's device, else ``.<name>.<txid>.histmig-tmp`` beside the file. The intent
@@ -203,10 +262,18 @@ def _journal_intents(ctx: Ctx, live: list[Item]) -> None:
     recs = [("intent", {"n": it.prep.n, "method": "replace", "path": it.prep.path, "tmp": it.tmp,
                         "backup": it.backup_rec, "pre": pre_state(it.st0, it.prep.pre_sha, it.src),
                         "post": {"sha256": it.prep.post_sha, "size": it.prep.post_size},
-                        "session": it.prep.session, **_edits(it.prep, it.st0)}) for it in live]
+                        "session": it.prep.session, **_edits(it.prep, it.st0), **_from(it)}) for it in live]
     ctx.journal.append_many(recs)
     for it in live:
         it.journaled = True
+
+
+def _from(it: Item) -> dict:
+    """``from`` and ``from_id``: the file renamed into place and its (dev, ino), for a rollback to give
+    it its name back (histmig/apply/rollback.py ``_revert_replace``)."""
+    if it.source is None:
+        return {}
+    return {"from": it.prep.restore[0], "from_id": [it.source.st_dev, it.source.st_ino]}
 
 
 # The edits an intent journals for undo: a flip's are a few short values per file; a move's, one
@@ -258,6 +325,8 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
     unchanged."""
     fs, opened = ctx.fs, []
     for it in live:
+        if it.source is not None:
+            continue                  # renamed into place by _replace_all: no temp
         try:
             if os.path.isabs(it.tmp) and not os.access(".", os.W_OK | os.X_OK, dir_fd=it.dfd,
                                                        effective_ids=os.access in os.supports_effective_ids):
@@ -272,7 +341,7 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
     for it in small:                  # in plan order: thread start-up would cost more than it saves
         _fill_temp(ctx, it)
     parallel_map(lambda it: _fill_temp(ctx, it), [it for it in opened if it.st0.st_size >= PARALLEL_MIN], workers=2)
-    return [it for it in opened if it.outcome is None]
+    return [it for it in live if it.outcome is None]      # (a temp not made: its Skip is the outcome)
 
 
 def _fill_temp(ctx: Ctx, it: Item) -> None:
@@ -327,7 +396,8 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
     fs = ctx.fs
     holders = {}
     if live and time.monotonic() - ctx.swept >= SWEEP_EVERY:
-        holders = open_writers([it.inode for it in live])
+        holders = open_writers([it.inode for it in live]
+                               + [(it.source.st_dev, it.source.st_ino) for it in live if it.source is not None])
         ctx.swept = time.monotonic()
     for it in live:
         p = it.prep
@@ -342,10 +412,23 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
             else:
                 it.outcome = changed_since_check(ctx, p, st1, it.src)
             continue
+        if it.source is not None and not _source_still(it, holders):
+            p.restore, it.outcome = None, RETRY      # written as a temp in the next round
+            continue
         fs.point("before-replace", it.label)
-        fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
+        fs.replace(it.tmp if it.source is None else p.restore[0], p.name, dir_fd=it.dfd, label=it.label)
         it.replaced = True
         fs.point("after-replace", it.label)
+
+
+def _source_still(it: Item, holders: dict) -> bool:
+    """The source to rename into place is still the file :func:`_check_sources` hashed, and no
+    process holds it open for writing (its appends would then land in the restored file)."""
+    try:
+        st = os.lstat(it.prep.restore[0])
+    except OSError:
+        return False
+    return _source_key(st) == _source_key(it.source) and (st.st_dev, st.st_ino) not in holders
 
 
 def final_sweep(ctx: Ctx) -> None:
@@ -361,7 +444,14 @@ def _sync_folders(ctx: Ctx, done: list[Item]) -> None:
     seen: dict[str, int] = {}
     for it in done:
         seen.setdefault(os.path.dirname(it.label), it.dfd)
-    ctx.fs.fsync_batch([(fd, folder) for folder, fd in seen.items()])
+    # the folders a source left (renamed into place): their entries are gone
+    left = {os.path.dirname(it.prep.restore[0]) for it in done if it.source is not None}
+    opened = [(os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), d) for d in sorted(left)]
+    try:
+        ctx.fs.fsync_batch([(fd, folder) for folder, fd in seen.items()] + opened)
+    finally:
+        for fd, _d in opened:
+            os.close(fd)
 
 
 def _cleanup(ctx: Ctx, items: list[Item]) -> None:

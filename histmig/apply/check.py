@@ -97,7 +97,17 @@ def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
             idents.add(cols)
         if isinstance(op, WriteFile):
             _check_patches(op)
+            if op.restore_from is not None:
+                _check_restore_from(op, homes)
     return roots
+
+
+def _check_restore_from(op: WriteFile, homes: Homes) -> None:
+    """A file to rename into place lies in a transaction's folder of this state dir (undo names the
+    undone apply's backup), never in a tool's home or anywhere else."""
+    src = _clean(op.restore_from[0])
+    if not _under(os.path.realpath(src), os.path.realpath(Path(homes.state) / "tx")):
+        raise _invalid(f"{src} is not in the state dir's transactions")
 
 
 def _sql_columns(op) -> list[str]:
@@ -463,6 +473,8 @@ def _check_spans(prep: Prepared, src: int) -> None:
     prep.pre_sha = op.expect.sha256
     prep.post_sha = None
     prep.post_size = prep.base_size + sum(len(p.new) - len(p.old) for p in op.patches)
+    if op.restore_from is not None and op.restore_from[2] == prep.post_size:
+        prep.restore = op.restore_from
 
 
 def touches(preps: list[Prepared], folder: Path) -> bool:

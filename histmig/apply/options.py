@@ -94,6 +94,7 @@ class Prepared:
     plain_size: int = 0
     dirs: list[str] = field(default_factory=list)   # folders to create (create / rename)
     dst: str = ""                # rename target (real path)
+    restore: tuple[str, str, int] | None = None   # op.restore_from, while apply may still use it (batch.py)
     skip: Skip | None = None
 
     @property

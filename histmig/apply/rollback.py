@@ -97,6 +97,8 @@ def _revert_replace(fs: fsio.FS, folder: Path, rec: dict, how: Undo) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         st = None
+    if rec.get("from") and st is not None and not _source_named(fs, rec, path, st, how):
+        return
     if st is not None and (st.st_dev, st.st_ino) == (pre["dev"], pre["ino"]):
         _drop_link_backup(fs, backup, pre)
         return  # never replaced, or already put back
@@ -116,6 +118,26 @@ def _revert_replace(fs: fsio.FS, folder: Path, rec: dict, how: Undo) -> None:
     if tail and how.strict:
         return how.skip(path, f"modified since apply ({len(tail)} bytes appended); not restored", "appended")
     _restore(fs, folder, rec, backup, keep if how.strict else None, tail or b"", how, st)
+
+
+def _source_named(fs, rec: dict, path: str, st: os.stat_result, how: Undo) -> bool:
+    """A file put back by renaming ``from`` into place (histmig/apply/batch.py): while the path
+    holds that inode (``from_id``), ``from`` gets its name back (a hard link, made durable) before
+    anything replaces the path, so the inode is never left without a name. False: ``from`` holds
+    another file, and the path is left as it is (named)."""
+    if [st.st_dev, st.st_ino] != rec.get("from_id"):
+        return True                   # not renamed into place yet, or already replaced again
+    src = rec["from"]
+    try:
+        other = os.lstat(src)
+    except FileNotFoundError:
+        fs.link(path, src, label=src)
+        fs.fsync_dir(os.path.dirname(src))
+        return True
+    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+        return True                   # linked by an earlier (interrupted) rollback
+    how.skip(path, f"{src} holds another file; the restored file is left in place", "source-taken")
+    return False
 
 
 def _drop_link_backup(fs, backup: Path, pre: dict) -> None:

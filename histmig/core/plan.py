@@ -155,6 +155,8 @@ class Op:
         dicts. Optional fields added later are left out while unset, so older plans keep their bytes."""
         d: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
+            if f.name in _IN_PROCESS:
+                continue
             value = getattr(self, f.name)
             if value is None and f.name in _OMIT_WHEN_UNSET:
                 continue
@@ -167,6 +169,7 @@ class Op:
 
 
 _OMIT_WHEN_UNSET = {"new_bytes", "dir_mode", "mtime_ns", "data_path", "sha256", "size"}
+_IN_PROCESS = {"restore_from"}     # hints of the process that planned: never written to a plan file
 
 
 def _encode(value: Any) -> Any:
@@ -199,12 +202,19 @@ class WriteFile(Op):
     session: dict[str, str] | None = None
     reason: str = ""
     mtime_ns: int | None = None     # set this mtime (undo puts the old one back); None: keep the file's
+    # ``(path, sha256, size)``: a file in the state dir's transactions that holds exactly the patched
+    # result (undo: the undone apply's hard-link backup, the original inode); apply may rename it into
+    # place instead of writing the result (histmig/apply/batch.py, "Putting an inode back"). This
+    # process's only: never in a plan file.
+    restore_from: tuple[str, str, int] | None = None
 
     def __init__(self, path: str, expect: Fingerprint, patches: tuple[Patch, ...] = (), new_bytes: bytes | None = None,
                  compression: str | None = None, level: int = 3, in_place_ok: bool = False,
-                 session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None) -> None:
+                 session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None,
+                 restore_from: tuple[str, str, int] | None = None) -> None:
         self.__dict__.update(path=path, expect=expect, patches=patches, new_bytes=new_bytes, compression=compression,
-                             level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns)
+                             level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
+                             restore_from=restore_from)
 
     def describe(self) -> str:
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
@@ -412,6 +422,8 @@ def op_from_dict(d: dict[str, Any]) -> Op:
     if "expect" in d and cls in (WriteFile, Rename, Delete, RmDir):
         d["expect"] = Fingerprint.from_dict(d["expect"])
     if cls is WriteFile:
+        if "restore_from" in d:
+            raise RefusedError("invalid plan: a write names a file to put in place instead of carrying its patches")
         d["patches"] = tuple(Patch.from_dict(p) for p in d.get("patches", ()))
         if "new_bytes" in d:
             d["new_bytes"] = unb64(d["new_bytes"])

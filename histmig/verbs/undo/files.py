@@ -75,12 +75,12 @@ def _fingerprint(st: os.stat_result, sha: str) -> Fingerprint:
 
 
 def _write(path: str, rec: dict, patches: list[Patch], expect: Fingerprint, tail: bool, reason: str,
-           in_place_ok: bool = False) -> WriteFile:
+           in_place_ok: bool = False, restore_from: tuple[str, str, int] | None = None) -> WriteFile:
     """The inverse rewrite; the old mtime comes back unless a client wrote to the file since."""
     return WriteFile(path=path, expect=expect, patches=tuple(patches),
                      in_place_ok=in_place_ok and all(not p.delta for p in patches),
                      session=rec.get("session"), reason=reason,
-                     mtime_ns=None if tail else rec["pre"]["mtime_ns"])
+                     mtime_ns=None if tail else rec["pre"]["mtime_ns"], restore_from=restore_from)
 
 
 # -- rewritten files -------------------------------------------------------------------------------
@@ -102,8 +102,10 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     trusted = backup_unchanged(backup, rec)
     left = as_left(path, rec)
     if left is not None and trusted and (back := journaled_inverse(rec)) is not None:
-        # the file is the apply's bytes and the backup its original: the apply's own edits, reversed
-        op = _write(path, rec, back, _fingerprint(left, post["sha256"]), False, "undo")
+        # the file is the apply's bytes and the backup its original: the apply's own edits, reversed;
+        # apply may rename the backup, the original inode, into place instead (histmig/apply/batch.py)
+        op = _write(path, rec, back, _fingerprint(left, post["sha256"]), False, "undo",
+                    restore_from=(backup, pre["sha256"], pre["size"]) if pre.get("sha256") else None)
         return Member(path, [op], edits=[(p.offset, p.delta) for p in back if p.delta], warnings=notes)
     try:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],

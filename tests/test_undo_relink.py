@@ -1,0 +1,156 @@
+"""Undo of a file untouched since its apply puts the original inode back: the apply's hard-link
+backup is renamed into place, nothing is written (histmig/apply/batch.py "Putting an inode back",
+docs/safety.md "What undo writes"). Anything not provably untouched is written as a temp, as
+before; a rollback gives the backup its name back first, so the original inode always has one."""
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+import pytest
+
+from histmig.apply import ApplyFailedError, apply_plan, batch, check_no_unfinished, recover
+from histmig.apply.journal import list_transactions
+from histmig.verbs.flip import plan_flip
+from histmig.verbs.undo.run import undo
+
+from codex_fixtures import home_with, rollout, tid
+from test_move_fixtures import homes
+from test_undo_settled import HOUR, SECOND, stat_later
+
+
+@pytest.fixture
+def flipped():
+    """Three flipped sessions whose originals were last written an hour ago (as on a real disk)."""
+    h = homes()
+    sessions = {tid(i): rollout(tid(i), turns=2) for i in (1, 2, 3)}
+    paths = home_with(h.codex, sessions)
+    old = time.time_ns() - HOUR
+    for p in paths.values():
+        os.utime(p, ns=(old, old))
+    txid = apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
+    return h, paths, sessions, h.state / "tx" / txid, old
+
+
+def _records(folder) -> list[dict]:
+    return [orjson.loads(line) for line in (folder / "journal.jsonl").read_bytes().splitlines()]
+
+
+def _backups(folder) -> list[str]:
+    """The backups of the transaction's rewritten files still in its ``b/`` (not its databases')."""
+    names = {r["backup"]["name"] for r in _records(folder) if r["kind"] == "intent" and r["method"] == "replace"}
+    return sorted(n for n in os.listdir(folder / "b") if n in names) if (folder / "b").is_dir() else []
+
+
+def test_an_untouched_file_gets_its_original_inode_back_and_nothing_is_written(flipped, monkeypatch):
+    h, paths, sessions, folder, old = flipped
+    originals = {r["path"]: r["pre"]["ino"] for r in _records(folder) if r["kind"] == "intent"
+                 and r["method"] == "replace"}
+    stat_later(folder, SECOND)
+    written = []
+    real = batch._fill_temp
+    monkeypatch.setattr(batch, "_fill_temp", lambda ctx, it: (written.append(it.label), real(ctx, it)))
+    out = undo(h)
+    assert out.state == "undone" and written == []
+    for t, p in paths.items():
+        st = os.lstat(p)
+        assert p.read_bytes() == sessions[t] and st.st_mtime_ns == old
+        assert st.st_ino == originals[str(p)] and st.st_nlink == 1
+    assert _backups(folder) == []            # renamed into place, none left behind
+    undo_folder = h.state / "tx" / out.undo_txid
+    intents = [r for r in _records(undo_folder) if r["kind"] == "intent" and r["method"] == "replace"]
+    assert intents and all(r["from"].startswith(str(folder / "b")) and r["from_id"][1] == originals[r["path"]]
+                           for r in intents)
+    assert len(_backups(undo_folder)) == len(paths)    # the flipped files: kept as any undo keeps them
+
+
+def test_a_backup_linked_elsewhere_after_the_plan_is_copied_instead(flipped, monkeypatch, tmp_path):
+    """The engine's own check: a source with a second name would leave it behind (nlink 2)."""
+    h, paths, sessions, folder, _ = flipped
+    stat_later(folder, SECOND)
+    real = batch._check_sources
+
+    def link_first(ctx, live):
+        for it in live:
+            if it.prep.restore is not None:
+                os.link(it.prep.restore[0], tmp_path / os.path.basename(it.prep.restore[0]))
+        real(ctx, live)
+    monkeypatch.setattr(batch, "_check_sources", link_first)
+    before = _backups(folder)
+    out = undo(h)
+    assert out.state == "undone"
+    assert all(p.read_bytes() == sessions[t] for t, p in paths.items())
+    assert _backups(folder) == before        # written as temps: the backups stay where they were
+
+
+def test_a_source_that_changed_before_its_rename_is_written_as_a_temp_in_a_second_round(flipped, monkeypatch):
+    h, paths, sessions, folder, _ = flipped
+    stat_later(folder, SECOND)
+    calls = []
+    real = batch._source_still
+    monkeypatch.setattr(batch, "_source_still", lambda it, holders: calls.append(it.label) and False
+                        or (len(calls) > 1 and real(it, holders)))
+    out = undo(h)
+    assert out.state == "undone" and all(p.read_bytes() == sessions[t] for t, p in paths.items())
+    assert len(_backups(folder)) == 1        # the first was refused, written as a temp: its backup stays
+    retries = [r for r in _records(h.state / "tx" / out.undo_txid) if r["kind"] == "retry"]
+    assert [r["path"] for r in retries] == [calls[0]]
+
+
+def test_an_undo_that_fails_after_a_rename_gives_the_backup_its_name_back(flipped, monkeypatch):
+    h, paths, sessions, folder, _ = flipped
+    flipped_bytes = {t: p.read_bytes() for t, p in paths.items()}
+    originals = {b: os.lstat(folder / "b" / b).st_ino for b in _backups(folder)}
+    stat_later(folder, SECOND)
+    real = batch.salvage
+    seen = []
+
+    def fail_second(ctx, prep, *a):
+        seen.append(prep.path)
+        if len(seen) == 2:
+            raise OSError(5, "Input/output error (injected)")
+        return real(ctx, prep, *a)
+    monkeypatch.setattr(batch, "salvage", fail_second)
+    with pytest.raises(ApplyFailedError):
+        undo(h)
+    monkeypatch.undo()
+    assert {t: p.read_bytes() for t, p in paths.items()} == flipped_bytes     # rolled back
+    assert {b: os.lstat(folder / "b" / b).st_ino for b in _backups(folder)} == originals
+    assert all(os.lstat(p).st_nlink == 1 for p in paths.values())
+    check_no_unfinished(h)
+    out = undo(h)
+    assert out.state == "undone" and all(p.read_bytes() == sessions[t] for t, p in paths.items())
+
+
+def test_an_undo_whose_mark_was_lost_finds_the_original_inodes_back_and_does_nothing(flipped):
+    """A crash between the undo's commit and its ``undone`` mark: the flip still reads committed, its
+    backups are the files now. Undoing it again changes nothing (the committed undo's ``ns`` say what it
+    reverted: docs/safety.md "What undo writes") and marks it."""
+    h, paths, sessions, folder, _ = flipped
+    stat_later(folder, SECOND)
+    kept = (folder / "journal.jsonl").read_bytes()
+    assert undo(h).state == "undone"
+    (folder / "journal.jsonl").write_bytes(kept)         # the mark lost
+    assert {t.txid: t.state for t in list_transactions(h.state)}[folder.name] == "committed"
+    again = undo(h, folder.name)
+    assert again.exit_code == 0 and again.state == "undone" and again.undo_txid is None
+    assert all(p.read_bytes() == sessions[t] for t, p in paths.items())
+    assert recover(h).nothing
+
+
+def test_the_file_to_rename_is_never_in_a_plan_file_and_must_lie_in_the_state_dirs_transactions(flipped):
+    from histmig.apply.check import validate_plan
+    from histmig.core.diagnostics import RefusedError
+    from histmig.core.plan import Fingerprint, Plan, WriteFile, op_from_dict
+    h, paths, _, folder, _ = flipped
+    path = str(next(iter(paths.values())))
+    op = WriteFile(path=path, expect=Fingerprint(), restore_from=(str(folder / "b" / "0.0"), "0" * 64, 1))
+    assert "restore_from" not in op.to_dict()
+    with pytest.raises(RefusedError, match="invalid plan"):
+        op_from_dict({**op.to_dict(), "restore_from": [str(folder / "b" / "0.0"), "0" * 64, 1]})
+    root = str(h.codex)
+    validate_plan(Plan(op="undo", args={}, operations=[op], roots=[root]), h)
+    outside = WriteFile(path=path, expect=Fingerprint(), restore_from=(path, "0" * 64, 1))
+    with pytest.raises(RefusedError, match="not in the state dir's transactions"):
+        validate_plan(Plan(op="undo", args={}, operations=[outside], roots=[root]), h)
