@@ -4,13 +4,15 @@ docs/safety.md "What undo writes"). Anything not provably untouched is written a
 before; a rollback gives the backup its name back first, so the original inode always has one."""
 from __future__ import annotations
 
+import errno
 import os
 import time
 
 import orjson
 import pytest
 
-from histmig.apply import ApplyFailedError, apply_plan, batch, check_no_unfinished, recover
+from histmig import api
+from histmig.apply import ApplyFailedError, apply_plan, batch, check_no_unfinished, fsio, recover
 from histmig.apply.journal import list_transactions
 from histmig.verbs.flip import plan_flip
 from histmig.verbs.undo.run import undo
@@ -154,3 +156,64 @@ def test_the_file_to_rename_is_never_in_a_plan_file_and_must_lie_in_the_state_di
     outside = WriteFile(path=path, expect=Fingerprint(), restore_from=(path, "0" * 64, 1))
     with pytest.raises(RefusedError, match="not in the state dir's transactions"):
         validate_plan(Plan(op="undo", args={}, operations=[outside], roots=[root]), h)
+
+
+def _crash_after_first_rename(h) -> int:
+    """An undo killed (no rollback runs) right after it renamed its first backup into place."""
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        fs = fsio.FS()
+        fs.hooks["after-replace"] = lambda label: os._exit(9)
+        with fsio.using(fs):
+            try:
+                undo(h)
+            finally:
+                os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_gc_between_a_crashed_undo_and_recover_costs_the_original_inode_no_name(flipped):
+    """The undone flip still reads committed after the crash, so gc may take its backups' folder;
+    recover makes it again to give the renamed inode its name back, then puts the flip's file back."""
+    h, paths, _, folder, _ = flipped
+    flipped_bytes = {t: p.read_bytes() for t, p in paths.items()}
+    stat_later(folder, SECOND)
+    assert _crash_after_first_rename(h) == 9
+    api.gc(h, 0, apply=True)
+    assert not (folder / "b").exists()
+    assert recover(h).txids and recover(h).nothing
+    assert {t: p.read_bytes() for t, p in paths.items()} == flipped_bytes
+    assert all(os.lstat(p).st_nlink == 1 for p in paths.values())
+    assert len(os.listdir(folder / "b")) == 1          # the original inode, named again
+    check_no_unfinished(h)
+
+
+def test_a_folder_the_source_cannot_be_renamed_into_goes_the_temp_way_and_is_skipped_there(flipped, monkeypatch):
+    """No rename into an unwritable folder is tried: the file goes the temp way, which skips it and
+    its session (``no-temp``) instead of failing the whole undo."""
+    h, paths, _, folder, _ = flipped
+    stat_later(folder, SECOND)
+    blocked = str(next(iter(paths.values())).parent)
+    real = batch._writable
+    monkeypatch.setattr(batch, "_writable", lambda dfd: os.readlink(f"/proc/self/fd/{dfd}") != blocked and real(dfd))
+    out = undo(h)
+    assert out.state == "partly-undone" and out.exit_code == 3
+    assert {s.code for s in out.skips} == {"no-temp"}
+    assert len(_backups(folder)) == len(paths)               # nothing renamed away
+
+
+def test_a_rename_the_file_system_refuses_is_retried_as_a_temp(flipped):
+    """Another mount of the same file system (EXDEV), or permissions the check did not foresee."""
+    h, paths, sessions, folder, _ = flipped
+    stat_later(folder, SECOND)
+
+    class NoCrossRename(fsio.FS):
+        def replace(self, src, dst, *, dir_fd=None, label=None):
+            if str(src).startswith(str(folder / "b")):
+                raise OSError(errno.EXDEV, "Invalid cross-device link", src)
+            super().replace(src, dst, dir_fd=dir_fd, label=label)
+    with fsio.using(NoCrossRename()):
+        out = undo(h)
+    assert out.state == "undone" and out.exit_code == 0
+    assert all(p.read_bytes() == sessions[t] for t, p in paths.items())
+    assert len(_backups(folder)) == len(paths)               # every file written as a temp

@@ -219,8 +219,9 @@ def _source_ok(ctx: Ctx):
     def check(it: Item) -> os.stat_result | None:
         p = it.prep
         path, sha, size = p.restore
-        if not ctx.opts.trust_plan_hash or it.st0.st_ctime_ns != p.op.expect.ctime_ns or size != p.post_size:
-            return None
+        if (not ctx.opts.trust_plan_hash or it.st0.st_ctime_ns != p.op.expect.ctime_ns or size != p.post_size
+                or not _writable(it.dfd)):
+            return None               # (a folder not writable: the temp path skips the file, naming why)
         try:
             fd = fsio.open_read(path)
         except OSError:
@@ -236,6 +237,11 @@ def _source_ok(ctx: Ctx):
         finally:
             os.close(fd)
     return check
+
+
+def _writable(dfd: int) -> bool:
+    """A file can be renamed into the folder open as ``dfd`` (a temp staged elsewhere, a source)."""
+    return os.access(".", os.W_OK | os.X_OK, dir_fd=dfd, effective_ids=os.access in os.supports_effective_ids)
 
 
 def _source_key(st: os.stat_result) -> tuple:
@@ -328,8 +334,7 @@ def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:
         if it.source is not None:
             continue                  # renamed into place by _replace_all: no temp
         try:
-            if os.path.isabs(it.tmp) and not os.access(".", os.W_OK | os.X_OK, dir_fd=it.dfd,
-                                                       effective_ids=os.access in os.supports_effective_ids):
+            if os.path.isabs(it.tmp) and not _writable(it.dfd):
                 # a staged temp could be created, but not renamed into this folder
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), it.label)
             it.tfd = fs.open_write(it.tmp, dir_fd=it.dfd, label=it.label + " (temp)")
@@ -416,9 +421,25 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
             p.restore, it.outcome = None, RETRY      # written as a temp in the next round
             continue
         fs.point("before-replace", it.label)
-        fs.replace(it.tmp if it.source is None else p.restore[0], p.name, dir_fd=it.dfd, label=it.label)
+        if it.source is None:
+            fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
+        elif not _rename_source(fs, it):
+            continue
         it.replaced = True
         fs.point("after-replace", it.label)
+
+
+def _rename_source(fs, it: Item) -> bool:
+    """Rename the source over the file; a rename the folders refuse (permissions, another mount of
+    the file system) sends the file to the next round as a temp (False), as a source that changed."""
+    try:
+        fs.replace(it.prep.restore[0], it.prep.name, dir_fd=it.dfd, label=it.label)
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EXDEV, errno.EROFS):
+            raise
+        it.prep.restore, it.outcome = None, RETRY
+        return False
+    return True
 
 
 def _source_still(it: Item, holders: dict) -> bool:

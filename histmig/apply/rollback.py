@@ -131,8 +131,12 @@ def _source_named(fs, rec: dict, path: str, st: os.stat_result, how: Undo) -> bo
     try:
         other = os.lstat(src)
     except FileNotFoundError:
+        folder = os.path.dirname(src)
+        if not os.path.isdir(folder):      # ``gc`` took the undone apply's backups meanwhile (it was
+            fs.mkdir(folder, 0o700, label=folder)   # still committed): the inode needs a name all the same
+            fs.fsync_dir(os.path.dirname(folder))
         fs.link(path, src, label=src)
-        fs.fsync_dir(os.path.dirname(src))
+        fs.fsync_dir(folder)
         return True
     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
         return True                   # linked by an earlier (interrupted) rollback
