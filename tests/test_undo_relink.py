@@ -6,33 +6,21 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 
 import orjson
 import pytest
 
 from histmig import api
-from histmig.apply import ApplyFailedError, apply_plan, batch, check_no_unfinished, fsio, recover
+from histmig.apply import ApplyFailedError, batch, check_no_unfinished, fsio, recover
 from histmig.apply.journal import list_transactions
-from histmig.verbs.flip import plan_flip
 from histmig.verbs.undo.run import undo
 
-from codex_fixtures import home_with, rollout, tid
-from test_move_fixtures import homes
-from test_undo_settled import HOUR, SECOND, stat_later
+from test_undo_settled import SECOND, flipped_tree, stat_later
 
 
 @pytest.fixture
 def flipped():
-    """Three flipped sessions whose originals were last written an hour ago (as on a real disk)."""
-    h = homes()
-    sessions = {tid(i): rollout(tid(i), turns=2) for i in (1, 2, 3)}
-    paths = home_with(h.codex, sessions)
-    old = time.time_ns() - HOUR
-    for p in paths.values():
-        os.utime(p, ns=(old, old))
-    txid = apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
-    return h, paths, sessions, h.state / "tx" / txid, old
+    return flipped_tree()
 
 
 def _records(folder) -> list[dict]:

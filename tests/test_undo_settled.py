@@ -29,7 +29,12 @@ SECOND = 10**9
 
 @pytest.fixture
 def flipped(tmp_path):
-    """Three flipped sessions whose originals were last written an hour ago (as on a real disk)."""
+    return flipped_tree()
+
+
+def flipped_tree():
+    """Three flipped sessions whose originals were last written an hour ago (as on a real disk):
+    ``(homes, paths, bytes, the flip's journal folder, the originals' mtime)``."""
     h = homes()
     sessions = {tid(i): rollout(tid(i), turns=2) for i in (1, 2, 3)}
     paths = home_with(h.codex, sessions)
