@@ -75,13 +75,13 @@ print(n)
 # the warm scan's floor with histmig's start-up in it: the interpreter and click alone take longer than
 # walking and stating 2,000 files (docs/bench.md, "Listings"), so the walk runs after the same imports
 WALK_STAT_CLI = "import histmig.cli  # what every histmig command loads before it starts\n" + WALK_STAT
-# the cold listing's floor for small sessions (Pi, Gemini: a few KB each): every file read, every line
-# of a .jsonl and every .json parsed, after the same start-up (docs/bench.md, "Listings")
 # search's floor after the same start-up: that process becomes grep (exec: no second start-up)
 GREP_CLI = """import histmig.cli  # what every histmig command loads before it starts
 import os, sys
 os.execvp("grep", ["grep", *sys.argv[1:]])
 """
+# the cold listing's floor for small sessions (Pi, Gemini: a few KB each): every file read, every line
+# of a .jsonl and every .json parsed, after the same start-up (docs/bench.md, "Listings")
 READ_PARSE_CLI = """import histmig.cli  # what every histmig command loads before it starts
 import os, sys, orjson
 n = 0
@@ -382,12 +382,11 @@ def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
         row = Row(f"`{' '.join(args)}` ({tree})", f"{floor} of the same files")
         # the Codex -s rows also against grep after histmig's start-up (docs/bench.md, "Search")
         started = Row(row.command, f"{floor} after histmig's start-up") if tree == "Codex" and "-s" in args else None
-        grep_started = [sys.executable, "-c", GREP_CLI, *shlex.split(grep)[1:]]
         for _ in range(pairs):
             a = b.run(b.hm + args, home, ok=(0, 1))
             row.add(a, b.run(grep, home, shell=True, ok=(0, 1)))
             if started is not None:
-                started.add(a, b.run(grep_started, home, ok=(0, 1)))
+                started.add(a, b.run([sys.executable, "-c", GREP_CLI, *shlex.split(grep)[1:]], home, ok=(0, 1)))
         rows += [row] + ([started] if started is not None else [])
     return rows
 

@@ -3,9 +3,10 @@ transaction's journal (``undo-by`` and ``undone``: one write and one fsync, hist
 ``mark_undo``). An undo of a flip is crashed before every counted operation, then each journal
 loses every byte written after its last fsync (the power-loss view; files are kept as the crash
 left them). ``recover`` and one more ``undo`` must then leave every session file exactly as before
-the flip, and the flip ``undone``: nothing the undo did or was asked to do is lost. Run twice: without the flip's
-``settled`` stats (undo writes temps) and with them a second old (undo renames the flip's backups,
-the original inodes, into place: histmig/apply/batch.py "Putting an inode back")."""
+the flip, and the flip ``undone``: nothing the undo did or was asked to do is lost. Run twice:
+without the flip's ``settled`` stats (undo writes temps) and with them a second old (undo renames
+the flip's backups, the original inodes, into place: histmig/apply/batch.py "Putting an inode
+back")."""
 from __future__ import annotations
 
 import os

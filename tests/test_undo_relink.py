@@ -78,9 +78,14 @@ def test_a_source_that_changed_before_its_rename_is_written_as_a_temp_in_a_secon
     h, paths, sessions, folder, _ = flipped
     stat_later(folder, SECOND)
     calls = []
-    real = batch._source_still
-    monkeypatch.setattr(batch, "_source_still", lambda it, holders: calls.append(it.label) and False
-                        or (len(calls) > 1 and real(it, holders)))
+    real = batch._rename_source
+
+    def touch_first(fs, it, holders):
+        calls.append(it.label)
+        if len(calls) == 1:
+            os.utime(it.prep.restore[0])       # its mtime and ctime move: not the file that was hashed
+        return real(fs, it, holders)
+    monkeypatch.setattr(batch, "_rename_source", touch_first)
     out = undo(h)
     assert out.state == "undone" and all(p.read_bytes() == sessions[t] for t, p in paths.items())
     assert len(_backups(folder)) == 1        # the first was refused, written as a temp: its backup stays

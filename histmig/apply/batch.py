@@ -219,8 +219,8 @@ def _source_ok(ctx: Ctx):
     def check(it: Item) -> os.stat_result | None:
         p = it.prep
         path, sha, size = p.restore
-        if (not ctx.opts.trust_plan_hash or it.st0.st_ctime_ns != p.op.expect.ctime_ns or size != p.post_size
-                or not _writable(it.dfd)):
+        # (its size is the result's: check.py names a source only then)
+        if not ctx.opts.trust_plan_hash or it.st0.st_ctime_ns != p.op.expect.ctime_ns or not _writable(it.dfd):
             return None               # (a folder not writable: the temp path skips the file, naming why)
         try:
             fd = fsio.open_read(path)
@@ -417,39 +417,34 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
             else:
                 it.outcome = changed_since_check(ctx, p, st1, it.src)
             continue
-        if it.source is not None and not _source_still(it, holders):
-            p.restore, it.outcome = None, RETRY      # written as a temp in the next round
-            continue
         fs.point("before-replace", it.label)
         if it.source is None:
             fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
-        elif not _rename_source(fs, it):
+        elif not _rename_source(fs, it, holders):
+            p.restore, it.outcome = None, RETRY      # written as a temp in the next round
             continue
         it.replaced = True
         fs.point("after-replace", it.label)
 
 
-def _rename_source(fs, it: Item) -> bool:
-    """Rename the source over the file; a rename the folders refuse (permissions, another mount of
-    the file system) sends the file to the next round as a temp (False), as a source that changed."""
+def _rename_source(fs, it: Item, holders: dict) -> bool:
+    """Rename the source over the file when it is still the file :func:`_check_sources` hashed and no
+    process holds it open for writing (its appends would then land in the restored file). False:
+    not renamed (it changed, is held, or the folders refuse the rename: permissions, another mount of
+    the file system), for the caller to write the file as a temp in the next round."""
+    try:
+        st = os.lstat(it.prep.restore[0])
+    except OSError:
+        return False
+    if _source_key(st) != _source_key(it.source) or (st.st_dev, st.st_ino) in holders:
+        return False
     try:
         fs.replace(it.prep.restore[0], it.prep.name, dir_fd=it.dfd, label=it.label)
     except OSError as e:
         if e.errno not in (errno.EACCES, errno.EPERM, errno.EXDEV, errno.EROFS):
             raise
-        it.prep.restore, it.outcome = None, RETRY
         return False
     return True
-
-
-def _source_still(it: Item, holders: dict) -> bool:
-    """The source to rename into place is still the file :func:`_check_sources` hashed, and no
-    process holds it open for writing (its appends would then land in the restored file)."""
-    try:
-        st = os.lstat(it.prep.restore[0])
-    except OSError:
-        return False
-    return _source_key(st) == _source_key(it.source) and (st.st_dev, st.st_ino) not in holders
 
 
 def final_sweep(ctx: Ctx) -> None:
