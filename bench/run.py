@@ -103,6 +103,9 @@ print(n)
 LAUNCH = '''import json, os, subprocess, sys, time
 cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 os.sync()      # not timed: no step pays for the dirty pages of the one before
+if sys.argv[4:] == ["drop"]:     # a cold page cache: every byte (the interpreter's too) from the disk
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
 t0 = time.perf_counter()
 p = subprocess.Popen(cmd, shell=shell)
 _, status, ru = os.wait4(p.pid, 0)
@@ -149,12 +152,14 @@ class Bench:
                 "HISTMIG_STATE_DIR": str(home.parent / "state"),
                 **({"PYTHONDONTWRITEBYTECODE": "1"} if os.environ.get("PYTHONDONTWRITEBYTECODE") else {})}
 
-    def run(self, cmd, home: Path, *, shell: bool = False, ok=(0, 3)) -> tuple[float, float]:
+    def run(self, cmd, home: Path, *, shell: bool = False, ok=(0, 3), drop: bool = False) -> tuple[float, float]:
         """Wall seconds and peak RSS (MB) of one fresh process, started and reaped (wait4) by a
         small launcher: a child's ru_maxrss counts the image it was forked from (Linux keeps the
-        high-water mark across exec), and this process holds the trees' and plans' data."""
+        high-water mark across exec), and this process holds the trees' and plans' data. ``drop``:
+        the page cache is dropped first (root only: :func:`can_drop_caches`)."""
         with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as res:
-            p = subprocess.run([sys.executable, "-S", "-c", LAUNCH, json.dumps(cmd), str(int(shell)), res.name],
+            p = subprocess.run([sys.executable, "-S", "-c", LAUNCH, json.dumps(cmd), str(int(shell)), res.name,
+                                *(["drop"] if drop else [])],
                                env=self.env(home), stdout=out, stderr=out, cwd=ROOT)
             wall, rss, code = json.loads(res.read() or "[0, 0, -1]")
             if p.returncode != 0 or code not in ok:
@@ -388,7 +393,25 @@ def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
             if started is not None:
                 started.add(a, b.run([sys.executable, "-c", GREP_CLI, *shlex.split(grep)[1:]], home, ok=(0, 1)))
         rows += [row] + ([started] if started is not None else [])
-    return rows
+    return rows + cold_search_rows(b, codex, pairs)
+
+
+def cold_search_rows(b: Bench, codex: Path, pairs: int) -> list[Row]:
+    """``search --no-index -s`` on the Codex tree with the page cache dropped before each run, against
+    grep from a dropped cache too: a first search after a reboot, where both wait on the disk
+    (docs/bench.md, "search"). Only where this process may drop the cache (root); none otherwise."""
+    if b.quick or not can_drop_caches():
+        return []
+    args = ["search", "--no-index", "-s", "step 7 done"]
+    row = Row(f"`{' '.join(args)}` (Codex), page cache dropped", "`grep -r -F` of the same files, page cache dropped")
+    for _ in range(pairs):
+        row.add(b.run(b.hm + args, codex, ok=(0, 1), drop=True),
+                b.run(f"grep -r -F 'step 7 done' '{codex}/.codex'", codex, shell=True, ok=(0, 1), drop=True))
+    return [row]
+
+
+def can_drop_caches() -> bool:
+    return os.access("/proc/sys/vm/drop_caches", os.W_OK)
 
 
 def rewritten(b: Bench, home: Path, command: list[str]) -> list[str]:
