@@ -48,7 +48,7 @@ def _two_file_session():
     return h, paths, originals, h.state / "tx" / res.txid
 
 
-@pytest.mark.parametrize("settled", [False], ids=["temps"])
+@pytest.mark.parametrize("settled", [False, True], ids=["temps", "inodes-put-back"])
 def test_a_session_half_undone_after_a_rename_can_be_finished_by_a_second_undo(settled):
     """The second file of a session changes during the undo's apply (skipped), after the first was
     put back by renaming the apply's backup: the undo is partly done, and once the second file is
