@@ -3,12 +3,14 @@ first tests did not cover."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import orjson
 import pytest
 
-from histmig.apply import apply_plan, fsio
+from histmig import api
+from histmig.apply import apply_plan, check_no_unfinished, fsio, recover
 from histmig.apply.journal import list_transactions
 from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
 from histmig.tools import resolve_homes
@@ -77,3 +79,66 @@ def test_a_session_half_undone_after_a_rename_can_be_finished_by_a_second_undo(s
     assert f1.read_bytes() == originals[f1]
     assert again.state == "undone", again.skips
     assert {t.txid: t.state for t in list_transactions(h.state)}[folder.name] == "undone"
+
+
+def _crash_after_first_rename(h) -> int:
+    """An undo killed (no rollback runs) right after it renamed its first backup into place."""
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        fs = fsio.FS()
+        fs.hooks["after-replace"] = lambda label: os._exit(9)
+        with fsio.using(fs):
+            try:
+                undo(h)
+            finally:
+                os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _recover_crashing_at(h, k: int) -> int:
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        try:
+            with fsio.using(fsio.FS(crash_at=k)):
+                recover(h)
+        finally:
+            os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.parametrize("gc_first", [False, True], ids=["backups-there", "gc-took-them"])
+def test_recover_of_an_undo_killed_after_a_rename_can_itself_be_killed_anywhere(gc_first):
+    """recover gives the renamed inode its name back, then puts the flipped file back: killed before
+    any of its operations and run again, the original inode never lacks a name, every file ends
+    as the apply left it, and a last undo puts every original back."""
+    for k in range(1, 40):
+        for d in (resolve_homes().codex, resolve_homes().state):
+            shutil.rmtree(d, ignore_errors=True)
+        h, (f1, f2), originals, folder = _two_file_session()
+        applied = {p: p.read_bytes() for p in (f1, f2)}
+        pre_ino = {r["path"]: r["pre"]["ino"] for r in _records(folder) if r["kind"] == "intent"}
+        stat_later(folder, SECOND)
+        assert _crash_after_first_rename(h) == 9
+        moved = {os.lstat(p).st_ino for p in (f1, f2)} & set(pre_ino.values())
+        assert len(moved) == 1           # one original inode renamed into place
+        if gc_first:
+            api.gc(h, 0, apply=True)
+        code = _recover_crashing_at(h, k)
+        if code == 3:                  # recover finished before operation k: the last round
+            assert k > 4, k
+            break
+        assert code == -9, (k, code)
+        # the original inode has a name: at the path, or in the flip's b/
+        named = {os.lstat(p).st_ino for p in (f1, f2)}
+        named |= {os.lstat(folder / "b" / n).st_ino for n in os.listdir(folder / "b")} if (folder / "b").is_dir() else set()
+        assert moved <= named, k
+        recover(h)
+        check_no_unfinished(h)
+        assert {p: p.read_bytes() for p in (f1, f2)} == applied, k
+        assert all(os.lstat(p).st_nlink == 1 for p in (f1, f2)), k
+        if not gc_first:
+            out = undo(h, folder.name)
+            assert out.state == "undone", (k, out.skips)
+            assert {p: p.read_bytes() for p in (f1, f2)} == originals, k
+    else:
+        raise AssertionError("recover never finished")
