@@ -142,3 +142,28 @@ def test_recover_of_an_undo_killed_after_a_rename_can_itself_be_killed_anywhere(
             assert {p: p.read_bytes() for p in (f1, f2)} == originals, k
     else:
         raise AssertionError("recover never finished")
+
+
+def test_recover_names_a_taken_source_with_its_own_code():
+    """docs/warnings.md: ``source-taken`` is what recover reports when the renamed backup's name
+    holds another file (the file is left with the original bytes; the flipped bytes stay in the
+    undo's backup)."""
+    h, (f1, f2), originals, folder = _two_file_session()
+    applied = {p: p.read_bytes() for p in (f1, f2)}
+    stat_later(folder, SECOND)
+    assert _crash_after_first_rename(h) == 9
+    moved = [p for p in (f1, f2) if p.read_bytes() == originals[p]]
+    assert len(moved) == 1
+    name = next(r["from"] for r in _records(h.state / "tx" / _undo_txid(h, folder))
+                if r["kind"] == "intent" and r["path"] == str(moved[0]))
+    with open(name, "wb") as fh:
+        fh.write(b"someone else's\n")
+    res = recover(h)
+    assert [w.code for w in res.warnings] == ["source-taken"], res.warnings
+    assert res.exit_code == 1 and moved[0].read_bytes() == originals[moved[0]]
+    undo_b = h.state / "tx" / _undo_txid(h, folder) / "b"
+    assert applied[moved[0]] in [(undo_b / n).read_bytes() for n in os.listdir(undo_b)]
+
+
+def _undo_txid(h, folder) -> str:
+    return next(t.txid for t in list_transactions(h.state) if t.txid != folder.name)
