@@ -334,7 +334,9 @@ def recover(homes: Homes) -> RecoverResult:
     return res
 
 
-_NAMED = ("bad-backup", "journal-truncated")   # recover cannot do better: exit 1, named
+# recover cannot do better: exit 1, named (source-taken: an undo's renamed backup lost its name
+# to another file, histmig/apply/rollback.py ``_source_named``)
+_NAMED = ("bad-backup", "journal-truncated", "source-taken")
 
 
 def _recover_tx(fs: fsio.FS, folder: Path, state: str, how: rollback.Undo) -> None:

@@ -88,6 +88,8 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     path = env.locate(rec["path"])
     if path is None:
         return _deleted(env, rec)
+    if put_back(path, rec, str(env.backup(rec))):
+        return Member(path)              # undone already, by an undo that renamed the backup into place
     # the sizes now; the backup's hash once its bytes were read for the diff (one read, not two)
     if bad := verify_backup(env.folder, rec, hashed=_is_zst(path)):
         return Member.kept(path, bad, "bad-backup")
@@ -134,6 +136,25 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     grown = d.size > post.get("size", 0)
     op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""))
     return Member(path, [op], edits=[(p.offset, p.delta) for p in patches if p.delta], grown=grown, warnings=notes)
+
+
+def put_back(path: str, rec: dict, backup: str) -> bool:
+    """True when an earlier undo put the file back by renaming its hard-link backup, the original
+    inode, into place (histmig/apply/batch.py "Putting an inode back"): the backup's name is gone,
+    the path holds the journaled original inode, and it begins with the journaled original bytes
+    (lines appended since are a client's). That undo did not cover the operation when another
+    file of its session was skipped while it applied (histmig/verbs/undo/__init__.py
+    ``result_covered``); a later undo finds the file undone, as it finds one written back as a temp
+    (``_changed``), instead of a missing backup."""
+    pre = rec.get("pre") or {}
+    if (rec.get("backup") or {}).get("kind") != "link" or os.path.lexists(backup):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return ((st.st_dev, st.st_ino) == (pre.get("dev"), pre.get("ino"))
+            and starts_with(path, backup, pre.get("size", 0), pre.get("sha256")))
 
 
 def as_left(path: str, rec: dict) -> os.stat_result | None:

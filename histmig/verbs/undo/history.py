@@ -52,6 +52,7 @@ class History:
 def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
     covered = {n for r in own if r["kind"] == "undo-by" for n in r.get("ns", [])}
     covered |= {r["n"] for r in own if r["kind"] == "undo-done"}      # undone by an older histmig
+    marked = {r.get("txid") for r in own if r["kind"] == "undo-by"}   # their exact ns: just above
     later = Later()
     root = tx_root(state_dir)
     me = txid_sort_key(txid)
@@ -62,7 +63,9 @@ def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
         recs = read_records(Path(entry.path))
         begin = next((r for r in recs if r["kind"] == "begin"), {})
         if begin.get("op") == "undo":
-            if state == "committed" and (begin.get("args") or {}).get("of") == txid:
+            # an undo whose mark was lost (a crash before ``undo-by``): the ns it planned. Not one
+            # that marked: a session it skipped while applying is not covered, its plan's ns say so
+            if state == "committed" and (begin.get("args") or {}).get("of") == txid and entry.name not in marked:
                 covered |= set((begin.get("args") or {}).get("ns", []))
             continue
         if state in LIVE:
