@@ -7,8 +7,9 @@ out = subprocess.run([sys.executable, "-m", "histmig", "demo"], capture_output=T
                      env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": "/nonexistent"}).stdout
 page = f"""# Demo
 
-`histmig demo` installs `histmig/samples/` (real Codex 0.171.0 and Claude Code 2.1.197 recordings plus
-hand-written mini-cc and manifest trees) into a temporary home and runs the read-only commands and
+`histmig demo` installs `histmig/samples/` (recordings of the real Codex 0.171.0, Claude Code 2.1.197,
+Qwen Code, Gemini CLI, Pi, Copilot CLI, Cline and OpenCode clients, plus hand-written mini-cc and manifest
+trees; histmig/samples/README.md says how each was made) into a temporary home and runs the read-only commands and
 every dry run against it. Real output:
 
 ```
