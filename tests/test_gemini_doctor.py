@@ -5,6 +5,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from clirun import histmig
 
 from histmig.tools import resolve_homes
@@ -92,3 +94,72 @@ def test_a_stub_sharing_the_short_id_is_repaired_by_deleting_it_and_undo_brings_
     assert real.exists() and not stub.exists()
     assert histmig("--home", home, "undo").exit_code == 0
     assert stub.read_bytes() == stub_bytes
+
+
+# ---- tool results stored twice (docs/specs/gemini.md §10) --------------------------------------
+
+def _two_results(gdir: Path, project: Path, sid: str, extra: list | None = None) -> Path:
+    """A session as Gemini 0.61.0 writes a tool call: the result in the call's ``toolCalls[].result``
+    and again as a ``user`` functionResponse record; ``extra`` lines appended."""
+    path = plant(gdir, project, sid, updated=NOW)
+    response = {"functionResponse": {"id": "call-1", "name": "run_shell_command", "response": {"output": "hi\n"}}}
+    lines = [{"id": "a2", "timestamp": iso(NOW), "type": "gemini", "content": "",
+              "toolCalls": [{"id": "call-1", "name": "run_shell_command", "args": {"command": "echo hi"},
+                             "result": [response], "status": "success"}], "model": "gemini-2.5-flash"},
+             {"id": "r2", "timestamp": iso(NOW), "type": "user", "content": [response]},
+             {"$set": {"lastUpdated": iso(NOW)}},
+             {"id": "a3", "timestamp": iso(NOW), "type": "gemini", "content": "it printed hi", "model": "gemini-2.5-flash"}]
+    with open(path, "a") as fh:
+        fh.write("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines + (extra or [])))
+    return path
+
+
+def _conversation(path: Path) -> list:
+    from histmig.tools.gemini.adapter import stream
+    from histmig.tools.gemini.records import RESOLVED
+    return [(r.id, r.role, r.kind, repr(r.parts)) for r in stream(path).records if r.source_type == RESOLVED]
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+def test_results_stored_twice_are_repaired_by_removing_the_repeated_records_and_undo_puts_them_back(tmp_path, resumed):
+    gdir, home = tmp_path / "home/.gemini", tmp_path / "home"
+    path = _two_results(gdir, tmp_path / "w/p5", "55555555-0000-4000-8000-000000000000")
+    if resumed:    # a resume writes the metadata and the whole list again, then its own turns
+        lines = [json.loads(ln) for ln in path.read_text().splitlines()]
+        listed = [x for x in lines if "id" in x]
+        with open(path, "a") as fh:
+            for x in ({**lines[0], "startTime": iso(NOW)}, {"$set": {"messages": listed}},
+                      {"id": "u9", "timestamp": iso(NOW), "type": "user", "content": [{"text": "and now?"}]}):
+                fh.write(json.dumps(x, separators=(",", ":"), ensure_ascii=False) + "\n")
+    before, conversation = path.read_bytes(), _conversation(path)
+    f = next(f for f in codes(home) if f.code == "gemini.repeated-tool-result")
+    assert f.count == 1 and f.data["message_ids"] == ["r2"] and f.repair and f.fix.startswith("histmig doctor --repair")
+    done = histmig("--home", home, "doctor", "--tool", "gemini", "--repair", "--apply")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    # the repeated record is gone (its line, and from the list a resume wrote); every other line is
+    # as it was, and the conversation the client rebuilds is the same
+    after = path.read_bytes()
+    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    gone = [ln for ln in old_lines if ln not in new_lines]
+    assert b'"r2"' not in after and len(new_lines) == len(old_lines) - 1
+    assert len(gone) == (2 if resumed else 1) and all(b'"r2"' in ln for ln in gone)
+    assert _conversation(path) == conversation
+    assert not [f for f in codes(home) if f.code == "gemini.repeated-tool-result"]
+    assert histmig("--home", home, "undo").exit_code == 0
+    assert path.read_bytes() == before
+
+
+def test_results_stored_twice_are_left_when_a_rewind_names_the_repeated_record(tmp_path):
+    gdir, home = tmp_path / "home/.gemini", tmp_path / "home"
+    # the rewind drops r2, a3 and a4, then r2 comes again: without r2's lines the rewind would do
+    # nothing and a3, a4 would stay in the conversation, so no repair
+    a4 = {"id": "a4", "timestamp": iso(NOW), "type": "gemini", "content": "more", "model": "gemini-2.5-flash"}
+    again = {"id": "r2", "timestamp": iso(NOW), "type": "user", "content": [{"functionResponse": {
+        "id": "call-1", "name": "run_shell_command", "response": {"output": "hi\n"}}}]}
+    path = _two_results(gdir, tmp_path / "w/p6", "66666666-0000-4000-8000-000000000000",
+                        [a4, {"$rewindTo": "r2"}, again])
+    f = next(f for f in codes(home) if f.code == "gemini.repeated-tool-result")
+    assert not f.repair and "none histmig makes" in f.fix
+    before = path.read_bytes()
+    histmig("--home", home, "doctor", "--tool", "gemini", "--repair", "--apply")
+    assert path.read_bytes() == before

@@ -167,3 +167,35 @@ def test_a_gemini_session_converted_is_continued_by_codex_and_claude(target, cli
         asks = run.model_requests("anthropic")
     assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
     assert carried(asks[0], "RUN: echo from-gemini-tool") and carried(asks[0], "from-gemini-tool")
+
+
+def test_doctor_repairs_results_stored_twice_and_the_client_then_sends_each_once(gemini, scratch, fake_api):
+    """docs/specs/gemini.md §10: a native session with a tool call stores its result twice and a resume
+    sends it twice (refused with 400); after ``doctor --repair --apply`` the resume sends one
+    functionCall and one functionResponse, with the earlier turns, and is answered; undo puts the
+    bytes back."""
+    gem.setup(scratch)
+    project = scratch.project("app")
+    marker = "RUN: echo rep-tool"
+    gem.run_gemini(gemini, scratch, fake_api, marker, project).check()
+    # the break: a native resume sends the one result twice, and the API (the fake one as the real
+    # one is reported to) refuses it with 400
+    twice = gem.run_gemini(gemini, scratch, fake_api, "Before the repair", project, resume="latest")
+    refused = twice.model_requests("gemini")
+    assert twice.returncode != 0 and refused and refused[0].status == 400, (twice.returncode, refused)
+    assert gemini_body_calls(refused[0].body) == (1, 2)
+    settled(scratch)
+    found = [f for f in doctor(scratch) if f["code"] == "gemini.repeated-tool-result"]
+    assert len(found) == 1 and found[0]["repairable"], found
+    path = found[0]["path"]
+    native = open(path, "rb").read()
+    ok(histmig(scratch, "doctor", "--tool", "gemini", "--repair", "--apply"), 0, 1)
+    ok(histmig(scratch, "undo"))
+    assert open(path, "rb").read() == native
+    ok(histmig(scratch, "doctor", "--tool", "gemini", "--repair", "--apply"), 0, 1)
+    assert not [f for f in doctor(scratch) if f["code"] == "gemini.repeated-tool-result"]
+    assert len(open(path, "rb").read()) < len(native)
+    run = gem.run_gemini(gemini, scratch, fake_api, "What did the command print?", project, resume="latest").check()
+    asks = run.model_requests("gemini")
+    assert asks and all(e.status == 200 for e in asks), [(e.status, e.error) for e in asks]
+    assert carried(asks[0], marker) and gemini_body_calls(asks[0].body) == (1, 1), asks[0].body

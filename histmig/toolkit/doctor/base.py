@@ -157,7 +157,8 @@ _TABLE = [
     # environment: whether the doubled results are refused depends on the backend (docs/specs/gemini.md §10)
     Check("gemini.repeated-tool-result",
           "Tool results are stored twice (toolCalls[].result and a functionResponse record); a resume sends both.",
-          "Continue in a converted copy (`histmig convert --to gemini` stores each result once).",
+          "`histmig doctor --repair --apply` removes the repeated records (each result stays in its call; "
+          "undoable); not when a `$rewindTo` names one.",
           environment=True),
     Check("gemini.broken-lines",
           "Lines of a session do not parse; Gemini skips them.",

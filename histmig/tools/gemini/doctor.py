@@ -7,7 +7,8 @@
   session; the next start deletes the stub *and every file with that short id* (bug G1, §6). Repair:
   the stub is deleted now (backed up, undoable), so the real transcript survives.
 - ``gemini.repeated-tool-result``: tool results stored twice (``toolCalls[].result`` and a ``user``
-  ``functionResponse`` record); a resume sends both (§10).
+  ``functionResponse`` record); a resume sends both (§10). Repair: the repeated ``user`` records'
+  lines are removed (backed up, undoable); each result stays in its call.
 - ``gemini.broken-lines``: lines that do not parse; the client skips them.
 """
 from __future__ import annotations
@@ -21,12 +22,14 @@ from typing import Any
 
 import orjson
 
-from histmig.core.plan import Delete, Fingerprint
+from histmig.core.plan import Delete, Fingerprint, Patch, WriteFile
 from histmig.core.times import parse_ts
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.gemini import files
+from histmig.jsonio.jsonl import record_lines
 from histmig.tools.gemini.adapter import ref_for, stream
+from histmig.tools.gemini.records import line_kind
 
 REPAIR = "histmig doctor --repair --apply"
 MARGIN_DAYS = 7
@@ -173,9 +176,51 @@ def _repeated(path: Path) -> list[Finding]:
                 return []
     except OSError:
         return []
-    n = sum(1 for r in stream(path).records if r.source_type == "repeated-function-response")
-    if not n:
+    ids = {r.id for r in stream(path).records if r.source_type == "repeated-function-response" and r.id}
+    if not ids:
         return []
-    return [Finding("gemini.repeated-tool-result", f"{n} tool result(s) are stored twice; a resume sends each twice, "
-                    "which the Gemini API is reported to refuse (400)", path=str(path), count=n,
-                    fix="continue it in a converted copy: histmig convert --to gemini writes each result once")]
+    ops = _drop_repeated(path, ids)
+    fix = (f"{REPAIR} (removes the repeated records, backed up: histmig undo puts them back; each result stays "
+           "in its call's toolCalls[].result)") if ops else \
+        "none histmig makes safely (a $rewindTo names one of them, or a line does not parse): continue in a new session"
+    return [Finding("gemini.repeated-tool-result", f"{len(ids)} tool result(s) are stored twice; a resume sends each "
+                    "twice, which the Gemini API is reported to refuse (400)", path=str(path), count=len(ids),
+                    fix=fix, repair=ops, data={"message_ids": sorted(ids)})]
+
+
+def _drop_repeated(path: Path, ids: set[str]) -> list[WriteFile]:
+    """The repair: every line that defines one of ``ids`` (the ``user`` records that repeat a result
+    their call already holds) removed, and each ``$set`` list that holds one (a resume writes the
+    whole list again) rewritten without it, so the resolved list is the same without them
+    (records.py ``resolve``: no other message's place depends on them). None when a ``$rewindTo``
+    names one of them (removing it would change what the rewind does), a ``$set`` list is not in
+    orjson's compact form, or a line of the file does not parse (what it names is unknown)."""
+    expect = Fingerprint.of(path)
+    patches = []
+    for line in record_lines(path):
+        if line.blank:
+            continue
+        obj = line.obj
+        if not isinstance(obj, dict):
+            return []
+        kind = line_kind(obj)
+        if kind == "message" and str(obj["id"]) in ids:
+            patches.append(Patch(line.offset, line.raw, b""))
+        elif kind == "$rewindTo" and str(obj["$rewindTo"]) in ids:
+            return []
+        elif kind == "$set" and isinstance(obj["$set"], dict) and isinstance(obj["$set"].get("messages"), list) \
+                and any(_named(m, ids) for m in obj["$set"]["messages"]):
+            # the list a resume writes again: rewritten without them, when its bytes are exactly what
+            # orjson writes for it (the client's compact JSON), so the new line is what the client would write
+            if orjson.dumps(obj) != line.body:
+                return []
+            sets = {**obj["$set"], "messages": [m for m in obj["$set"]["messages"] if not _named(m, ids)]}
+            patches.append(Patch(line.offset + line.body_start, line.body, orjson.dumps({**obj, "$set": sets})))
+    if not patches:
+        return []
+    return [WriteFile(path=str(path), expect=expect, patches=tuple(patches), session={"tool": "gemini"},
+                      reason="tool results stored twice: the repeated user records removed")]
+
+
+def _named(message: Any, ids: set[str]) -> bool:
+    return isinstance(message, dict) and "id" in message and str(message["id"]) in ids
