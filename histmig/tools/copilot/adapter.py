@@ -26,6 +26,8 @@ NAME = "copilot"
 ENVELOPE = frozenset({"type", "data", "id", "timestamp", "parentId"})
 ROLE = {"user.message": "user", "assistant.message": "assistant", "tool.execution_complete": "tool"}
 MESSAGE_TYPES = (b'"type":"user.message"', b'"type":"assistant.message"')
+COUNT_CHUNK = 1 << 20
+HEAD = 40                  # bytes of a line's start that name its type
 
 
 # ---- events -> parts ------------------------------------------------------------------------
@@ -219,20 +221,25 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
 
 def count_messages(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, dict]:
     """User and assistant events from byte ``end`` on (``msgs`` counted before it), by a look at each
-    line's first bytes, one line at a time; and where a later count of a grown file resumes (the end
-    of the last complete line)."""
+    line's first bytes, in chunks of :data:`COUNT_CHUNK` (a line's first :data:`HEAD` bytes kept, never the
+    line); and where a later count of a grown file resumes (the end of the last complete line)."""
     from histmig.jsonio.jsonl import open_regular
-    n, at, partial = msgs, end, 0
-    with open_regular(path) as fh:
+    n, at, pos, head = msgs, end, end, b""
+    with open_regular(path) as fh:       # unbuffered: read in chunks, never line by line (a read per byte)
         fh.seek(end)
-        for raw in fh:
-            hit = raw[:40].startswith(MESSAGE_TYPES, 1)
-            if not raw.endswith(b"\n"):
-                partial = hit             # the last line, unfinished: counted now, read again next time
-                break
-            n += hit
-            at += len(raw)
-    return n + partial, {"end": at, "msgs": n}
+        while chunk := fh.read(COUNT_CHUNK):
+            i = 0
+            while True:
+                j = chunk.find(b"\n", i)
+                if len(head) < HEAD:
+                    head += chunk[i:min(i + HEAD - len(head), len(chunk) if j < 0 else j + 1)]
+                if j < 0:
+                    break
+                n += head.startswith(MESSAGE_TYPES, 1)
+                at, head, i = pos + j + 1, b"", j + 1
+            pos += len(chunk)
+    # the last line, unfinished: counted now, read again next time
+    return n + (bool(head) and head.startswith(MESSAGE_TYPES, 1)), {"end": at, "msgs": n}
 
 
 FIELDS = ("cwd", "title", "created", "messages")

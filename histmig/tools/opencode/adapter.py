@@ -22,7 +22,8 @@ from typing import Any, Iterator
 import orjson
 
 from histmig.core.diagnostics import HistmigInputError, NotFoundError
-from histmig.core.model import Opaque, Part, Reasoning, Record, Session, SessionRef, Text, ToolCall, ToolResult
+from histmig.core.model import (Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text, ToolCall,
+                                ToolResult)
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.opencode.layout import db_path
 
@@ -109,19 +110,44 @@ def messages(con: Any, sid: str) -> Iterator[Record]:
         yield record_of(m, parts)
 
 
-def read(src: Any) -> Session:
-    from histmig.tools.opencode.dbrows import open_db, rows
-    db, sid = _db_and_id(src)
+def _rows_of_session(db: Path, sid: str, con: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    from histmig.tools.opencode.dbrows import rows
+    srow = next(rows(con, "SELECT * FROM session WHERE id = ?", (sid,)), None)
+    if srow is None:
+        raise NotFoundError(f"no OpenCode session {sid} in {db}")
+    return srow, next(rows(con, "SELECT * FROM project WHERE id = ?", (srow["project_id"],)), None)
+
+
+def _connect(db: Path) -> Any:
+    from histmig.tools.opencode.dbrows import open_db
     con = open_db(db)
     if con is None:
         raise NotFoundError(f"no OpenCode database at {db}")
-    with closing(con):
-        srow = next(rows(con, "SELECT * FROM session WHERE id = ?", (sid,)), None)
-        if srow is None:
-            raise NotFoundError(f"no OpenCode session {sid} in {db}")
-        project = next(rows(con, "SELECT * FROM project WHERE id = ?", (srow["project_id"],)), None)
+    return con
+
+
+def read(src: Any) -> Session:
+    db, sid = _db_and_id(src)
+    with closing(_connect(db)) as con:
+        srow, project = _rows_of_session(db, sid, con)
         records = list(messages(con, sid))
-    session = Session(id=sid, format=NAME, path=db, records=records)
+    return _fill(Session(id=sid, format=NAME, path=db, records=records), srow, project)
+
+
+def stream(src: Any) -> Session:
+    """:func:`read` with the message rows queried again on each pass, one message (and its parts) at a
+    time, so show, search, export and convert hold one message, never the session."""
+    db, sid = _db_and_id(src)
+    with closing(_connect(db)) as con:
+        srow, project = _rows_of_session(db, sid, con)
+
+    def produce() -> Iterator[Record]:
+        with closing(_connect(db)) as con:
+            yield from messages(con, sid)
+    return _fill(Session(id=sid, format=NAME, path=db, records=RecordStream(produce)), srow, project)
+
+
+def _fill(session: Session, srow: dict[str, Any], project: dict[str, Any] | None) -> Session:
     session.cwd = srow["directory"]
     session.created = iso_ms(srow["time_created"])
     session.updated = srow["time_updated"] / 1000 if isinstance(srow["time_updated"], (int, float)) else None
@@ -193,4 +219,4 @@ def ref_of(db: Path, s: dict[str, Any], count: int) -> SessionRef:
 
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
-                          detect=detect, discover=discover, read=read, serialize=serialize)
+                          detect=detect, discover=discover, read=read, stream=stream, serialize=serialize)

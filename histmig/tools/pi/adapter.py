@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Container, Iterable, Iterator
 
 from histmig.toolkit.usage import add_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
+from histmig.core.treepath import branch_ids
 from histmig.jsonio.jsonl import Line, head_lines, read_lines, record_lines, tail_lines
 from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
@@ -92,11 +93,11 @@ def read(src: Any) -> Session:
     return _fill(session, records)
 
 
-def active_path(path: Path) -> set[str] | None:
+def active_path(path: Path) -> Container[str] | None:
     """The entry ids from the leaf (the last entry) back to the root, or None when the file is one straight
     chain (each entry the child of the one before: every session Pi writes until the user branches with
-    ``/tree``; then the earlier branch's entries stay in the file). Only a branched file costs memory: one
-    small id pair per entry."""
+    ``/tree``; then the earlier branch's entries stay in the file). A branched file's id pairs go to disk
+    past a bound (histmig/core/treepath.py), so memory stays flat whatever its entry count."""
     prev, linear = None, True
     for r in records_from_lines(record_lines(path)):
         if r.id is None or r.source_type in ("session", "blank") or r.opaque:
@@ -107,16 +108,8 @@ def active_path(path: Path) -> set[str] | None:
         prev = r.id
     if linear:
         return None
-    parents: dict[str, str | None] = {}
-    leaf = None
-    for r in records_from_lines(record_lines(path)):
-        if r.id is not None and r.source_type != "session" and not r.opaque:
-            parents[r.id], leaf = r.parent_id, r.id
-    out: set[str] = set()
-    while leaf is not None and leaf not in out:
-        out.add(leaf)
-        leaf = parents.get(leaf)
-    return out
+    return branch_ids((r.id, r.parent_id) for r in records_from_lines(record_lines(path))
+                      if r.id is not None and r.source_type != "session" and not r.opaque)
 
 
 def stream(src: Any) -> Session:
