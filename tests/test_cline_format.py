@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from histmig.cli import samples
 from histmig.core.diagnostics import HistmigInputError
@@ -114,3 +116,23 @@ def test_a_streamed_session_whose_file_changed_is_re_encoded_not_read_again(tmp_
     streamed = adapter.stream(path)
     path.write_bytes(path.read_bytes() + b" ")
     assert adapter.serialize(streamed) == FILES[0].read_bytes()     # Cline's own shape, from the records
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2 ** 70), max_value=2 ** 70) | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=25)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_JSON_VALUES)
+def test_a_message_is_dumped_as_json_dumps_indent_2_dumps_it(value):
+    """adapter._dump takes orjson's indenting writer where it writes json's bytes (floats spelled
+    alike, integers within 64 bits) and json.dumps otherwise: the same bytes either way."""
+    try:
+        want = json.dumps(value, ensure_ascii=False, indent=2).encode()
+    except UnicodeEncodeError:        # a lone surrogate: json cannot encode it as UTF-8 either way
+        with pytest.raises(UnicodeEncodeError):
+            adapter._dump(value)
+        return
+    assert adapter._dump(value) == want
