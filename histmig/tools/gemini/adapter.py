@@ -3,8 +3,8 @@ the older whole-file ``.json`` (``{sessionId, startTime, lastUpdated, messages: 
 
 ``read`` keeps every line byte for byte (serialize(read(f)) == f) and adds the conversation the client
 rebuilds from the log (records.py); ``stream`` gives the same records with bounded memory: a first pass
-keeps where each message of the final list is, the second reads each from its line; a legacy ``.json``
-is read one message at a time (legacy.py).
+keeps where each message of the final list is (on disk past ``records.SPILL_AT`` messages), the second
+reads each from its line through one open file; a legacy ``.json`` is read one message at a time (legacy.py).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def read(src: Any) -> Session:
     lines = list(read_lines(path))
     res = resolve(lines)
     records = [line_record(ln) for ln in lines]
-    records += list(messages(res, lambda n: lines[n - 1].obj))
+    records += list(messages(res, lambda n, _offset, _length: lines[n - 1].obj))
     return _session(path, records, res)
 
 
@@ -58,23 +58,40 @@ def stream(src: Any) -> Session:
 
     def produce() -> Iterator[Record]:
         yield from (line_record(ln) for ln in record_lines(path))
-        yield from messages(res, _Fetch(path, res))
+        fetch = _Fetch(path)
+        try:
+            yield from messages(res, fetch)
+        finally:
+            fetch.close()
     return _session(path, RecordStream(produce), res)
 
 
 class _Fetch:
-    """Read one line's object by its number, keeping only the last one parsed (a ``$set`` line holds many)."""
+    """One line's object by its number, offset and length, through one open file: read in windows of
+    ``WINDOW`` bytes, so a list in file order costs a read per window, not per message; the last
+    object parsed is kept (a ``$set`` line holds many)."""
 
-    def __init__(self, path: Path, res: Resolved):
-        self.path, self.res, self.last = path, res, (0, None)
+    WINDOW = 1 << 20
 
-    def __call__(self, number: int) -> Any:
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self.start, self.buf = 0, b""
+        self.last: tuple[int, Any] = (0, None)
+
+    def __call__(self, number: int, offset: int, length: int) -> Any:
         if self.last[0] != number:
-            offset, length = self.res.spans[number]
-            with open(self.path, "rb") as fh:
-                fh.seek(offset)
-                self.last = (number, orjson.loads(fh.read(length)))
+            at = offset - self.start
+            if at < 0 or at + length > len(self.buf):
+                self.buf = os.pread(self.fd, max(length, self.WINDOW), offset)
+                self.start, at = offset, 0
+            with memoryview(self.buf) as view:
+                self.last = (number, orjson.loads(view[at:at + length]))
         return self.last[1]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd, self.buf = -1, b""
 
 
 def _read_legacy(path: Path, *, stream: bool) -> Session:
@@ -113,7 +130,10 @@ def _session(path: Path, records: Any, res: Resolved) -> Session:
     session.created = meta.get("startTime") if isinstance(meta.get("startTime"), str) else None
     session.updated = path.stat().st_mtime
     model, title = None, None
+    opaque = []                 # one pass (a stream reads its file again on each)
     for r in records:
+        if r.opaque:
+            opaque.append(r)
         if r.source_type != RESOLVED:
             continue
         if r.role == "assistant" and isinstance(r.extra.get("model"), str):
@@ -124,7 +144,7 @@ def _session(path: Path, records: Any, res: Resolved) -> Session:
     session.model = model
     session.meta = {"lastUpdated": meta.get("lastUpdated"), "kind": meta.get("kind"),
                     "summary": meta.get("summary"), "metadata_lines": res.metas}
-    session.warnings = broken_warnings(records, path)
+    session.warnings = broken_warnings(opaque, path)
     return session
 
 
@@ -211,7 +231,7 @@ def _summarize(ref: SessionRef, path: Path, st: Any, fd: int | None = None) -> N
             lines = list(read_lines(path))
             meta, head, opaque = _head_facts(lines)
             res = resolve(lines)
-            ref.messages = sum(1 for mid in res.order if res.counted.get(mid))
+            ref.messages = res.counted()
         else:
             head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
             tail_l = tail_lines(path, max_bytes=HEAD_TAIL)

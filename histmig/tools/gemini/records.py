@@ -128,27 +128,48 @@ def _usage(tokens: dict | None) -> dict | None:
 
 # ---- the log -> the list the client rebuilds ----------------------------------------------------
 
+SPILL_AT = 50_000
+"""Messages of the list kept in memory (a few hundred bytes each: ~15 MB at most); past it the list
+goes to an on-disk store (:class:`Spill`), so memory stays bounded whatever the line count."""
+
+
 @value
 class Resolved:
-    """Where each message of the final list is (line number, index inside a ``$set`` list or None),
-    in order, and the merged metadata. Holds ids and numbers only, never message bodies."""
+    """Where each message of the final list is, in order, and the merged metadata. Holds ids and
+    numbers only, never message bodies: ``order`` (ids) and ``where`` (id -> its position in ``order``,
+    line number, index inside a ``$set`` list or None, the line's offset and length, whether scan
+    counts it) while the list is short; past :data:`SPILL_AT` messages both are empty and ``store``
+    (a :class:`Spill`) holds them. Read it with :meth:`entries`."""
 
     order: list[str] = field(default_factory=list)
-    where: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    where: dict[str, tuple[int, int, int | None, int, int, bool]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     metas: int = 0          # metadata lines (a resumed session gets one more per resume)
-    spans: dict[int, tuple[int, int]] = field(default_factory=dict)   # line number -> (offset, length)
-    counted: dict[str, bool] = field(default_factory=dict)   # id -> a message scan counts (listing.count)
+    store: Any = None       # the list on disk (Spill) past SPILL_AT, else None
 
-    def __init__(self, order: list[str] = FACTORY, where: dict[str, tuple[int, int | None]] = FACTORY,
-                 meta: dict[str, Any] = FACTORY, metas: int = 0, spans: dict[int, tuple[int, int]] = FACTORY,
-                 counted: dict[str, bool] = FACTORY) -> None:
+    def __init__(self, order: list[str] = FACTORY,
+                 where: dict[str, tuple[int, int, int | None, int, int, bool]] = FACTORY,
+                 meta: dict[str, Any] = FACTORY, metas: int = 0, store: Any = None) -> None:
         self.order = [] if order is FACTORY else order
         self.where = {} if where is FACTORY else where
         self.meta = {} if meta is FACTORY else meta
         self.metas = metas
-        self.spans = {} if spans is FACTORY else spans
-        self.counted = {} if counted is FACTORY else counted
+        self.store = store
+
+    def entries(self) -> Iterator[tuple[str, int, int | None, int, int, bool]]:
+        """``(id, line number, index or None, offset, length, counted)`` of each message, in order."""
+        if self.store is not None:
+            yield from self.store.entries()
+            return
+        where = self.where
+        for mid in self.order:
+            yield (mid, *where[mid][1:])
+
+    def counted(self) -> int:
+        """How many messages of the list scan counts (:func:`counts`)."""
+        if self.store is not None:
+            return self.store.counted()
+        return sum(1 for mid in self.order if self.where[mid][5])
 
 
 def counts(msg: dict) -> bool:
@@ -175,10 +196,17 @@ def line_kind(obj: dict) -> str:
     return "meta"
 
 
-def resolve(lines: Iterable[Line]) -> Resolved:
+def resolve(lines: Iterable[Line], spill_at: int | None = None) -> Resolved:
     """Replay the log (§2): Map last-wins by id keeping first position, ``$set`` merge/replace,
-    ``$rewindTo`` truncation. Broken lines are skipped, as the client skips them."""
+    ``$rewindTo`` truncation. Broken lines are skipped, as the client skips them.
+
+    The list only grows at its end and a rewind cuts a tail, so each message keeps its position
+    from its first record until a rewind or a ``$set`` list drops it: a rewind is a lookup and the
+    cut, never a search. Past ``spill_at`` (:data:`SPILL_AT`) messages the list moves to disk."""
+    spill_at = SPILL_AT if spill_at is None else spill_at
     r = Resolved()
+    order, where = r.order, r.where
+    store: Spill | None = None
     for line in lines:
         obj = None if line.blank or line.oversize else line.obj
         if not isinstance(obj, dict):
@@ -186,35 +214,138 @@ def resolve(lines: Iterable[Line]) -> Resolved:
         kind = line_kind(obj)
         if kind == "message":
             mid = str(obj["id"])
-            if mid not in r.where:
-                r.order.append(mid)
-            r.where[mid] = (line.number, None)
-            r.spans[line.number] = (line.offset, line.length or 0)
-            r.counted[mid] = counts(obj)
+            if store is not None:
+                store.define(mid, line.number, None, line.offset, line.length or 0, counts(obj))
+                continue
+            old = where.get(mid)
+            if old is None:
+                where[mid] = (len(order), line.number, None, line.offset, line.length or 0, counts(obj))
+                order.append(mid)
+                if len(order) > spill_at:
+                    store = Spill(order, where)
+                    order, where = [], {}
+            else:
+                where[mid] = (old[0], line.number, None, line.offset, line.length or 0, counts(obj))
         elif kind == "$set" and isinstance(obj["$set"], dict):
             sets = obj["$set"]
             r.meta.update({k: v for k, v in sets.items() if k != "messages"})
             if isinstance(sets.get("messages"), list):
-                r.order, r.where = [], {}
-                r.spans[line.number] = (line.offset, line.length or 0)
+                if store is not None:      # a new list: back in memory until it grows past spill_at
+                    store.close()
+                    store = None
+                order, where = [], {}
+                offset, length = line.offset, line.length or 0
                 for i, m in enumerate(sets["messages"]):
                     if isinstance(m, dict) and "id" in m:
                         mid = str(m["id"])
-                        if mid not in r.where:
-                            r.order.append(mid)
-                        r.where[mid] = (line.number, i)
-                        r.counted[mid] = counts(m)
+                        if store is not None:
+                            store.define(mid, line.number, i, offset, length, counts(m))
+                            continue
+                        old = where.get(mid)
+                        if old is None:
+                            where[mid] = (len(order), line.number, i, offset, length, counts(m))
+                            order.append(mid)
+                            if len(order) > spill_at:
+                                store = Spill(order, where)
+                                order, where = [], {}
+                        else:
+                            where[mid] = (old[0], line.number, i, offset, length, counts(m))
         elif kind == "$rewindTo":
             target = str(obj["$rewindTo"])
-            if target in r.where:
-                cut = r.order.index(target)
-                for mid in r.order[cut:]:
-                    del r.where[mid]
-                r.order = r.order[:cut]
+            if store is not None:
+                store.rewind(target)
+                continue
+            hit = where.get(target)
+            if hit is not None:
+                for mid in order[hit[0]:]:
+                    del where[mid]
+                del order[hit[0]:]
         else:
             r.metas += 1
             r.meta.update(obj)
+    if store is not None:
+        store.flush()
+    r.order, r.where, r.store = order, where, store
     return r
+
+
+class Spill:
+    """The message list of :func:`resolve` on disk: a private temporary SQLite database
+    (``sqlite3.connect("")``: a file in SQLite's temporary directory -- ``SQLITE_TMPDIR``, ``TMPDIR``,
+    ``/var/tmp`` or ``/tmp`` -- unlinked as it is made, so it is gone when the connection closes or the
+    process dies) with a few MB of page cache. A row per message: ``pos`` (a number that only grows, so
+    the list's order is the rows' order and a rewind deletes the rows from its target's ``pos`` on),
+    the id (unique), where its record is, whether scan counts it. Records are written in batches."""
+
+    CACHE_KB = 4096
+    BATCH = 4096
+    UPSERT = ("INSERT INTO m VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET line = excluded.line, "
+              "idx = excluded.idx, off = excluded.off, len = excluded.len, counted = excluded.counted")
+
+    def __init__(self, order: list[str], where: dict[str, tuple[int, int, int | None, int, int, bool]]) -> None:
+        import sqlite3
+        self.error = sqlite3.Error
+        try:
+            self.con = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+            for pragma in (f"cache_size = -{self.CACHE_KB}", "journal_mode = OFF", "synchronous = OFF",
+                           "temp_store = FILE"):
+                self.con.execute(f"PRAGMA {pragma}")
+            self.con.execute("CREATE TABLE m (pos INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, line INTEGER, "
+                             "idx INTEGER, off INTEGER, len INTEGER, counted INTEGER)")
+            self.con.execute("BEGIN")
+            self.con.executemany("INSERT INTO m VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 ((i, mid, *where[mid][1:]) for i, mid in enumerate(order)))
+        except sqlite3.Error as e:
+            raise self._failed(e) from e
+        self.next = len(order)
+        self.pending: list[tuple] = []
+
+    def define(self, mid: str, line: int, index: int | None, offset: int, length: int, counted: bool) -> None:
+        """A message's record: a new id goes to the end of the list, a known one keeps its place."""
+        self.pending.append((self.next, mid, line, index, offset, length, counted))
+        self.next += 1
+        if len(self.pending) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            try:
+                self.con.executemany(self.UPSERT, self.pending)
+            except self.error as e:
+                raise self._failed(e) from e
+            self.pending = []
+
+    def rewind(self, target: str) -> None:
+        self.flush()
+        try:
+            hit = self.con.execute("SELECT pos FROM m WHERE id = ?", (target,)).fetchone()
+            if hit is not None:
+                self.con.execute("DELETE FROM m WHERE pos >= ?", hit)
+        except self.error as e:
+            raise self._failed(e) from e
+
+    def entries(self) -> Iterator[tuple[str, int, int | None, int, int, bool]]:
+        self.flush()
+        try:
+            for mid, line, index, offset, length, counted in self.con.execute(
+                    "SELECT id, line, idx, off, len, counted FROM m ORDER BY pos"):
+                yield mid, line, index, offset, length, bool(counted)
+        except self.error as e:
+            raise self._failed(e) from e
+
+    def counted(self) -> int:
+        self.flush()
+        return self.con.execute("SELECT count(*) FROM m WHERE counted").fetchone()[0]
+
+    def close(self) -> None:
+        self.pending = []
+        self.con.close()
+
+    @staticmethod
+    def _failed(e: Exception) -> Exception:
+        from histmig.core.diagnostics import HistmigError
+        return HistmigError(f"cannot keep a long Gemini session's message list in a temporary file: {e} "
+                            "(SQLITE_TMPDIR or TMPDIR names where it goes)")
 
 
 def line_record(line: Line) -> Record:
@@ -231,11 +362,11 @@ def line_record(line: Line) -> Record:
                   timestamp=obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None)
 
 
-def messages(resolved: Resolved, fetch: Callable[[int], Any]) -> Iterator[Record]:
-    """The final list as Records, each read from the line that defines it (``fetch(number) -> obj``)."""
+def messages(resolved: Resolved, fetch: Callable[[int, int, int], Any]) -> Iterator[Record]:
+    """The final list as Records, each read from the line that defines it (``fetch(number, offset,
+    length) -> obj``)."""
     answered: set[str] = set()
-    for mid in resolved.order:
-        number, index = resolved.where[mid]
-        obj = fetch(number)
+    for _mid, number, index, offset, length, _counted in resolved.entries():
+        obj = fetch(number, offset, length)
         msg = obj["$set"]["messages"][index] if index is not None else obj
         yield from message_records(msg, number, answered)

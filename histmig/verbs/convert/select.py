@@ -57,7 +57,7 @@ def _by_path(name: str, tools: list[str]) -> SessionRef | None:
         adapter = registry.adapter(tool)
         target = p / "transcript.jsonl" if p.is_dir() else p
         if adapter.detect(target if target.exists() else p):
-            session = adapter.read(p)
+            session = getattr(adapter, "stream", adapter.read)(p)     # bounded memory: a big file too
             return SessionRef(tool, session.id, Path(p), cwd=session.cwd)
     raise UsageError(f"{name}: not a session file of {', '.join(tools)}")
 
