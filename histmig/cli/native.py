@@ -14,9 +14,27 @@ from histmig.cli.jsonout import iso_text, iso_utc
 from histmig.core.model import Record, Session
 
 
+_PLAIN = (str, int, float, bool, type(None))
+_NAMES: dict[type, tuple[str, ...]] = {}      # a dataclass's field names, once per class
+
+
 def _value(v: Any) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: _value(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    t = type(v)
+    if t in _PLAIN:               # the common leaves and containers first: this runs for every value
+        return v
+    if t is dict:
+        return {str(k): _value(x) for k, x in v.items()}
+    if t is list or t is tuple:
+        return [_value(x) for x in v]
+    names = _NAMES.get(t)
+    if names is None and dataclasses.is_dataclass(t):
+        names = _NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    if names is not None:
+        return {name: _value(getattr(v, name)) for name in names}
+    return _other(v)
+
+
+def _other(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -38,7 +56,8 @@ def _bytes(b: bytes) -> dict[str, str]:
 
 
 def record_to_native(rec: Record) -> dict[str, Any]:
-    d = {f.name: _value(getattr(rec, f.name)) for f in dataclasses.fields(rec) if f.name != "raw"}
+    names = _NAMES.get(type(rec)) or _NAMES.setdefault(type(rec), tuple(f.name for f in dataclasses.fields(rec)))
+    d = {name: _value(getattr(rec, name)) for name in names if name != "raw"}
     d["raw"] = _bytes(rec.raw) if rec.raw is not None else None
     d["timestamp"] = iso_text(rec.timestamp)     # the recorded text stays in raw (docs/json.md: one time format)
     return d
@@ -65,14 +84,29 @@ def _times(d: dict[str, Any]) -> dict[str, Any]:
 def native_view(session: Session) -> dict[str, Any]:
     """:func:`session_to_native` for :func:`histmig.jsonio.jsonstream.write_json`: records (and each
     sub-agent's) are converted one at a time as they are written."""
-    from histmig.jsonio.jsonstream import Fields, Lazy
+    from histmig.jsonio.jsonstream import Lazy
     d: dict[str, Any] = {}
     for f in dataclasses.fields(session):
         v = getattr(session, f.name)
         if f.name == "records":
-            d["records"] = Lazy(Fields(record_to_native(r)) for r in v)
+            d["records"] = Lazy(_streamed(record_to_native(r)) for r in v)
         elif f.name == "subagents":
             d["subagents"] = [native_view(s) for s in v]
         else:
             d[f.name] = _value(v)
     return _times(d)
+
+
+# a record read from fewer source bytes than this is written with its neighbours in one orjson call
+# (jsonstream's batches of 64: a Python step per field of every record cost more than the records'
+# encoding); any other a field at a time, so a large raw text is never copied whole twice. A record
+# without source bytes (one a reader rebuilt, as Gemini's resolved messages) goes field by field too:
+# its parts were not read from a few bytes, so nothing bounds them here
+SMALL_RAW = 64 << 10
+
+
+def _streamed(rec: dict[str, Any]) -> Any:
+    from histmig.jsonio.jsonstream import Fields, Plain
+    raw = rec.get("raw") or {}
+    size = len(raw.get("raw") or raw.get("raw_b64") or "")
+    return Plain(rec) if 0 < size < SMALL_RAW else Fields(rec)
