@@ -99,17 +99,27 @@ def active_path(path: Path) -> Container[str] | None:
     ``/tree``; then the earlier branch's entries stay in the file). A branched file's id pairs go to disk
     past a bound (histmig/core/treepath.py), so memory stays flat whatever its entry count."""
     prev, linear = None, True
-    for r in records_from_lines(record_lines(path)):
-        if r.id is None or r.source_type in ("session", "blank") or r.opaque:
-            continue
-        if r.parent_id != prev:
+    for rid, parent in _entry_ids(path):
+        if parent != prev:
             linear = False
             break
-        prev = r.id
+        prev = rid
     if linear:
         return None
-    return branch_ids((r.id, r.parent_id) for r in records_from_lines(record_lines(path))
-                      if r.id is not None and r.source_type != "session" and not r.opaque)
+    return branch_ids(_entry_ids(path))
+
+
+def _entry_ids(path: Path) -> Iterator[tuple[str, str | None]]:
+    """``(id, parentId)`` of each entry that has an id, as ``records_from_lines`` reads them (blank, broken
+    and non-object lines and the session header left out), without building its Record: the
+    linearity check runs before every stream, over the whole file."""
+    for line in record_lines(path):
+        if line.blank or line.error is not None:
+            continue
+        obj = line.obj
+        if isinstance(obj, dict) and obj.get("type") != "session" and isinstance(obj.get("id"), str):
+            parent = obj.get("parentId")
+            yield obj["id"], parent if isinstance(parent, str) else None
 
 
 def stream(src: Any) -> Session:
