@@ -16,6 +16,7 @@ from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
 from histmig.tools import resolve_homes
 from histmig.verbs.undo.run import undo
 
+from test_undo_relink import _crash_after_first_rename
 from test_undo_settled import SECOND, edit_journal, stat_later
 
 HOUR = 3600 * 10**9
@@ -79,20 +80,6 @@ def test_a_session_half_undone_after_a_rename_can_be_finished_by_a_second_undo(s
     assert f1.read_bytes() == originals[f1]
     assert again.state == "undone", again.skips
     assert {t.txid: t.state for t in list_transactions(h.state)}[folder.name] == "undone"
-
-
-def _crash_after_first_rename(h) -> int:
-    """An undo killed (no rollback runs) right after it renamed its first backup into place."""
-    pid = os.fork()
-    if pid == 0:     # pragma: no cover - the child
-        fs = fsio.FS()
-        fs.hooks["after-replace"] = lambda label: os._exit(9)
-        with fsio.using(fs):
-            try:
-                undo(h)
-            finally:
-                os._exit(3)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def _recover_crashing_at(h, k: int) -> int:
