@@ -158,7 +158,7 @@ INTERACTIVE = "319df6a0-2049-4339-acfe-a86bdc392277"      # the sample typed in 
 def claude_world(isolated_homes, tmp_path):
     a, b = tmp_path / "A", tmp_path / "B"
     install(a, tools=("claude-code",))
-    (a / ".claude" / ".claude.json").rename(a / ".claude.json")     # where Claude keeps it without CLAUDE_CONFIG_DIR
+    # the samples hook put .claude.json at ~/.claude.json, where Claude keeps it without CLAUDE_CONFIG_DIR
     (b / ".claude").mkdir(parents=True)
     own = {"numStartups": 3, "hasCompletedOnboarding": True,
            "projects": {"/home/b/mine": {"allowedTools": ["Bash"], "hasTrustDialogAccepted": True}}, "userID": "b"}
@@ -299,7 +299,6 @@ def test_a_bundle_from_windows_paths_unpacks_into_a_posix_home(capsys, isolated_
     from histmig.core.paths import claude_slug
     a, b = tmp_path / "A", tmp_path / "B"
     install(a, tools=("codex", "claude-code"))
-    (a / ".claude" / ".claude.json").rename(a / ".claude.json")
     windows_home(a)
     (a / ".claude" / "history.jsonl").write_bytes(windows_lines((a / ".claude" / "history.jsonl").read_bytes()))
     assert (a / ".claude" / "projects" / "C--Users-x-code-app").is_dir()
