@@ -203,70 +203,77 @@ def resolve(lines: Iterable[Line], spill_at: int | None = None) -> Resolved:
     The list only grows at its end and a rewind cuts a tail, so each message keeps its position
     from its first record until a rewind or a ``$set`` list drops it: a rewind is a lookup and the
     cut, never a search. Past ``spill_at`` (:data:`SPILL_AT`) messages the list moves to disk."""
-    spill_at = SPILL_AT if spill_at is None else spill_at
     r = Resolved()
-    order, where = r.order, r.where
-    store: Spill | None = None
+    listed = _Listed(SPILL_AT if spill_at is None else spill_at)
     for line in lines:
         obj = None if line.blank or line.oversize else line.obj
         if not isinstance(obj, dict):
             continue
         kind = line_kind(obj)
         if kind == "message":
-            mid = str(obj["id"])
-            if store is not None:
-                store.define(mid, line.number, None, line.offset, line.length or 0, counts(obj))
-                continue
-            old = where.get(mid)
-            if old is None:
-                where[mid] = (len(order), line.number, None, line.offset, line.length or 0, counts(obj))
-                order.append(mid)
-                if len(order) > spill_at:
-                    store = Spill(order, where)
-                    order, where = [], {}
-            else:
-                where[mid] = (old[0], line.number, None, line.offset, line.length or 0, counts(obj))
+            listed.define(str(obj["id"]), line.number, None, line.offset, line.length or 0, counts(obj))
         elif kind == "$set" and isinstance(obj["$set"], dict):
             sets = obj["$set"]
             r.meta.update({k: v for k, v in sets.items() if k != "messages"})
             if isinstance(sets.get("messages"), list):
-                if store is not None:      # a new list: back in memory until it grows past spill_at
-                    store.close()
-                    store = None
-                order, where = [], {}
+                listed.reset()
                 offset, length = line.offset, line.length or 0
                 for i, m in enumerate(sets["messages"]):
                     if isinstance(m, dict) and "id" in m:
-                        mid = str(m["id"])
-                        if store is not None:
-                            store.define(mid, line.number, i, offset, length, counts(m))
-                            continue
-                        old = where.get(mid)
-                        if old is None:
-                            where[mid] = (len(order), line.number, i, offset, length, counts(m))
-                            order.append(mid)
-                            if len(order) > spill_at:
-                                store = Spill(order, where)
-                                order, where = [], {}
-                        else:
-                            where[mid] = (old[0], line.number, i, offset, length, counts(m))
+                        listed.define(str(m["id"]), line.number, i, offset, length, counts(m))
         elif kind == "$rewindTo":
-            target = str(obj["$rewindTo"])
-            if store is not None:
-                store.rewind(target)
-                continue
-            hit = where.get(target)
-            if hit is not None:
-                for mid in order[hit[0]:]:
-                    del where[mid]
-                del order[hit[0]:]
+            listed.rewind(str(obj["$rewindTo"]))
         else:
             r.metas += 1
             r.meta.update(obj)
-    if store is not None:
-        store.flush()
-    r.order, r.where, r.store = order, where, store
+    if listed.store is not None:
+        listed.store.flush()
+    r.order, r.where, r.store = listed.order, listed.where, listed.store
     return r
+
+
+class _Listed:
+    """:func:`resolve`'s list as it goes: ``order`` and ``where`` (the layout of :class:`Resolved`) in
+    memory, moved to a :class:`Spill` once it holds more than ``spill_at`` messages."""
+
+    def __init__(self, spill_at: int) -> None:
+        self.spill_at = spill_at
+        self.order: list[str] = []
+        self.where: dict[str, tuple[int, int, int | None, int, int, bool]] = {}
+        self.store: Spill | None = None
+
+    def define(self, mid: str, line: int, index: int | None, offset: int, length: int, counted: bool) -> None:
+        """A message's record: a new id goes to the end of the list, a known one keeps its place."""
+        if self.store is not None:
+            self.store.define(mid, line, index, offset, length, counted)
+            return
+        old = self.where.get(mid)
+        if old is not None:
+            self.where[mid] = (old[0], line, index, offset, length, counted)
+            return
+        self.where[mid] = (len(self.order), line, index, offset, length, counted)
+        self.order.append(mid)
+        if len(self.order) > self.spill_at:
+            self.store = Spill(self.order, self.where)
+            self.order, self.where = [], {}
+
+    def rewind(self, target: str) -> None:
+        """The list cut from ``target`` on (nothing when it is not in the list)."""
+        if self.store is not None:
+            self.store.rewind(target)
+            return
+        hit = self.where.get(target)
+        if hit is not None:
+            for mid in self.order[hit[0]:]:
+                del self.where[mid]
+            del self.order[hit[0]:]
+
+    def reset(self) -> None:
+        """A ``$set`` of the whole list: empty again, and back in memory until it grows past the bound."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.order, self.where = [], {}
 
 
 class Spill:
