@@ -277,32 +277,27 @@ class _Listed:
 
 
 class Spill:
-    """The message list of :func:`resolve` on disk: a private temporary SQLite database
-    (``sqlite3.connect("")``: a file in SQLite's temporary directory -- ``SQLITE_TMPDIR``, ``TMPDIR``,
-    ``/var/tmp`` or ``/tmp`` -- unlinked as it is made, so it is gone when the connection closes or the
-    process dies) with a few MB of page cache. A row per message: ``pos`` (a number that only grows, so
-    the list's order is the rows' order and a rewind deletes the rows from its target's ``pos`` on),
-    the id (unique), where its record is, whether scan counts it. Records are written in batches."""
+    """The message list of :func:`resolve` on disk, in a private temporary database
+    (histmig/core/tempdb.py). A row per message: ``pos`` (a number that only grows, so the list's order
+    is the rows' order and a rewind deletes the rows from its target's ``pos`` on), the id (unique),
+    where its record is, whether scan counts it. Records are written in batches."""
 
-    CACHE_KB = 4096
+    WHAT = "a long Gemini session's message list"
     BATCH = 4096
     UPSERT = ("INSERT INTO m VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET line = excluded.line, "
               "idx = excluded.idx, off = excluded.off, len = excluded.len, counted = excluded.counted")
 
     def __init__(self, order: list[str], where: dict[str, tuple[int, int, int | None, int, int, bool]]) -> None:
-        import sqlite3
-        self.error = sqlite3.Error
+        from histmig.core import tempdb
+        self.error = tempdb.Error
+        self.con = tempdb.connect(self.WHAT)
         try:
-            self.con = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-            for pragma in (f"cache_size = -{self.CACHE_KB}", "journal_mode = OFF", "synchronous = OFF",
-                           "temp_store = FILE"):
-                self.con.execute(f"PRAGMA {pragma}")
             self.con.execute("CREATE TABLE m (pos INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, line INTEGER, "
                              "idx INTEGER, off INTEGER, len INTEGER, counted INTEGER)")
             self.con.execute("BEGIN")
             self.con.executemany("INSERT INTO m VALUES (?, ?, ?, ?, ?, ?, ?)",
                                  ((i, mid, *where[mid][1:]) for i, mid in enumerate(order)))
-        except sqlite3.Error as e:
+        except self.error as e:
             raise self._failed(e) from e
         self.next = len(order)
         self.pending: list[tuple] = []
@@ -348,11 +343,9 @@ class Spill:
         self.pending = []
         self.con.close()
 
-    @staticmethod
-    def _failed(e: Exception) -> Exception:
-        from histmig.core.diagnostics import HistmigError
-        return HistmigError(f"cannot keep a long Gemini session's message list in a temporary file: {e} "
-                            "(SQLITE_TMPDIR or TMPDIR names where it goes)")
+    def _failed(self, e: Exception) -> Exception:
+        from histmig.core import tempdb
+        return tempdb.failed(self.WHAT, e)
 
 
 def line_record(line: Line) -> Record:
