@@ -26,12 +26,18 @@ def _value(v: Any) -> Any:
         return {str(k): _value(x) for k, x in v.items()}
     if t is list or t is tuple:
         return [_value(x) for x in v]
-    names = _NAMES.get(t)
-    if names is None and dataclasses.is_dataclass(t):
-        names = _NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    names = _field_names(t)
     if names is not None:
         return {name: _value(getattr(v, name)) for name in names}
     return _other(v)
+
+
+def _field_names(t: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (None for any other type), looked up once per class."""
+    names = _NAMES.get(t)
+    if names is None and dataclasses.is_dataclass(t):
+        names = _NAMES[t] = tuple(f.name for f in dataclasses.fields(t))
+    return names
 
 
 def _other(v: Any) -> Any:
@@ -56,8 +62,7 @@ def _bytes(b: bytes) -> dict[str, str]:
 
 
 def record_to_native(rec: Record) -> dict[str, Any]:
-    names = _NAMES.get(type(rec)) or _NAMES.setdefault(type(rec), tuple(f.name for f in dataclasses.fields(rec)))
-    d = {name: _value(getattr(rec, name)) for name in names if name != "raw"}
+    d = {name: _value(getattr(rec, name)) for name in _field_names(type(rec)) if name != "raw"}
     d["raw"] = _bytes(rec.raw) if rec.raw is not None else None
     d["timestamp"] = iso_text(rec.timestamp)     # the recorded text stays in raw (docs/json.md: one time format)
     return d
