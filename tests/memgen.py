@@ -87,3 +87,16 @@ def peak_rss(args: list[str], env: dict[str, str]) -> dict:
     out = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "histmig", *args],
                          env=env, capture_output=True, check=True)
     return json.loads(out.stdout)
+
+
+LIMIT_MB = 200      # the memory tests' bound on a command's peak RSS
+
+
+def under_limit(args: list, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> int:
+    """Run ``histmig ARGS`` (:func:`peak_rss`), assert its exit code is one of ``ok`` and its peak RSS
+    under :data:`LIMIT_MB`; the MB it peaked at."""
+    res = peak_rss([str(a) for a in args], env)
+    assert res["rc"] in ok, (args, res["stderr"])
+    mb = res["maxrss_kb"] // 1024
+    assert mb < LIMIT_MB, f"histmig {' '.join(map(str, args))}: peak RSS {mb} MB"
+    return mb

@@ -14,9 +14,8 @@ import pytest
 from clirun import histmig
 from histmig.jsonio import zst
 from histmig.jsonio.jsonl import RECORD_MAX_BYTES
-from memgen import CLAUDE_ID, big_transcript, peak_rss, zst_rollout
+from memgen import CLAUDE_ID, big_transcript, under_limit, zst_rollout
 
-LIMIT_MB = 200
 
 
 @pytest.fixture
@@ -27,11 +26,7 @@ def env(isolated_homes, tmp_path):
 
 
 def _under_limit(args: list, env: dict, expect_rc: int = 0) -> int:
-    res = peak_rss([str(a) for a in args], env)
-    assert res["rc"] == expect_rc, res["stderr"]
-    mb = res["maxrss_kb"] // 1024
-    assert mb < LIMIT_MB, f"histmig {' '.join(map(str, args))}: peak RSS {mb} MB"
-    return mb
+    return under_limit(args, env, (expect_rc,))
 
 
 @pytest.mark.slow

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memgen import peak_rss
+from memgen import under_limit
 
-LIMIT_MB = 200
 SID = "01a231e8-e673-716f-8eaf-0ba49c4e0001"
 
 
@@ -49,7 +48,4 @@ def test_a_branched_pi_session_of_a_million_entries_stays_under_200mb(isolated_h
     app = Path(isolated_homes["HOME"]) / "w" / "app"
     app.mkdir(parents=True)
     branched_pi_session(Path(isolated_homes["PI_CODING_AGENT_DIR"]), str(app))
-    res = peak_rss(["show", SID[:8]], env)
-    assert res["rc"] == 0, res["stderr"]
-    mb = res["maxrss_kb"] // 1024
-    assert mb < LIMIT_MB, f"histmig show (branched Pi session): peak RSS {mb} MB"
+    under_limit(["show", SID[:8]], env)          # a branched session: its walk spills past 100,000 entries
