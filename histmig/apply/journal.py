@@ -342,8 +342,9 @@ def list_transactions(state_dir: Path) -> list[TxInfo]:
             if p.is_dir() and (p / JOURNAL).exists()]
 
 
-def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list[int], kept: list[dict[str, str]]) -> None:
-    """After an undo transaction committed: which operations it reverted, then ``undone`` (every
+def mark_undo(fs: fsio.FS, folder: Path, *, by: str | None, ns: list, kept: list[dict[str, str]]) -> None:
+    """After an undo transaction committed: which operations it reverted (``ns``: ints, and
+    ``[n, i]`` for one row of a database operation: histmig/verbs/undo/coverage.py), then ``undone`` (every
     operation is reverted now) or ``undo-stopped`` (sessions kept, named in ``kept``).
 
     Both records go in one write and one fsync (the apply's batches journal their intents or dones

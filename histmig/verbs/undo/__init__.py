@@ -25,6 +25,7 @@ from histmig.apply.journal import iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
+from histmig.verbs.undo import coverage
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
 from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, updated_row
@@ -41,7 +42,7 @@ class Unit:
     label: str
     session: dict | None = None
     members: list[uf.Member] = field(default_factory=list)
-    ns: set[int] = field(default_factory=set)
+    parts: set[coverage.Part] = field(default_factory=set)   # of the journal: ops n, rows (n, i)
 
     @property
     def problem(self) -> tuple[str, str] | None:
@@ -53,6 +54,10 @@ class Unit:
 
     def paths(self) -> list[str]:
         return [m.path for m in self.members]
+
+    def reverting_ops(self) -> list[Op]:
+        """Its ops, and a folder rename that took a member along (made by its first member's unit)."""
+        return self.ops + [m.via for m in self.members if m.via is not None]
 
 
 # -- choosing the transaction ----------------------------------------------------------------------
@@ -120,7 +125,7 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     own, done = _read_journal(folder)
     begin = check_undoable(folder, own)
     history = load(homes.state, folder.name, own)
-    intents = [r for r in done if r["n"] not in history.covered]
+    intents = [r for r in done if not history.covered.done_with(r)]
     del own, done                 # a flip of thousands of sessions journals tens of thousands of rows
     hooks = undo_hooks()
     locator = Locator(homes, intents, list(hooks.values()))
@@ -268,7 +273,7 @@ def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *
     key = _key(session, m.path)
     unit = units.get_unit(key, key[-1], session)
     unit.members.append(m)
-    unit.ns.add(rec["n"])
+    unit.parts.add(rec["n"])
 
 
 def _later(who: str) -> tuple[str, str]:
@@ -280,8 +285,11 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offs
     rows = rec.get("rows", [])
     now = prefetch_updates(reader, rec["path"], rows)
     later = history.later.rows      # usually empty: then no row's key is encoded to look it up
-    db = rec["path"]
+    db, n = rec["path"], rec["n"]
+    reverted = history.covered.rows_of(n)        # by an earlier undo that kept other sessions
     for i, row in enumerate(rows):
+        if i in reverted:
+            continue
         got = now.get(i)
         # a prefetched update (a flip's every row): its inverse inline, as inverse_row would make it
         m = updated_row(db, row, got, offset_tables) if got is not None else \
@@ -293,7 +301,7 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offs
         key = _key(session, m.path)
         unit = units.get_unit(key, key[-1], session)
         unit.members.append(m)
-        unit.ns.add(rec["n"])
+        unit.parts.add((n, i))
 
 
 def _settings_files(homes, env: uf.Env, units: Units, hooks: list[UndoHook]) -> None:
@@ -347,7 +355,7 @@ def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]
         if any(os.path.basename(m.path).split(".")[0] in live for m in r.members):
             continue
         for m in r.members:
-            m.ops = []
+            m.ops, m.via = [], r.whole
         r.members[0].ops = [r.whole]
 
 
@@ -358,7 +366,7 @@ _ORDER = (WriteFile, MkDir, Rename, CreateFile, Delete, RmDir, SqlUpdate, SqlIns
 def _assemble(homes, begin: dict, env: uf.Env, units: Units) -> Plan:
     ops: list[Op] = []
     skips: list[Skip] = []
-    covered: list[int] = []
+    reverting: list[Unit] = []
     kept_units = []
     for unit in units.values():
         if unit.problem:
@@ -369,14 +377,16 @@ def _assemble(homes, begin: dict, env: uf.Env, units: Units) -> Plan:
             kept_units.append({"label": unit.label, "reason": reason, "code": code, "paths": unit.paths()})
             continue
         ops += unit.ops
-        covered += sorted(unit.ns)
-    ops = _rewritten_then_moved(_ordered(ops + _emptied_dirs(env.made_dirs, ops)))
+        reverting.append(unit)
+    ops = _ordered(ops + _emptied_dirs(env.made_dirs, ops))
+    units_done = coverage.plan_units(((u.parts, u.reverting_ops()) for u in reverting), ops)
+    ops = _rewritten_then_moved(ops)          # same positions: the indices above still hold
     roots = [str(r) for r in homes.roots()] + [r for r in begin.get("roots") or [] if r not in map(str, homes.roots())]
     if any(isinstance(op, Rename) and str(env.trash) in op.dst for op in ops):
         roots.append(str(env.trash))
-    summary = {"of": env.txid, "of_op": begin.get("op", ""), "units": len(units), "kept": kept_units,
-               "unit_paths": {str(n): paths for n, paths in _unit_paths(units).items()}}
-    plan = Plan(op="undo", args={"of": env.txid, "of_op": begin.get("op", ""), "ns": sorted(covered)},
+    summary = {"of": env.txid, "of_op": begin.get("op", ""), "units": len(units), "kept": kept_units}
+    ns = sorted({p if isinstance(p, int) else p[0] for u in reverting for p in u.parts})
+    plan = Plan(op="undo", args={"of": env.txid, "of_op": begin.get("op", ""), "ns": ns, "units": units_done},
                 roots=roots, operations=ops, skips=skips, summary=summary,
                 warnings=[w for u in units.values() for m in u.members for w in m.warnings])
     if begin.get("op") == "convert" and any(u.problem and u.problem[1] == "kept-continued" for u in units.values()):
@@ -421,19 +431,6 @@ def _first_problem_path(unit: Unit) -> str:
     return next(m.path for m in unit.members if m.problem)
 
 
-def _unit_paths(units: Units) -> dict[int, list[str]]:
-    """For every journal operation of a reverted unit, every path its unit's ops write (the
-    apply's skips then tell which operations stayed unreverted)."""
-    out: dict[int, list[str]] = {}
-    for unit in units.values():
-        if unit.problem:
-            continue
-        paths = [p for op in unit.ops for p in op.paths()]
-        for n in unit.ns:
-            out[n] = paths
-    return out
-
-
 # -- lines appended since the apply ----------------------------------------------------------------
 def inverse_line_edit(begin: dict) -> Callable[[Op, bytes], bytes] | None:
     """The transaction's own per-line edit, backwards (flip NEW -> OLD, move NEW -> OLD)."""
@@ -476,9 +473,3 @@ class Locator:
         if self._relocators is None:
             self._relocators = [r for h in self.hooks if (r := h.relocator(self.homes)) is not None]
         return next((found for r in self._relocators if (found := r(path)) is not None), None)
-
-
-def result_covered(plan: Plan, skipped_paths: set[str]) -> list[int]:
-    """The journal operations the applied undo reverted: those whose unit had no skipped path."""
-    unit_paths: dict[str, Any] = plan.summary.get("unit_paths", {})
-    return [n for n in plan.args["ns"] if not set(unit_paths.get(str(n), [])) & skipped_paths]

@@ -35,6 +35,7 @@ class Member:
     grown: bool = False           # a file a client appended to since the apply
     warnings: list = field(default_factory=list)
     offsets: bool = False         # a journaled byte-offset row (thread_history_1.sqlite)
+    via: Op | None = None         # the folder rename that takes it back with its folder's other entries
 
     @classmethod
     def kept(cls, path: str, reason: str, code: str) -> "Member":
@@ -144,7 +145,7 @@ def put_back(path: str, rec: dict, backup: str) -> bool:
     the path holds the journaled original inode, and it begins with the journaled original bytes
     (lines appended since are a client's). That undo did not cover the operation when another
     file of its session was skipped while it applied (histmig/verbs/undo/__init__.py
-    ``result_covered``); a later undo finds the file undone, as it finds one written back as a temp
+    ``coverage.reverted``); a later undo finds the file undone, as it finds one written back as a temp
     (``_changed``), instead of a missing backup."""
     pre = rec.get("pre") or {}
     if (rec.get("backup") or {}).get("kind") != "link" or os.path.lexists(backup):

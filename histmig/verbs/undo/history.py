@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from histmig.apply.journal import JOURNAL, read_records, tx_root, tx_state, txid_sort_key
+from histmig.verbs.undo.coverage import Covered, reverted_by_journal
 
 LIVE = ("committed", "partly-undone")
 
@@ -45,14 +46,18 @@ def row_key(db: str, row: dict) -> tuple:
 
 @dataclass
 class History:
-    covered: set[int]
+    covered: Covered
     later: Later
 
 
 def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
-    covered = {n for r in own if r["kind"] == "undo-by" for n in r.get("ns", [])}
-    covered |= {r["n"] for r in own if r["kind"] == "undo-done"}      # undone by an older histmig
-    marked = {r.get("txid") for r in own if r["kind"] == "undo-by"}   # their exact ns: just above
+    covered = Covered()
+    for r in own:
+        if r["kind"] == "undo-by":
+            covered.add(r.get("ns", []))
+        elif r["kind"] == "undo-done":                 # undone by an older histmig
+            covered.add([r["n"]])
+    marked = {r.get("txid") for r in own if r["kind"] == "undo-by"}   # their exact parts: just above
     later = Later()
     root = tx_root(state_dir)
     me = txid_sort_key(txid)
@@ -63,10 +68,11 @@ def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
         recs = read_records(Path(entry.path))
         begin = next((r for r in recs if r["kind"] == "begin"), {})
         if begin.get("op") == "undo":
-            # an undo whose mark was lost (a crash before ``undo-by``): the ns it planned. Not one
-            # that marked: a session it skipped while applying is not covered, its plan's ns say so
-            if state == "committed" and (begin.get("args") or {}).get("of") == txid and entry.name not in marked:
-                covered |= set((begin.get("args") or {}).get("ns", []))
+            # an undo whose mark was lost (a crash before ``undo-by``): what its own journal says
+            # it finished (verbs/undo/coverage.py)
+            args = begin.get("args") or {}
+            if state == "committed" and args.get("of") == txid and entry.name not in marked:
+                covered.add(reverted_by_journal(args, recs))
             continue
         if state in LIVE:
             _add_touches(later, recs, f"{entry.name} ({begin.get('op', '?')})")

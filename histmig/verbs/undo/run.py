@@ -11,7 +11,8 @@ from histmig.apply import ApplyOptions, ApplyResult, apply_plan, check_no_unfini
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, Skip, Warning
 from histmig.apply.journal import iter_records, mark_undo
 from histmig.core.locks import GlobalLock, ensure_private_dir
-from histmig.verbs.undo import inverse_line_edit, pick_transaction, plan_undo, result_covered
+from histmig.verbs.undo import inverse_line_edit, pick_transaction, plan_undo
+from histmig.verbs.undo.coverage import reverted
 from histmig.core.plan import Plan, Rename
 
 
@@ -62,7 +63,7 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
     res.warnings = res.warnings + [w for w in applied.warnings if w not in plan.warnings]
     res.trash = [p for p in trash if p not in skipped]
     with GlobalLock(homes.state):
-        mark_undo(fsio.current(), folder, by=applied.txid, ns=result_covered(plan, skipped),
+        mark_undo(fsio.current(), folder, by=applied.txid, ns=reverted(plan, skipped),
                   kept=[s.to_dict() for s in res.skips])
     res.state = "partly-undone" if res.skips else "undone"
     return res
