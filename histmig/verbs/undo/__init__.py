@@ -210,8 +210,8 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
                 env.made_dirs += rec.get("dirs") or []
                 renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
                 renames.append(renamed)
-                for m in renamed.members:
-                    _add(units, env, rec, m, history, session=_session_of(m))
+                for m, part in _entry_parts(rec, renamed, history.covered.rows_of(rec["n"])):
+                    _add(units, env, rec, m, history, session=_session_of(m), part=part)
             elif method in _FILES:
                 m = fut.result() if (fut := ahead.pop(id(rec), None)) is not None else _FILES[method](env, rec)
                 if isinstance(m, Exception):
@@ -261,7 +261,27 @@ _FILES: dict[str, Callable] = {"replace": uf.inverse_replace, "inplace": uf.inve
                                "create": uf.inverse_create, "delete": uf.inverse_delete, "rmdir": uf.inverse_rmdir}
 
 
-def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *, session: dict | None) -> None:
+def _entry_parts(rec: dict, renamed: uf.Renamed, reverted: set[int]) -> list[tuple[uf.Member, coverage.Part]]:
+    """A rename's members, each with its part: entry ``i`` of a moved folder (``(n, i)``: a project
+    folder holds several sessions, and one kept must not count the folder's rename as reverted for
+    it), else the whole operation. An entry an earlier undo moved back is left out, and the folder
+    then never goes back whole: a file of that name in it now is a client's."""
+    index = {e: i for i, e in enumerate(rec.get("entries") or ())}
+    out: list[tuple[uf.Member, coverage.Part]] = []
+    for m in renamed.members:
+        name = os.path.basename(m.path)
+        i = index.get(name) if m.path == os.path.join(rec["dst"], name) else None
+        if i is None:
+            out.append((m, rec["n"]))
+        elif i not in reverted:
+            out.append((m, (rec["n"], i)))
+    if len(out) < len(renamed.members):
+        renamed.members, renamed.whole = [m for m, _ in out], None
+    return out
+
+
+def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *, session: dict | None,
+         part: coverage.Part | None = None) -> None:
     # where the file is now, where it was, and where this transaction left it (a later
     # transaction may have moved it on from there)
     places = dict.fromkeys([m.path, rec["path"], env.left_at(rec["path"]), *([rec["dst"]] if rec.get("dst") else [])])
@@ -273,7 +293,7 @@ def _add(units: Units, env: uf.Env, rec: dict, m: uf.Member, history: History, *
     key = _key(session, m.path)
     unit = units.get_unit(key, key[-1], session)
     unit.members.append(m)
-    unit.parts.add(rec["n"])
+    unit.parts.add(rec["n"] if part is None else part)
 
 
 def _later(who: str) -> tuple[str, str]:

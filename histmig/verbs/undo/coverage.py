@@ -1,8 +1,9 @@
 """Which parts of a transaction an undo reverted, so that the next undo of it does the rest.
 
-A *part* is one journal operation of the undone transaction (a file's intent: its ``n``) or one row
-of a database intent (``(n, i)``): a flip journals every session's row in one database intent, so
-the operation alone cannot say which sessions' rows went back when one session was kept.
+A *part* is one journal operation of the undone transaction (a file's intent: its ``n``), one row
+of a database intent or one entry of a moved folder (``(n, i)``): a flip journals every session's
+row in one database intent, and a move renames a project folder holding several sessions in one
+operation, so the operation alone cannot say which sessions went back when one session was kept.
 
 An undo reverts whole sessions (units). Its plan's ``args.units`` lists, per unit it reverts, the
 unit's parts and the indices of the plan operations that revert it. After the undo applied, the
@@ -26,7 +27,7 @@ class Covered:
     """Parts of a transaction earlier undos reverted."""
 
     ops: set[int] = field(default_factory=set)              # whole operations
-    rows: dict[int, set[int]] = field(default_factory=dict)  # database intent n -> row indices
+    rows: dict[int, set[int]] = field(default_factory=dict)  # intent n -> row (or folder entry) indices
 
     def add(self, encoded: Iterable[Any]) -> None:
         """``encoded``: a journal's ``ns`` (ints, and ``[n, i]`` for rows)."""
@@ -37,11 +38,13 @@ class Covered:
                 self.ops.add(p)
 
     def done_with(self, rec: dict) -> bool:
-        """The journal intent ``rec`` needs nothing more: the whole operation, or every row of it."""
+        """The journal intent ``rec`` needs nothing more: the whole operation, or every row of it
+        (every entry of a folder it moved)."""
         if rec["n"] in self.ops:
             return True
         rows = self.rows.get(rec["n"])
-        return rows is not None and rec["method"] == "sql" and len(rows) >= len(rec.get("rows", ()))
+        of = rec.get("rows") if rec["method"] == "sql" else rec.get("entries")
+        return rows is not None and of is not None and len(rows) >= len(of)
 
     def rows_of(self, n: int) -> set[int]:
         return self.rows.get(n, set())
