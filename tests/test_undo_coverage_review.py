@@ -274,3 +274,37 @@ def test_claude_new_session_written_between_undo_plan_and_apply_goes_along(tmp_p
     assert undo(h).state == "undone"
     assert not fresh.exists()
     assert (h.claude / "projects" / claude_slug(old) / fresh.name).read_bytes() == b'{"type":"user"}\n'
+
+
+# -- other tools' folder moves ---------------------------------------------------------------------
+def _home_tree(root) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_qwen_kept_session_is_not_moved_back_with_its_chats_folder(tmp_path):
+    """Qwen's project folder holds ``chats/`` (no session of its own): one session kept keeps the
+    folder where the move left it, and the folder's other sessions with it (before: ``chats/`` went
+    back with the kept session's file in it, its bytes still saying NEW); the second undo finishes."""
+    from histmig.tools.qwen.adapter import qwen_slug
+    from test_qwen_move import session as qwen_session
+    h = homes()
+    old, new = str(tmp_path / "a/app"), str(tmp_path / "b/app")
+    paths = [qwen_session(h, old, sid(i)) for i in (1, 2)]
+    before = _home_tree(h.qwen)
+    res = apply_plan(plan_move(h, old, new), h)
+    assert res.exit_code == 0, res.skips
+    folder = h.state / "tx" / res.txid
+    moved = h.qwen / "projects" / qwen_slug(new) / "chats" / paths[0].name
+    left = _home_tree(h.qwen)
+    kept = moved.read_bytes()
+    i = kept.index(new.encode())
+    moved.write_bytes(kept[:i] + b"X" + kept[i + 1:])
+    first = undo(h)
+    assert first.state == "partly-undone", first.skips
+    now = {k: v for k, v in _home_tree(h.qwen).items() if "/chats/" in k}
+    assert now == {**{k: v for k, v in left.items() if "/chats/" in k}, str(moved.relative_to(h.qwen)): moved.read_bytes()}
+    assert "session-skipped" in {s.code for s in first.skips}             # the other session waits with it
+    moved.write_bytes(kept)
+    second = undo(h, folder.name)
+    assert second.state == "undone", second.skips
+    assert _home_tree(h.qwen) == before

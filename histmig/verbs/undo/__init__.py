@@ -224,6 +224,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     _settings_files(homes, env, units, list(hooks.values()))
     _rows_clients_added(homes, units, hooks)
     _add_offsets(homes, units, hooks)
+    _keep_folders_of_kept(units)
     _collapse_renames(units, renames, live=set().union(*(h.live_sessions(homes) for h in hooks.values())))
     return units
 
@@ -362,6 +363,42 @@ def _add_offsets(homes, units: Units, hooks: dict[str, UndoHook]) -> None:
         edits = sorted(e for m in unit.members for e in m.edits)
         if edits:
             unit.members.append(uf.Member("offsets", hook.offset_ops(homes, key[2], edits)))
+
+
+def _keep_folders_of_kept(units: Units) -> None:
+    """A folder entry that goes back in one rename with no session of its own (Qwen's
+    ``chats/``) and holds a file of a kept session is kept too, and so is every session
+    whose file lies in a kept folder: moving the folder would take the kept session's file back
+    while its bytes still say NEW (a kept session is kept whole; the folder waits whole, as the
+    apply's project folders do: histmig/apply/skipping.py)."""
+    kept = {m.path: u.label for u in units.values() if u.problem for m in u.members}
+    while kept:
+        above = {a: who for p, who in kept.items() for a in _ancestors(p)}    # folders holding a kept path
+        more = {}
+        for unit in units.values():
+            if unit.problem:
+                continue
+            why = next((w for m in unit.members if m.ops and (w := _holding(m, kept, above))), None)
+            if why:
+                unit.members.append(uf.Member.kept(why[0], why[1], "session-skipped"))
+                more.update({m.path: unit.label for m in unit.members})
+        kept = more
+
+
+def _ancestors(path: str) -> list[str]:
+    out, p = [], os.path.dirname(path)
+    while p and p != os.path.dirname(p):
+        out.append(p)
+        p = os.path.dirname(p)
+    return out
+
+
+def _holding(m: uf.Member, kept: dict[str, str], above: dict[str, str]) -> tuple[str, str] | None:
+    """(path, reason) when ``m`` moves a folder holding a kept path, or lies in a kept folder."""
+    if any(isinstance(op, Rename) and op.src == m.path for op in m.ops) and m.path in above:
+        return m.path, f"holds a file of {above[m.path]}, kept; kept with it"
+    who = next((kept[a] for a in _ancestors(m.path) if a in kept), None)
+    return (m.path, f"lies in a folder kept with {who}; kept with it") if who else None
 
 
 def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]) -> None:
