@@ -308,3 +308,128 @@ def test_qwen_kept_session_is_not_moved_back_with_its_chats_folder(tmp_path):
     second = undo(h, folder.name)
     assert second.state == "undone", second.skips
     assert _home_tree(h.qwen) == before
+
+
+def test_codex_move_threads_rows_of_a_kept_session_come_back_with_the_second_undo(tmp_path):
+    import sqlite3
+    h = homes()
+    old, new = str(tmp_path / "proj"), str(tmp_path / "proj2")
+    os.makedirs(new)
+    sessions = {tid(i): rollout(tid(i), cwd=old) for i in (1, 2, 3)}
+    paths = home_with(h.codex, sessions)
+    con = sqlite3.connect(h.codex / "state_5.sqlite")
+    con.execute("UPDATE threads SET cwd=?", (old,))
+    con.commit()
+    con.close()
+    before = _files(h)
+    res = apply_plan(plan_move(h, old, new, tools=["codex"]), h)
+    assert res.exit_code == 0, res.skips
+    kept = _edit(paths[tid(2)])
+    first = undo(h)
+    assert first.state == "partly-undone", first.skips
+    _restore(paths[tid(2)], kept)
+    _drop_mark(h.state / "tx" / res.txid)              # and the mark of the first undo lost, too
+    second = undo(h, res.txid)
+    assert second.state == "undone", second.skips
+    assert _files(h) == before
+
+
+def _converted_three(tmp_path):
+    import uuid
+    from histmig import tools as registry
+    from histmig.verbs.convert import ConvertOptions
+    from histmig.verbs.convert.batches import plan_convert
+    from convert_fixtures import make_state_db, write_claude
+    h = homes()
+    for d in (h.codex, h.claude):
+        d.mkdir(parents=True, exist_ok=True)
+    make_state_db(h.codex)
+    proj = str(tmp_path / "work")
+    os.makedirs(proj)
+    for i in range(3):
+        write_claude(h.claude, proj, sid=str(uuid.UUID(int=0xABC00 + i, version=4)))
+    refs = list(registry.adapter("claude-code").discover(h))
+    plan, _ = plan_convert(h, refs, ConvertOptions("codex", seed=7))
+    res = apply_plan(plan, h)
+    assert res.exit_code == 0, res.skips
+    folder = h.state / "tx" / res.txid
+    created = [r for r in _records(folder) if r["kind"] == "intent" and r["method"] == "create"]
+    return h, folder, created
+
+
+def _threads(h) -> set:
+    import sqlite3
+    con = sqlite3.connect(h.codex / "state_5.sqlite")
+    try:
+        return {r[0] for r in con.execute("SELECT id FROM threads")}
+    finally:
+        con.close()
+
+
+def _continue(path) -> None:
+    with open(path, "ab") as fh:
+        fh.write(b'{"timestamp":"2026-03-20T19:07:00.000Z","type":"event_msg","payload":{"type":"x"}}\n')
+
+
+def test_convert_all_one_continued_is_kept_then_forced_second_undo_finishes_it(tmp_path):
+    h, folder, created = _converted_three(tmp_path)
+    cont = next(r for r in created if not r["dirs"])           # not the one that made the day folder
+    _continue(cont["path"])
+    first = undo(h)
+    assert first.state == "partly-undone" and [s.code for s in first.skips] == ["kept-continued"], first.skips
+    assert _threads(h) == {cont["session"]["id"]}
+    assert [os.path.exists(r["path"]) for r in created] == [r is cont for r in created]
+    assert _states(h)[folder.name] == "partly-undone"
+    second = undo(h, folder.name, force=True)
+    assert second.state == "undone", second.skips
+    assert _threads(h) == set() and not any(os.path.exists(r["path"]) for r in created)
+    assert _states(h)[folder.name] == "undone"
+
+
+def test_convert_lost_mark_after_kept_continued(tmp_path):
+    h, folder, created = _converted_three(tmp_path)
+    cont = next(r for r in created if not r["dirs"])
+    _continue(cont["path"])
+    assert undo(h).state == "partly-undone"
+    _drop_mark(folder)
+    second = undo(h, folder.name, force=True)
+    assert second.state == "undone", second.skips
+    assert _threads(h) == set() and not any(os.path.exists(r["path"]) for r in created)
+    assert len(second.trash) == 1
+def test_pi_shared_folder_partial_then_second_undo(tmp_path):
+    from histmig.tools.pi.layout import pi_slug
+    from test_pi_move import session as pi_session
+    h = homes()
+    old, new = tmp_path / "w" / "app", tmp_path / "w" / "app2"
+    old.mkdir(parents=True)
+    root = h.pi / "sessions"
+    ps = [pi_session(root / pi_slug(str(old)), f"01a23021-3b5d-75d7-80fe-e7c8b9a6a0f{i}", str(old)) for i in (1, 2)]
+    before = _home_tree(h.pi)
+    res = apply_plan(plan_move(h, str(old), str(new)), h)
+    assert res.exit_code == 0, res.skips
+    moved = root / pi_slug(str(new)) / ps[0].name
+    kept = moved.read_bytes()
+    moved.write_bytes(kept.replace(str(new).encode(), str(new)[:-1].encode() + b"Z", 1))
+    first = undo(h)
+    assert first.state == "partly-undone", first.skips
+    assert (root / pi_slug(str(old)) / ps[1].name).read_bytes() == before[str(ps[1].relative_to(h.pi))]
+    moved.write_bytes(kept)
+    second = undo(h, res.txid)
+    assert second.state == "undone", second.skips
+    assert _home_tree(h.pi) == before
+
+
+def test_log_states_through_three_undos(tmp_path):
+    from clirun import histmig
+    h, paths, before, folder = _flipped()
+    kept = {i: _edit(paths[tid(i)]) for i in (1, 2)}
+    undo(h)
+    assert "partly-undone" in histmig("log").stdout
+    _restore(paths[tid(1)], kept[1])
+    undo(h, folder.name)
+    _restore(paths[tid(2)], kept[2])
+    undo(h, folder.name)
+    out = histmig("log").stdout
+    line = next(x for x in out.splitlines() if folder.name in x)
+    assert "undone" in line and "partly" not in line, out
+    assert histmig("undo", folder.name).exit_code != 0         # already undone: refused

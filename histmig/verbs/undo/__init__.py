@@ -200,6 +200,8 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     units, reader, renames = Units(), RowReader(), []
     offset_tables = frozenset().union(*(h.offset_tables for h in hooks.values()))
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
+    # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
+    named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
     ahead, pool = _replaced_ahead(env, intents)
     try:
         for rec in intents:
@@ -208,7 +210,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
                 _add_rows(units, reader, rec, history, offset_tables)
             elif method == "rename":
                 env.made_dirs += rec.get("dirs") or []
-                renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]))
+                renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]) or named.get(name))
                 renames.append(renamed)
                 for m, part in _entry_parts(rec, renamed, history.covered.rows_of(rec["n"])):
                     _add(units, env, rec, m, history, session=_session_of(m), part=part)
