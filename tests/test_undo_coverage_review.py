@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 import orjson
+import pytest
 
 from histmig.apply import apply_plan
 from histmig.apply.journal import list_transactions
@@ -433,3 +434,47 @@ def test_log_states_through_three_undos(tmp_path):
     line = next(x for x in out.splitlines() if folder.name in x)
     assert "undone" in line and "partly" not in line, out
     assert histmig("undo", folder.name).exit_code != 0         # already undone: refused
+
+
+# -- crash points of the second undo, after a first that kept a session -------------------------------
+@pytest.mark.slow
+def test_second_undo_crashed_anywhere_then_recovered_and_finished(tmp_path):
+    from histmig.apply import check_no_unfinished, fsio, recover
+    from histmig.apply.journal import JOURNAL
+    from test_crash_undo import _crash_at, _cut_journals
+
+    def setup():
+        import shutil
+        for d in (h.codex, h.state):
+            shutil.rmtree(d, ignore_errors=True)
+        paths = home_with(h.codex, {tid(i): rollout(tid(i), turns=2) for i in (1, 2, 3)})
+        before = _files(h)
+        txid = apply_plan(plan_flip(h, "openai", "my-provider"), h).txid
+        kept = _edit(paths[tid(1)])
+        assert undo(h).state == "partly-undone"
+        _restore(paths[tid(1)], kept)
+        return before, txid, _files(h)
+    h = homes()
+    setup()
+    with fsio.using(fsio.FS(skip_fsync=True)) as spy:
+        assert undo(h).state == "undone"
+    n_ops = spy.count
+    assert n_ops > 5
+    for k in range(1, n_ops + 1):
+        before, txid, mid = setup()
+        size = (h.state / "tx" / txid / JOURNAL).stat().st_size
+        note = str(tmp_path / f"synced-{k}")
+        assert _crash_at(k, note) == 9, k
+        if not any(str(h.state / "tx" / txid) in line for line in open(note).read().splitlines()):
+            with open(h.state / "tx" / txid / JOURNAL, "r+b") as fh:
+                fh.truncate(size)
+        _cut_journals(note)
+        with fsio.using(fsio.FS(skip_fsync=True)):
+            recover(h)
+            check_no_unfinished(h)
+        assert _files(h) in (before, mid), k
+        if _states(h)[txid] != "undone":
+            out = undo(h, txid)
+            assert out.state == "undone", (k, out.skips)
+        assert _files(h) == before, k
+        assert _states(h)[txid] == "undone", k
