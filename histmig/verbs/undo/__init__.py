@@ -411,7 +411,8 @@ def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]
     for r in renames:
         if r.whole is None or not r.members or any(id(m) in kept for m in r.members):
             continue
-        if any(os.path.basename(m.path).split(".")[0] in live for m in r.members):
+        if any(os.path.basename(m.path).split(".")[0] in live or (_session_of(m) or {}).get("id") in live
+               for m in r.members):      # by its session too: Pi names a file <time>_<id>.jsonl
             continue
         for m in r.members:
             m.ops, m.via = [], r.whole
