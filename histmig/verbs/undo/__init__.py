@@ -126,14 +126,22 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     begin = check_undoable(folder, own)
     history = load(homes.state, folder.name, own)
     intents = [r for r in done if not history.covered.done_with(r)]
+    made = _made_by_creates(done)
     del own, done                 # a flip of thousands of sessions journals tens of thousands of rows
     hooks = undo_hooks()
     locator = Locator(homes, intents, list(hooks.values()))
     env = uf.Env(folder=folder, txid=folder.name, force=force, restore_deleted=restore_deleted,
                  tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
-                 trash=Path(homes.state) / TRASH / folder.name, begin=begin)
+                 trash=Path(homes.state) / TRASH / folder.name, begin=begin, made_dirs=made)
     units = _units(homes, env, intents, history, hooks)
     return _assemble(homes, begin, env, units)
+
+
+def _made_by_creates(done: list[dict]) -> list[str]:
+    """Folders the transaction's creates made, those of operations an earlier undo reverted too: a
+    folder one session made holds others' files, so it goes only when the last of them goes, which
+    may be a later undo's (a session kept by the first)."""
+    return [d for r in done if r["method"] == "create" for d in r.get("dirs") or ()]
 
 
 def undo_hooks() -> dict[str, UndoHook]:
@@ -466,9 +474,9 @@ def _ordered(ops: list[Op]) -> list[Op]:
 
 
 def _emptied_dirs(made: list[str], ops: list[Op]) -> list[RmDir]:
-    """Folders the transaction created for what it moved, removed again when everything in them
-    goes back (deepest first: a parent counts a child folder removed here as gone)."""
-    leaving = {op.src for op in ops if isinstance(op, Rename)}
+    """Folders the transaction created for what it moved or created, removed again when everything
+    in them goes back or away (deepest first: a parent counts a child folder removed here as gone)."""
+    leaving = {op.src for op in ops if isinstance(op, Rename)} | {op.path for op in ops if isinstance(op, Delete)}
     out: list[RmDir] = []
     for d in sorted(set(made), key=lambda d: -len(d)):
         if not os.path.isdir(d) or os.path.islink(d) or d in leaving:

@@ -19,7 +19,7 @@ from histmig.core.diagnostics import Warning
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, span_patch, stamp,
                                    starts_with, tail_patches, whole_patch)
-from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, RmDir, WriteFile, unb64
+from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, WriteFile, unb64
 
 LineEdit = Callable[[Op, bytes], bytes]
 
@@ -55,7 +55,7 @@ class Env:
     left_at: Callable[[str], str]
     trash: Path
     begin: dict = field(default_factory=dict)     # the undone transaction's begin record
-    made_dirs: list[str] = field(default_factory=list)   # folders its renames created
+    made_dirs: list[str] = field(default_factory=list)   # folders its renames and creates made
 
     def backup(self, rec: dict) -> Path:
         return self.folder / "b" / rec["backup"]["name"]
@@ -331,11 +331,10 @@ def inverse_create(env: Env, rec: dict) -> Member:
     post = rec.get("post") or {}
     now = Fingerprint.of(path)
     if now.sha256 == post.get("sha256"):
-        ops: list[Op] = [Delete(path=path, expect=now, session=rec.get("session"),
-                                reason="undo: created by the transaction")]
-        ops += [RmDir(path=d, expect=dir_fingerprint(d), session=rec.get("session"), reason="undo")
-                for d in reversed(rec.get("dirs", [])) if os.path.isdir(d)]
-        return Member(path, ops)
+        # the folders it made are not this session's: other sessions may have been written into them
+        # (a convert's day or project folder); they go once emptied (verbs/undo ``_emptied_dirs``)
+        return Member(path, [Delete(path=path, expect=now, session=rec.get("session"),
+                                    reason="undo: created by the transaction")])
     grown = os.path.getsize(path) - post.get("size", 0)
     what = f"continued since the transaction ({grown} bytes appended)" if grown > 0 else "changed since the transaction"
     if not env.force:
