@@ -201,5 +201,9 @@ class Markers:
         if not cwd or slug in self.made:
             return []
         self.made.add(slug)
-        return [CreateFile(str(self.gdir / "tmp" / slug / files.MARKER), cwd.encode(), 0o644, None, tag,
+        # the project's, not the session's that happened to come first: tagged with its folder only,
+        # so an undo that keeps another session of the slug keeps the marker with it (verbs/undo)
+        folder = self.gdir / "tmp" / slug
+        return [CreateFile(str(folder / files.MARKER), cwd.encode(), 0o644, None,
+                           {"tool": tag.get("tool", "gemini"), "folder": str(folder)},
                            "project marker: gemini adopts this slug for the folder")]

@@ -404,11 +404,21 @@ def _ancestors(path: str) -> list[str]:
 
 
 def _holding(m: uf.Member, kept: dict[str, str], above: dict[str, str]) -> tuple[str, str] | None:
-    """(path, reason) when ``m`` moves a folder holding a kept path, or lies in a kept folder."""
+    """(path, reason) when ``m`` moves a folder holding a kept path, deletes a file of a folder
+    holding one (a project's own file: Gemini's marker), or lies in a kept folder."""
     if any(isinstance(op, Rename) and op.src == m.path for op in m.ops) and m.path in above:
         return m.path, f"holds a file of {above[m.path]}, kept; kept with it"
+    if _folders_own(m) and os.path.dirname(m.path) in above:
+        return m.path, f"the folder's own file, and the folder holds {above[os.path.dirname(m.path)]}, kept; kept with it"
     who = next((kept[a] for a in _ancestors(m.path) if a in kept), None)
     return (m.path, f"lies in a folder kept with {who}; kept with it") if who else None
+
+
+def _folders_own(m: uf.Member) -> bool:
+    """``m`` deletes a created file tagged with its folder and no session (a project's marker, written
+    once for every session converted into the folder): it stays while the folder holds a kept one."""
+    return any(isinstance(op, Delete) and (s := op.session or {}).get("folder") == os.path.dirname(m.path)
+               and not s.get("id") for op in m.ops)
 
 
 def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]) -> None:
