@@ -127,12 +127,12 @@ _JSON_VALUES = st.recursive(
 @settings(max_examples=3000, deadline=None)
 @given(_JSON_VALUES)
 def test_a_message_is_dumped_as_json_dumps_indent_2_dumps_it(value):
-    """adapter._dump takes orjson's indenting writer where it writes json's bytes (floats spelled
+    """adapter.dump takes orjson's indenting writer where it writes json's bytes (floats spelled
     alike, integers within 64 bits) and json.dumps otherwise: the same bytes either way."""
     try:
         want = json.dumps(value, ensure_ascii=False, indent=2).encode()
     except UnicodeEncodeError:        # a lone surrogate: json cannot encode it as UTF-8 either way
         with pytest.raises(UnicodeEncodeError):
-            adapter._dump(value)
+            adapter.dump(value)
         return
-    assert adapter._dump(value) == want
+    assert adapter.dump(value) == want

@@ -184,3 +184,51 @@ def test_issue15_a_hold_keeps_small_files_in_memory_within_its_budget(tmp_path):
     assert isinstance(late, Spooled) and Path(late.path).read_bytes() == b"uvw\n"
     hold.release()
     assert sink(b"uvw\n") == b"uvw\n" and len(list(tmp_path.iterdir())) == 2
+
+
+def test_extend_puts_a_sinks_bytes_after_anothers_in_every_mode(tmp_path):
+    """Sink.extend (Cline's writer: the header, which names the last message's time, goes in front of
+    the messages once they are written): the same bytes as writing them in order, the appended sink's
+    spool file removed; a dry run's (count) adds the size only."""
+    hold = Hold(cap=1 << 20, file_cap=16)
+
+    def joined(make):
+        body, out = make(), make()
+        for line in (b"bbbb\n", b"cccccc\n"):
+            body.write(line)
+        out.write(b"head\n")
+        out.extend(body)
+        out.write(b"tail\n")
+        assert body.fh is None and not body.parts and (body.path is None or not Path(body.path).exists())
+        return out.result()
+    want = b"head\nbbbb\ncccccc\ntail\n"
+    assert joined(Sink) == want
+    assert joined(lambda: Sink("spool", str(tmp_path), hold=Hold())) == want                 # held
+    for make in (lambda: Sink("spool", str(tmp_path)), lambda: Sink("spool", str(tmp_path), hold=hold)):
+        res = joined(make)                                    # spooled (the second: past the hold's file cap)
+        assert isinstance(res, Spooled) and Path(res.path).read_bytes() == want
+        assert res.sha256 == hashlib.sha256(want).hexdigest() and res.size == len(want)
+        Path(res.path).unlink()
+    assert joined(functools.partial(Sink, "count")).size == len(want)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_converted_cline_session_has_the_same_bytes_in_every_sink_mode(homes, proj, isolated_homes):
+    write_codex(homes.codex, proj)
+    write_claude(homes.claude, proj)
+    kept = [op for op in _planned(homes, "cline", Sink).operations if isinstance(op, CreateFile)]
+    counted = [op for op in _planned(homes, "cline", functools.partial(Sink, "count")).operations
+               if isinstance(op, CreateFile)]
+    spool = SpoolDir(homes.state)
+    try:
+        spooled = [op for op in _planned(homes, "cline", functools.partial(Sink, "spool", spool.path)).operations
+                   if isinstance(op, CreateFile)]
+        assert len(kept) == len(counted) == len(spooled) == 4          # two sessions: a manifest and messages each
+        for k, c, s in zip(kept, counted, spooled):
+            assert k.path == c.path == s.path and k.nbytes == c.nbytes == s.nbytes
+            if s.data_path is None:                                     # the manifest: bytes
+                assert k.data == c.data == s.data
+            else:                                                       # the messages: through the sinks
+                assert Path(s.data_path).read_bytes() == k.data and s.sha256 == k.digest()
+    finally:
+        spool.close()

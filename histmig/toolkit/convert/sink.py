@@ -126,6 +126,31 @@ class Sink:
             self.fh = None
         return Spooled(self.path, self.hash.hexdigest(), self.size)
 
+    def extend(self, other: "Sink") -> None:
+        """Append what ``other``, an unfinished sink of the same run, holds, and drop it: for a writer
+        whose first bytes name what only the rest tells (Cline's ``updated_at``, the last message's time),
+        so it writes the rest to ``other`` first. Held bytes move here as they are, a spool file is
+        copied in chunks. A dry run's sinks (``count``) keep no bytes: only the size is added, so the
+        hash then covers this sink's own bytes (a dry run is never applied)."""
+        try:
+            if other.fh is not None:
+                fh, other.fh = other.fh, None
+                try:
+                    fh.close()                   # flushes its last buffer
+                    with open(other.path, "rb") as src:
+                        while chunk := src.read(COPY_CHUNK):
+                            self.write(chunk)
+                except OSError as e:
+                    raise SpoolError.of(e, other.path) from None
+            elif other.mode == "count":
+                self.size += other.size
+            else:
+                for part in other.parts:
+                    self.write(part)
+        finally:
+            other.parts = []
+            other.discard()
+
     def discard(self) -> None:
         fh, self.fh = self.fh, None
         if fh is not None:
@@ -138,6 +163,7 @@ class Sink:
 
 
 BUFFER = 64 * 1024     # per spool file; a longer line is written straight through
+COPY_CHUNK = 1 << 20   # Sink.extend copies a spool file this much at a time
 _SEQ = itertools.count()
 
 

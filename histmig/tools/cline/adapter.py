@@ -147,7 +147,7 @@ def wrapped_mode(role: str, blocks: list) -> str | None:
 def record_of(n: int, msg: Any) -> Record:
     """One element of ``messages`` (``line`` is its 1-based position in the array)."""
     if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
-        return Record(kind="other", extra={"value": msg}, raw=_dump(msg), line=n, opaque_reason="not a message")
+        return Record(kind="other", extra={"value": msg}, raw=dump(msg), line=n, opaque_reason="not a message")
     content = msg.get("content")
     blocks = content if isinstance(content, list) else [content] if isinstance(content, str) else []
     mode, parts = wrapped_mode(msg["role"], blocks), []
@@ -161,13 +161,13 @@ def record_of(n: int, msg: Any) -> Record:
     return Record(id=str(msg["id"]) if msg.get("id") is not None else None, kind=kind_for(msg["role"], parts),
                   role="tool" if kind_for(msg["role"], parts) == "tool_result" else msg["role"],
                   timestamp=iso(msg.get("ts")), parts=parts, usage=metrics if isinstance(metrics, dict) else None,
-                  extra=extra, raw=_dump(msg), line=n,
+                  extra=extra, raw=dump(msg), line=n,
                   source_type=f"{msg['role']}/{mode}" if mode else msg["role"])
 
 
 # ---- records -> JSON ------------------------------------------------------------------------------
 
-def _dump(value: Any) -> bytes:
+def dump(value: Any) -> bytes:
     """``json.dumps(value, ensure_ascii=False, indent=2)`` as Cline writes it: by ``orjson`` (``OPT_INDENT_2``
     writes the same bytes for every value that ``json`` loads, tests/test_cline_format.py) unless a float
     would be spelled otherwise (``repr``'s ``1e-05``, orjson's ``0.00001``; NaN, Infinity) or orjson
@@ -242,7 +242,7 @@ def serialize(session: Session) -> bytes:
     order = session.meta.get("order")
     if order:
         doc = {k: doc[k] for k in order if k in doc} | {k: v for k, v in doc.items() if k not in order}
-    return _dump(doc) + b"\n"
+    return dump(doc) + b"\n"
 
 
 # ---- reading --------------------------------------------------------------------------------------
@@ -421,4 +421,4 @@ def unwrap(text: str) -> str:
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
-                          encode_record=lambda rec: _dump(message_of(rec)))
+                          encode_record=lambda rec: dump(message_of(rec)))

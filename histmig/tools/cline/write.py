@@ -15,7 +15,10 @@ shapes (tools/cline/calls.py). Reasoning is never replayed to another provider: 
 plain text with ``--keep-reasoning-text``. The manifest's ``metadata.histmigProvenance`` records the
 source, so converting again finds the copy (tools/cline/provenance.py).
 
-Both files are whole-file JSON (Cline's format), so the messages are built in memory.
+Both files are whole-file JSON (Cline's format), yet the messages file is never held: each message goes
+to a sink as it is finished (``JSON.stringify(doc, null, 2)``'s bytes, indented as the array's element),
+and its header, which names the last message's time (``updated_at``), is written in front of them
+once the run is over (``Sink.extend``).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from histmig.toolkit.convert.common import Target, Written
 from histmig.toolkit.convert.flatten import Conversation, Item
 from histmig.toolkit.convert.ids import Clock
 from histmig.toolkit.convert.writer import args_dict
+from histmig.tools.cline.adapter import dump
 from histmig.tools.cline.calls import CALLS
 
 MARK = "histmigProvenance"
@@ -64,15 +68,21 @@ class _Writer(writer.TargetWriter):
 
     def __init__(self, conv: Conversation, t: Target):
         super().__init__(conv, t, source_calls=registry.hook(t.source_tool, "calls"), target_calls=CALLS)
-        self.messages: list[dict[str, Any]] = []
+        self.out = t.sink()                                  # the messages array's elements, in order
+        self.count = 0
         self.pending: dict[str, Any] | None = None           # the assistant message being built
         self.results: dict[str, Any] | None = None           # the user message of tool results being built
         self.model = t.model or conv.source.model
 
+    def emit(self, msg: dict[str, Any]) -> None:
+        """One finished message as an element of ``messages`` (level 2 of the document: 4 spaces)."""
+        self.out.write((b",\n    " if self.count else b"    ") + dump(msg).replace(b"\n", b"\n    "))
+        self.count += 1
+
     def flush(self) -> None:
         for msg in (self.pending, self.results):
             if msg is not None and msg["content"]:
-                self.messages.append(msg)
+                self.emit(msg)
         self.pending = self.results = None
 
     def message(self, role: str, ts: str | None) -> dict[str, Any]:
@@ -92,7 +102,7 @@ class _Writer(writer.TargetWriter):
         self.flush()
         msg = self.message("user", item.ts)
         msg["content"].append({"type": "text", "text": f'<user_input mode="act">{item.text}</user_input>'})
-        self.messages.append(msg)
+        self.emit(msg)
 
     def on_assistant(self, item: Item) -> None:
         self.assistant(item)["content"].append({"type": "text", "text": item.text})
@@ -113,7 +123,8 @@ class _Writer(writer.TargetWriter):
         if not issued:
             return
         if self.pending is not None:
-            self.messages.append(self.pending) if self.pending["content"] else None
+            if self.pending["content"]:
+                self.emit(self.pending)
             self.pending = None
         if self.results is None:
             self.results = self.message("user", item.ts)
@@ -142,9 +153,17 @@ def write(conv: Conversation, t: Target) -> Written:
     w.run()
     folder = Path(t.root) / "data" / "sessions" / t.sid
     mpath = folder / f"{t.sid}.messages.json"
-    first = iso_z(w.clock.at(conv.source.created)) if w.messages else iso_z(Clock(None, t.ids.time()).last)
-    last = iso_z(w.clock.last) if w.messages else first
-    doc = {"version": 1, "updated_at": last, "agent": "lead", "sessionId": t.sid, "messages": w.messages}
+    first = iso_z(w.clock.at(conv.source.created)) if w.count else iso_z(Clock(None, t.ids.time()).last)
+    last = iso_z(w.clock.last) if w.count else first
+    doc = _dump({"version": 1, "updated_at": last, "agent": "lead", "sessionId": t.sid, "messages": []})
+    out = t.sink()
+    if w.count:          # json.dumps(doc, indent=2) of the whole document: ``"messages": [\n`` elements ``\n  ]\n}``
+        out.write(doc[:-len(b"]\n}\n")] + b"\n")
+        out.extend(w.out)
+        out.write(b"\n  ]\n}\n")
+    else:
+        out.write(doc)
+        w.out.discard()
     title = conv.first_prompt
     mark = w.provenance()
     manifest = {"version": 1, "session_id": t.sid, "source": "cli", "pid": 0, "started_at": first, "ended_at": last,
@@ -154,5 +173,5 @@ def write(conv: Conversation, t: Target) -> Written:
                 "prompt": f'<user_input mode="act">{title or ""}</user_input>',
                 "metadata": {"title": (title or "").strip()[:200], "source": "cli", MARK: mark},
                 "messages_path": str(mpath)}
-    files = [(folder / f"{t.sid}.json", _dump(manifest)), (mpath, _dump(doc))]
-    return Written(files, t.sid, last if w.messages else None, title)
+    files = [(folder / f"{t.sid}.json", _dump(manifest)), (mpath, out.result())]
+    return Written(files, t.sid, last if w.count else None, title)
