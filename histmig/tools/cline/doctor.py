@@ -22,7 +22,7 @@ def _load(path: Path) -> tuple[Any, str | None]:
         return json.loads(path.read_bytes()), None
     except OSError as e:
         return None, e.strerror or str(e)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:          # RecursionError: "[" * 100000
         return None, str(e)
 
 

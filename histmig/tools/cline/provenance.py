@@ -16,7 +16,7 @@ from histmig.tools.cline.write import MARK
 def marker_of(path: str | os.PathLike) -> tuple[str, str] | None:
     try:
         obj = json.loads(manifest_path(Path(path)).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     return pair(meta.get(MARK), "sourceTool", "sourceSession") if isinstance(meta, dict) else None

@@ -1,0 +1,72 @@
+"""Hostile and broken input for the six newer tools (Pi, Qwen Code, Gemini CLI, OpenCode, Copilot CLI,
+Cline): each case is a real recorded sample with one thing broken, run through the CLI in-process
+(docs/specs safety §6: a named file, never a traceback, nothing written outside the roots)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from histmig.cli import samples
+from histmig.tools import resolve_homes, tool as tool_row
+from tests.clirun import histmig
+
+SAMPLES = Path(samples.__file__).resolve().parents[1] / "samples"
+
+
+def install(tool: str, case: str = "plain") -> Path:
+    """One sample case of ``tool`` copied into its (isolated) home; returns that home."""
+    home = Path(tool_row(tool).home(resolve_homes()))
+    shutil.copytree(SAMPLES / tool / case, home, dirs_exist_ok=True)
+    return home
+
+
+def only(home: Path, pattern: str) -> Path:
+    (path,) = home.glob(pattern)
+    return path
+
+
+def no_traceback(*args: str):
+    """Run the CLI; an unexpected exception propagates out of ``run_guarded`` and fails the test."""
+    r = histmig(*args)
+    assert "Traceback" not in r.stderr
+    return r
+
+
+# ---- Cline: whole-file JSON read by the stdlib parser on its fallback path ----------------------------
+
+CLINE_MESSAGES = "data/sessions/*/*.messages.json"
+READS = [("show", "{path}"), ("show", "{path}", "--format", "native"), ("show", "{path}", "--format", "json"),
+         ("search", "hello", "--tools"), ("export", "--all", "--to", "html", "--out", "{out}"),
+         ("export", "--all", "--to", "atif", "--out", "{out}"), ("doctor", "--tool", "{tool}"),
+         ("convert", "--to", "claude-code", "--from", "{tool}", "--all", "--apply", "--include-active")]
+
+
+def run_reads(tool: str, path: Path, out: Path) -> list:
+    return [no_traceback(*(a.format(path=path, out=out, tool=tool) for a in cmd)) for cmd in READS]
+
+
+def test_cline_deeply_nested_messages_file_is_named_not_a_traceback(tmp_path):
+    path = only(install("cline"), CLINE_MESSAGES)
+    path.write_text('{"messages":' + "[" * 100000)
+    r = no_traceback("show", str(path))
+    assert r.exit_code == 1 and str(path) in r.stderr and "recursion" in r.stderr
+    run_reads("cline", path, tmp_path / "out")
+
+
+def test_cline_lone_surrogate_message_is_an_opaque_record(tmp_path):
+    """``"\\ud800"`` parses with ``json`` but cannot be encoded: that message is set aside as a JSONL line
+    holding one is (``invalid UTF-8``), the others read, and the file's bytes stay the same."""
+    path = only(install("cline"), CLINE_MESSAGES)
+    path.write_bytes(path.read_bytes().replace(b"FAKE-ANSWER", b"FAKE-\\ud800ANSWER"))
+    before = path.read_bytes()
+    results = run_reads("cline", path, tmp_path / "out")
+    assert results[0].exit_code == 0 and "Say hello" in results[0].stdout
+    assert "lone surrogate" in results[1].stdout
+    assert path.read_bytes() == before
+
+
+def test_cline_corrupt_timestamp_is_no_time():
+    from histmig.tools.cline.adapter import iso
+    assert iso(1e300) is None and iso(float("nan")) is None and iso(10 ** 400) is None
