@@ -3,6 +3,7 @@ Cline): each case is a real recorded sample with one thing broken, run through t
 (docs/specs safety §6: a named file, never a traceback, nothing written outside the roots)."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -70,3 +71,41 @@ def test_cline_lone_surrogate_message_is_an_opaque_record(tmp_path):
 def test_cline_corrupt_timestamp_is_no_time():
     from histmig.tools.cline.adapter import iso
     assert iso(1e300) is None and iso(float("nan")) is None and iso(10 ** 400) is None
+
+
+# ---- Gemini CLI ---------------------------------------------------------------------------------------
+
+GEMINI_CHAT = "tmp/*/chats/*.jsonl"
+
+
+@pytest.mark.parametrize("old, new", [(b'"messages":[', b'"messages":7,"x":['),
+                                      (b'"thoughts":[]', b'"thoughts":7'),
+                                      (b'"content":[{"text":"Say hello', b'"content":7,"x":[{"text":"Say hello')])
+def test_gemini_wrongly_typed_lists_are_read_as_empty(tmp_path, old, new):
+    path = only(install("gemini"), GEMINI_CHAT)
+    assert old in path.read_bytes()
+    path.write_bytes(path.read_bytes().replace(old, new))
+    assert no_traceback("scan").exit_code == 0
+    for r in run_reads("gemini", path, tmp_path / "out"):
+        assert r.exit_code in (0, 1, 3)
+
+
+@pytest.mark.timeout(60)
+def test_gemini_fifo_project_marker_does_not_hang():
+    home = install("gemini")
+    marker = only(home, "tmp/*/.project_root")
+    marker.unlink()
+    os.mkfifo(marker)
+    assert no_traceback("scan").exit_code == 0
+    assert no_traceback("move", "/tmp/histmig-rec/work/app", "/tmp/histmig-rec/work/b", "--tool", "gemini").exit_code == 0
+
+
+@pytest.mark.parametrize("registry", ["[" * 100000, '{"projects": {"/a": "app",', '{"projects": ["/x", 3]}'])
+def test_gemini_move_with_unusable_projects_json_warns_and_keeps_it(registry):
+    home = install("gemini")
+    (home / "projects.json").write_text(registry)
+    r = no_traceback("move", "/tmp/histmig-rec/work/app", "/tmp/histmig-rec/work/b", "--tool", "gemini",
+                     "--apply", "--include-active")
+    assert r.exit_code == 0 and "unparseable-file" in r.stderr and str(home / "projects.json") in r.stderr
+    assert (home / "projects.json").read_text() == registry
+    assert only(home, "tmp/*/.project_root").read_text() == "/tmp/histmig-rec/work/b"
