@@ -109,3 +109,14 @@ def test_gemini_move_with_unusable_projects_json_warns_and_keeps_it(registry):
     assert r.exit_code == 0 and "unparseable-file" in r.stderr and str(home / "projects.json") in r.stderr
     assert (home / "projects.json").read_text() == registry
     assert only(home, "tmp/*/.project_root").read_text() == "/tmp/histmig-rec/work/b"
+
+
+# ---- Qwen Code ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sid", ["../../../../escape", "a/b", "abc\\u0000def", "x" * 5000])
+def test_qwen_doctor_never_suggests_a_rename_to_a_content_id_that_is_not_a_uuid(sid):
+    path = only(install("qwen"), "projects/*/chats/*.jsonl")
+    path.write_bytes(path.read_bytes().replace(path.stem.encode(), sid.encode()))
+    r = no_traceback("doctor", "--tool", "qwen")
+    assert r.exit_code == 1 and "qwen.id-mismatch" in r.stdout and "nothing safe to rename to" in r.stdout
+    assert "mv " + str(path) not in r.stdout
