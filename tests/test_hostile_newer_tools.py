@@ -120,3 +120,26 @@ def test_qwen_doctor_never_suggests_a_rename_to_a_content_id_that_is_not_a_uuid(
     r = no_traceback("doctor", "--tool", "qwen")
     assert r.exit_code == 1 and "qwen.id-mismatch" in r.stdout and "nothing safe to rename to" in r.stdout
     assert "mv " + str(path) not in r.stdout
+
+
+# ---- OpenCode -----------------------------------------------------------------------------------------
+
+def _db_symlinked_out(tmp_path) -> tuple[Path, bytes]:
+    """The OpenCode database moved outside every home, a symlink to it left in the home."""
+    db = install("opencode", "resumed") / "opencode.db"
+    outside = tmp_path / "outside" / "opencode.db"
+    outside.parent.mkdir()
+    db.rename(outside)
+    db.symlink_to(outside)
+    return outside, outside.read_bytes()
+
+
+@pytest.mark.parametrize("argv", [
+    ("move", "/tmp/histmig-rec-opencode/work/app", "/tmp/histmig-rec-opencode/work/b", "--tool", "opencode"),
+    ("convert", "--to", "opencode", "--from", "claude-code", "--all")])
+def test_opencode_database_symlinked_outside_the_homes_is_not_written(tmp_path, argv):
+    outside, before = _db_symlinked_out(tmp_path)
+    install("claude-code")
+    r = no_traceback(*argv, "--apply", "--include-active")
+    assert r.exit_code == 3 and "symlink to outside the roots" in r.stderr
+    assert outside.read_bytes() == before and not list(outside.parent.glob("*-wal"))
