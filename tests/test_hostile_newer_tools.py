@@ -143,3 +143,58 @@ def test_opencode_database_symlinked_outside_the_homes_is_not_written(tmp_path, 
     r = no_traceback(*argv, "--apply", "--include-active")
     assert r.exit_code == 3 and "symlink to outside the roots" in r.stderr
     assert outside.read_bytes() == before and not list(outside.parent.glob("*-wal"))
+
+
+def _corrupt(db: Path, how: str) -> None:
+    if how == "garbage":
+        db.write_bytes(b"\x13\x37" * 4096)
+    elif how == "text":
+        db.write_text("this is not a database\n")
+    elif how == "truncated":
+        db.write_bytes(db.read_bytes()[:len(db.read_bytes()) // 3])
+
+
+@pytest.mark.parametrize("how", ["garbage", "text", "truncated"])
+def test_opencode_unreadable_database_is_named_by_scan_doctor_move_and_convert(how):
+    """It used to pass for "no database": scan and doctor said nothing, convert said "run opencode once"."""
+    db = install("opencode", "resumed") / "opencode.db"
+    _corrupt(db, how)
+    install("claude-code")
+    before = db.read_bytes()
+    assert "unreadable" in no_traceback("scan", "--tool", "opencode").stdout
+    r = no_traceback("doctor", "--tool", "opencode")
+    assert r.exit_code == 1 and "opencode.unreadable" in r.stdout
+    r = no_traceback("move", "/tmp/histmig-rec-opencode/work/app", "/tmp/x", "--tool", "opencode", "--apply")
+    assert "db-unreadable" in r.stderr and str(db) in r.stderr
+    r = no_traceback("convert", "--to", "opencode", "--from", "claude-code", "--all", "--apply")
+    assert r.exit_code == 3 and "cannot be read" in r.stderr and "run opencode once" not in r.stderr
+    assert db.read_bytes() == before
+
+
+def _rows(db: Path, *sql: tuple) -> None:
+    import sqlite3
+    con = sqlite3.connect(db)
+    for stmt, args in sql:
+        con.execute(stmt, args)
+    con.commit()
+    con.close()
+
+
+FIRST = "(SELECT min(rowid) FROM {})"
+
+
+@pytest.mark.parametrize("sql", [
+    [("UPDATE part SET data = ? WHERE rowid = " + FIRST.format("part"), ("[" * 100000,)),
+     ("UPDATE message SET data = ? WHERE rowid = " + FIRST.format("message"), ('{"a":' * 50000,))],
+    [("UPDATE session SET time_updated = ?, time_created = ?", (1e300, float("inf")))],
+    [("UPDATE session SET directory = ?, title = ?", (b"/tmp/\xff\xfe", b"\xff")),
+     ("UPDATE part SET data = ? WHERE rowid = " + FIRST.format("part"), (b'{"type":"text","text":"\xff"}',))],
+], ids=["deep-json", "time-out-of-range", "blob-cells"])
+def test_opencode_hostile_rows_read_without_traceback(tmp_path, sql):
+    db = install("opencode", "resumed") / "opencode.db"
+    _rows(db, *sql)
+    sid = no_traceback("scan", "--tool", "opencode", "--json")
+    assert sid.exit_code == 0
+    for cmd in READS:
+        args = [a.format(path="ses_dcde07d8", out=tmp_path / "out", tool="opencode") for a in cmd]
+        assert no_traceback(*args).exit_code in (0, 1, 3)
