@@ -198,3 +198,54 @@ def test_opencode_hostile_rows_read_without_traceback(tmp_path, sql):
     for cmd in READS:
         args = [a.format(path="ses_dcde07d8", out=tmp_path / "out", tool="opencode") for a in cmd]
         assert no_traceback(*args).exit_code in (0, 1, 3)
+
+
+# ---- move: a recorded cwd under OLD that must not become a folder -------------------------------------
+
+def _set_cwd(tool: str, home: Path, bad: str) -> str:
+    """Point the sample's session at ``bad`` (a path under its cwd) where ``tool`` records the cwd;
+    returns the sample's cwd (OLD)."""
+    import json
+    old = {"pi": "/tmp/histmig-rec-pi/work/app"}.get(tool, "/tmp/histmig-rec/work/app")
+    files = {"pi": "sessions/*/*.jsonl", "qwen": "projects/*/chats/*.jsonl", "cline": "data/sessions/*/*.json",
+             "copilot": "session-state/*/workspace.yaml", "gemini": "*/app/.project_root"}[tool]
+    for path in home.glob(files):
+        enc = json.dumps(old) if tool != "gemini" else old
+        new = json.dumps(old + bad) if tool != "gemini" else old + bad
+        if tool == "copilot":
+            enc, new = "cwd: " + old, "cwd: " + old + bad
+        path.write_text(path.read_text().replace(enc, new))
+    if tool == "gemini":
+        (home / "projects.json").write_text(json.dumps({"projects": {old + bad: "app"}}))
+    return old
+
+
+@pytest.mark.parametrize("tool", ["pi", "qwen", "gemini", "copilot", "cline"])
+@pytest.mark.parametrize("bad", ["/../../../../../escape", "/" + "L" * 5000])
+def test_move_refuses_a_recorded_cwd_that_would_be_unusable_under_new(tmp_path, tool, bad):
+    home = install(tool)
+    old = _set_cwd(tool, home, bad)
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    r = no_traceback("move", old, str(tmp_path / "new"), "--tool", tool, "--apply", "--include-active")
+    assert r.exit_code == 3 and "skip: " in r.stderr
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "new").exists() and not (tmp_path / "escape").exists()
+
+
+@pytest.mark.parametrize("tool", ["pi", "qwen"])
+def test_move_skips_a_session_whose_new_folder_name_would_be_too_long(tmp_path, tool):
+    """A 300-byte cwd is a valid path, but Pi's and Qwen's folder name for it is over 255 bytes: that
+    session is skipped (exit 3), not the whole move failing with ENAMETOOLONG (exit 1)."""
+    home = install(tool)
+    old = _set_cwd(tool, home, "/" + "M" * 300)
+    r = no_traceback("move", old, str(tmp_path / "new"), "--tool", tool, "--apply", "--include-active")
+    assert r.exit_code == 3 and "over 255 bytes" in r.stderr
+
+
+def test_opencode_move_refuses_a_dotdot_directory(tmp_path):
+    db = install("opencode", "resumed") / "opencode.db"
+    _rows(db, ("UPDATE session SET directory = directory || '/../../../escape'", ()))
+    before = db.read_bytes()
+    r = no_traceback("move", "/tmp/histmig-rec-opencode/work/app", str(tmp_path / "new"), "--tool", "opencode",
+                     "--apply")
+    assert r.exit_code == 3 and "'..' component" in r.stderr and db.read_bytes() == before
