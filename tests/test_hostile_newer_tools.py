@@ -249,3 +249,33 @@ def test_opencode_move_refuses_a_dotdot_directory(tmp_path):
     r = no_traceback("move", "/tmp/histmig-rec-opencode/work/app", str(tmp_path / "new"), "--tool", "opencode",
                      "--apply")
     assert r.exit_code == 3 and "'..' component" in r.stderr and db.read_bytes() == before
+
+
+# ---- FIFOs named like the small files the readers open whole ------------------------------------------
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("tool, pattern", [("pi", "settings.json"), ("copilot", "session-state/*/workspace.yaml"),
+                                           ("cline", "data/sessions/*/*_?????.json"), ("gemini", "settings.json"),
+                                           ("gemini", "projects.json"), ("gemini", "history/*/.project_root")])
+def test_a_fifo_named_like_a_small_file_never_blocks(tmp_path, tool, pattern):
+    home = install(tool)
+    path = home / pattern if "*" not in pattern else only(home, pattern)
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    for args in [("scan",), ("doctor", "--tool", tool), ("search", "hello"),
+                 ("export", "--all", "--to", "markdown", "--out", str(tmp_path / "md")),
+                 ("move", "/tmp/histmig-rec/work/app", str(tmp_path / "new"), "--tool", tool, "--apply"),
+                 ("convert", "--to", "claude-code", "--from", tool, "--all")]:
+        assert no_traceback(*args).exit_code in (0, 1, 3)
+
+
+def test_read_regular_refuses_a_fifo_and_a_file_over_its_limit(tmp_path):
+    from histmig.core.diagnostics import HistmigInputError
+    from histmig.jsonio.regular import read_regular
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "big").write_bytes(b"x" * 100)
+    with pytest.raises(HistmigInputError, match="not a regular file"):
+        read_regular(tmp_path / "fifo")
+    with pytest.raises(HistmigInputError, match="over 99 bytes"):
+        read_regular(tmp_path / "big", 99)
+    assert read_regular(tmp_path / "big", 100) == b"x" * 100

@@ -29,6 +29,7 @@ from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text,
                                 ToolCall, ToolResult)
 from histmig.jsonio.jsonpull import PullError, pieces
+from histmig.jsonio.regular import read_regular
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.listing import mark_unreadable
 
@@ -37,6 +38,7 @@ SID_RE = re.compile(r"^\d{10,16}_[a-z0-9]{3,12}$")
 WRAP_RE = re.compile(r'\A<user_input mode="([A-Za-z_-]+)">(.*)</user_input>\Z', re.S)
 NAMED_KEYS = frozenset({"id", "role", "content"})   # ``metrics`` stays in extra (its place varies)
 COUNT_CHUNK = 1 << 20
+MAX_DOC = 1 << 30     # a whole-file JSON read past this is refused (named), not attempted
 
 
 # ---- paths --------------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def serialize(session: Session) -> bytes:
 
 def load_json(path: Path) -> tuple[bytes, Any]:
     try:
-        data = path.read_bytes()
+        data = read_regular(path, MAX_DOC)       # a FIFO named like a session file would block
     except OSError as e:
         raise HistmigInputError(f"cannot read: {e.strerror}", path=path) from e
     try:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from histmig.core.diagnostics import HistmigInputError
-from histmig.jsonio.regular import open_regular_fd
+from histmig.jsonio.regular import read_regular
 
 REGISTRY = "projects.json"
 MARKER = ".project_root"
@@ -28,16 +28,8 @@ def registry_path(gdir: Path) -> Path:
 
 
 def read_small(path: Path, limit: int = 64 << 20) -> bytes:
-    """A regular file's bytes (a FIFO would block, a symlink is not followed); OSError (or
-    HistmigInputError, one) when it cannot be read or holds more than ``limit`` bytes."""
-    fd = open_regular_fd(path)
-    try:
-        data = os.pread(fd, limit + 1, 0)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise HistmigInputError(f"over {limit} bytes", path=path)
-    return data
+    """:func:`read_regular` (a FIFO named like it would block every command)."""
+    return read_regular(path, limit)
 
 
 def registry_error(gdir: Path) -> str | None:
@@ -79,15 +71,9 @@ MARKER_MAX = 64 * 1024     # a path (<= 4096 bytes) and a newline; more is not a
 def read_marker(path: Path) -> str | None:
     # a regular file only (a FIFO named .project_root would block every command), read bounded
     try:
-        fd = open_regular_fd(path)
-    except (HistmigInputError, OSError):
+        return read_regular(path, MARKER_MAX).decode("utf-8").strip() or None
+    except (HistmigInputError, OSError, UnicodeDecodeError):
         return None
-    try:
-        return os.read(fd, MARKER_MAX).decode("utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
-    finally:
-        os.close(fd)
 
 
 def slug_dirs(gdir: Path) -> list[Path]:
