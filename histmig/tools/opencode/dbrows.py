@@ -1,7 +1,6 @@
 """Read-only row access to OpenCode's database (histmig/core/dbread.py: read-only, busy timeout)."""
 from __future__ import annotations
 
-import base64
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -20,6 +19,7 @@ def blob_json(value: Any) -> Any:
     """orjson's ``default`` for a row: a BLOB cell (bytes where OpenCode writes TEXT; invalid UTF-8 or a
     foreign writer) as ``{"$blob_base64": ...}``, so a dump of the row names it instead of failing."""
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64       # only a hostile row needs it (scan's import budget, tests/test_startup.py)
         return {"$blob_base64": base64.b64encode(bytes(value)).decode()}
     raise TypeError(f"{type(value).__name__} in a row")
 
