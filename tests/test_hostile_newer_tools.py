@@ -279,3 +279,13 @@ def test_read_regular_refuses_a_fifo_and_a_file_over_its_limit(tmp_path):
     with pytest.raises(HistmigInputError, match="over 99 bytes"):
         read_regular(tmp_path / "big", 99)
     assert read_regular(tmp_path / "big", 100) == b"x" * 100
+
+
+@pytest.mark.parametrize("json_out", [(), ("--json",)])
+def test_export_all_skips_an_unreadable_opencode_database_and_exports_the_rest(tmp_path, json_out):
+    """Named with exit 3; before, the unreadable database stopped the whole export (exit 1)."""
+    _corrupt(install("opencode", "resumed") / "opencode.db", "garbage")
+    install("claude-code")
+    r = no_traceback("export", "--all", "--to", "html", "--out", str(tmp_path / "out"), *json_out)
+    assert r.exit_code == 3 and "opencode.db" in (r.stdout + r.stderr)
+    assert list((tmp_path / "out" / "claude-code").glob("*.html"))
