@@ -163,6 +163,7 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     done.update(zip((n for n, _ in writes), parallel_map(lambda w: one(*w), writes)))
     preps = [done[n] for n, _op in ops]
     stale: list[str] = []
+    _skip_outside_dbs(preps, roots)
     check_sql(preps, stale)
     if stale:
         raise StalePlanError("plan is stale, nothing was changed:\n  " + "\n  ".join(stale))
@@ -171,6 +172,20 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     check_active(preps, opts)
     propagate_session_skips(preps)
     return preps
+
+
+def _skip_outside_dbs(preps: list[Prepared], roots: dict[str, str]) -> None:
+    """A database whose real path is outside the roots (a symlink out of a home) is not written
+    through, as a file is not (:func:`_follow`): its operations are skipped, once realpath per database."""
+    inside: dict[str, bool] = {}
+    for p in preps:
+        if p.method != "sql" or p.skip is not None:
+            continue
+        if p.path not in inside:
+            real = os.path.realpath(p.path)
+            inside[p.path] = any(_under(real, r) for r in roots.values())
+        if not inside[p.path]:
+            mark_skip(p, "database is a symlink to outside the roots; not followed", "symlink")
 
 
 def _stale_skip(n: int, op: Op, roots: dict[str, str], e: Stale) -> Prepared:

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from histmig import api
-from histmig.cli.common import Progress, emit_json, info, session_filters
+from histmig.cli.common import Progress, diag, emit_json, info, session_filters
 from histmig.cli.jsonout import envelope
 
 EXAMPLES = """
@@ -43,12 +43,15 @@ def command(ctx, session, to, out, tools, cwd, since, until, all_, redact, as_js
             "to": to, "out": str(report.out), "index": str(report.index), "redacted": report.redacted,
             "sessions": [{"tool": p.tool, "id": p.id, "path": str(p.path), "href": p.href, "title": p.title,
                           "items": p.items, "started": p.meta.created, "updated": p.meta.updated}
-                         for p in report.pages]}))
-        return 0
+                         for p in report.pages],
+            "skipped": [{"path": path, "reason": why} for path, why in report.skipped]}))
+        return 3 if report.skipped else 0
     for page in report.pages if len(report.pages) == 1 or ctx.verbose else ():
         info(ctx, f"{page.tool:<12} {page.id}  -> {page.path}")
     info(ctx, f"exported {len(report.pages)} session(s) as {to} to {report.out} (index: {report.index})")
     if report.redacted is not None:
         masked = ", ".join(f"{name} {n}" for name, n in report.redacted.items())
         info(ctx, f"redacted {sum(report.redacted.values())} secret(s)" + (f": {masked}" if masked else ""))
-    return 0
+    for path, why in report.skipped:
+        diag(f"skip: {path}: {why}")
+    return 3 if report.skipped else 0

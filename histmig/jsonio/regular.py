@@ -56,3 +56,23 @@ def open_or_stat(path: str | os.PathLike) -> tuple[int | None, os.stat_result]:
         return open_regular_stat(path)
     except HistmigInputError:
         return None, os.stat(path)
+
+
+def read_regular(path: str | os.PathLike, limit: int = 64 << 20) -> bytes:
+    """The bytes of a small file (settings, registry, marker) read whole: a symlink is followed (these
+    are often dotfile links, and reading through one writes nothing), but a FIFO or device is refused
+    without blocking, and a file over ``limit`` bytes is refused. HistmigInputError names it; OSError
+    from the open passes (FileNotFoundError: absent)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HistmigInputError("not a regular file", path=path)
+        chunks, total = [], 0
+        while total <= limit and (chunk := os.read(fd, 1 << 20)):   # no limit-sized buffer up front
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > limit:
+        raise HistmigInputError(f"over {limit} bytes", path=path)
+    return b"".join(chunks)

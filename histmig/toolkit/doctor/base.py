@@ -223,6 +223,10 @@ _TABLE = [
           "Failed `opencode run`s left prompts with an empty, unfinished answer; OpenCode sends them again, "
           "merged into the next request.",
           "`histmig doctor --repair` deletes those rows (journaled; `histmig undo` puts them back)."),
+    Check("opencode.unreadable",
+          "The OpenCode database cannot be read (corrupt, not an SQLite file, or locked past the busy timeout); "
+          "histmig lists, moves and converts none of its sessions.",
+          "Quit OpenCode if it holds a lock; otherwise restore the file from a backup. histmig leaves it as it is."),
     Check("opencode.channel-db",
           "Sessions live in `opencode-<channel>.db`, the database of a non-release OpenCode build; release builds "
           "and histmig read `opencode.db` (or `$OPENCODE_DB`) and do not see them.",

@@ -18,7 +18,7 @@ from histmig.jsonio.jsonedit import EditError
 from histmig.toolkit.move.lines import (FieldEdit, JsonPath, content_edits, content_regex, field_at,
                                     line_patches, path_strings)
 from histmig.toolkit.move.scan import FieldsFn, FileScan, scan_file
-from histmig.core.paths import is_under, rebase
+from histmig.core.paths import is_under, rebase, valid_cwd
 from histmig.core.plan import Fingerprint, WriteFile
 from histmig.core.valueclass import FACTORY
 from histmig.core.valueclass import value as valueclass   # (``value`` is a loop variable below)
@@ -30,6 +30,16 @@ __all__ = ["FieldEdit", "FieldsFn", "FileScan", "JsonPath", "PathMap", "ToolPlan
 
 
 # ---- the path map ---------------------------------------------------------------------------
+
+def cwd_problem(path: str) -> str | None:
+    """Why a rebased path may not be written as a folder (docs/specs safety §6), or None: a value
+    read from a history file (``OLD/../../x``, 5000 bytes, a NUL) must not become a folder name."""
+    if not valid_cwd(path):
+        return "not an absolute path of at most 4096 bytes without NUL or newline"
+    if ".." in path.split("/"):
+        return "has a '..' component"
+    return None
+
 
 # a dataclass still: toolkit/winpath.py's WindowsPathMap is a frozen dataclass built on it
 @dataclass(frozen=True)
@@ -54,6 +64,9 @@ class PathMap:
             # a path ``rebase`` maps starts with OLD without its trailing '/': a cheap first test
             if path.startswith(bare) and (out := rebase(path, old, self.new)) is not None:
                 break
+        if out is not None and (why := cwd_problem(out)):
+            self.refused.setdefault(path, why)       # reported once as a skip (verbs/move), never written
+            out = None
         if len(path) <= 1024:     # recurring values (one cwd per session); text is not kept
             if len(memo) >= 4096:
                 memo.clear()
@@ -61,7 +74,13 @@ class PathMap:
         return out
 
     def covers(self, path: Any) -> bool:
-        return isinstance(path, str) and any(is_under(path, o) for o in self.olds)
+        return (isinstance(path, str) and any(is_under(path, o) for o in self.olds)
+                and (path not in self.refused and self.rebase(path) is not None))
+
+    @cached_property
+    def refused(self) -> dict[str, str]:
+        """Recorded paths under OLD that are not moved, and why (:func:`cwd_problem`)."""
+        return {}
 
     @cached_property
     def needles(self) -> tuple[bytes, ...]:

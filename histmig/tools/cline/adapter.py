@@ -29,6 +29,7 @@ from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text,
                                 ToolCall, ToolResult)
 from histmig.jsonio.jsonpull import PullError, pieces
+from histmig.jsonio.regular import read_regular
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.listing import mark_unreadable
 
@@ -37,6 +38,7 @@ SID_RE = re.compile(r"^\d{10,16}_[a-z0-9]{3,12}$")
 WRAP_RE = re.compile(r'\A<user_input mode="([A-Za-z_-]+)">(.*)</user_input>\Z', re.S)
 NAMED_KEYS = frozenset({"id", "role", "content"})   # ``metrics`` stays in extra (its place varies)
 COUNT_CHUNK = 1 << 20
+MAX_DOC = 1 << 30     # a whole-file JSON read past this is refused (named), not attempted
 
 
 # ---- paths --------------------------------------------------------------------------------------
@@ -132,7 +134,11 @@ def kind_for(role: Any, parts: list[Part]) -> str:
 def iso(ms: Any) -> str | None:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return None
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+    try:
+        at = datetime.fromtimestamp(ms / 1000, timezone.utc)
+    except (OverflowError, ValueError, OSError):    # a corrupt ts (1e300, NaN) is no time, not a crash
+        return None
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
 
 
 def wrapped_mode(role: str, blocks: list) -> str | None:
@@ -178,7 +184,8 @@ def dump(value: Any) -> bytes:
             return orjson.dumps(value, option=orjson.OPT_INDENT_2)
         except orjson.JSONEncodeError:
             pass
-    return json.dumps(value, ensure_ascii=False, indent=2).encode()
+    # a lone surrogate (an emoji cut in half) is written as its escape, as Node's JSON.stringify does
+    return json.dumps(value, ensure_ascii=False, indent=2).encode("utf-8", "backslashreplace")
 
 
 def _floats_as_repr(value: Any) -> bool:
@@ -249,12 +256,12 @@ def serialize(session: Session) -> bytes:
 
 def load_json(path: Path) -> tuple[bytes, Any]:
     try:
-        data = path.read_bytes()
+        data = read_regular(path, MAX_DOC)       # a FIFO named like a session file would block
     except OSError as e:
         raise HistmigInputError(f"cannot read: {e.strerror}", path=path) from e
     try:
         return data, json.loads(data)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:          # RecursionError: "[" * 100000
         line = getattr(e, "lineno", None)
         raise HistmigInputError(f"not a Cline session file: {e}", path=path, line=line) from e
 
@@ -272,7 +279,7 @@ def read(src: Any) -> Session:
     native, doc = load_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise HistmigInputError("not a Cline messages file (no 'messages' list)", path=path)
-    records = [record_of(n, m) for n, m in enumerate(doc["messages"], 1)]
+    records = [record_of(n, m) if _utf8_clean(m) else _not_utf8(n, m) for n, m in enumerate(doc["messages"], 1)]
     manifest = read_manifest(path)
     meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
     envelope = {k: v for k, v in doc.items() if k != "messages"}
@@ -285,6 +292,21 @@ def read(src: Any) -> Session:
                     "manifest": manifest, "usage": meta.get("usage")}
     session.warnings = [r.opaque_reason for r in records if r.opaque]
     return session
+
+
+def _utf8_clean(value: Any) -> bool:
+    """No lone surrogate (``"\\ud800"``, an emoji cut in half) in ``value``: only this fallback path's
+    ``json.loads`` lets one through, and no writer or printer can encode it."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as e:
+        return "surrogate" not in str(e)
+    return True
+
+
+def _not_utf8(n: int, msg: Any) -> Record:
+    """A message holding a lone surrogate: opaque, kept as its bytes, as a JSONL line with one is."""
+    return Record(kind="other", raw=_dump(msg), line=n, opaque_reason="invalid UTF-8 (lone surrogate)")
 
 
 def stream(src: Any) -> Session:

@@ -11,18 +11,22 @@ from typing import Any, Iterable
 
 import orjson
 
+from histmig.core.diagnostics import HistmigInputError
 from histmig.jsonio.jsonpull import PullError, pieces
+from histmig.jsonio.regular import read_regular
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
-from histmig.tools.cline.adapter import SID_RE, sessions_root
+from histmig.tools.cline.adapter import MAX_DOC, SID_RE, sessions_root
 
 
 def _load(path: Path) -> tuple[Any, str | None]:
     try:
-        return json.loads(path.read_bytes()), None
+        return json.loads(read_regular(path, MAX_DOC)), None        # a FIFO would block
     except OSError as e:
         return None, e.strerror or str(e)
-    except ValueError as e:
+    except HistmigInputError as e:
+        return None, str(e)
+    except (ValueError, RecursionError) as e:          # RecursionError: "[" * 100000
         return None, str(e)
 
 

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import read_regular
 from histmig.toolkit.convert.provenance import pair
 from histmig.tools.cline.adapter import manifest_path, sessions_root
 from histmig.tools.cline.write import MARK
@@ -15,8 +17,8 @@ from histmig.tools.cline.write import MARK
 
 def marker_of(path: str | os.PathLike) -> tuple[str, str] | None:
     try:
-        obj = json.loads(manifest_path(Path(path)).read_bytes())
-    except (OSError, ValueError):
+        obj = json.loads(read_regular(manifest_path(Path(path)), 1 << 24))    # a FIFO would block
+    except (OSError, HistmigInputError, ValueError, RecursionError):
         return None
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     return pair(meta.get(MARK), "sourceTool", "sourceSession") if isinstance(meta, dict) else None

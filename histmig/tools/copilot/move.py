@@ -11,7 +11,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from histmig.core.diagnostics import Warning
+from histmig.core.diagnostics import HistmigInputError, Warning
+from histmig.jsonio.regular import read_regular
 from histmig.core.plan import Fingerprint, Patch, SqlUpdate, WriteFile
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.claude_family.listing import UUID_RE
@@ -45,8 +46,8 @@ def cwd_patch(data: bytes, new: str) -> Patch | None:
 def plan_workspace(d: Path, pm: PathMap, tplan: ToolPlan) -> None:
     path = d / "workspace.yaml"
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_regular(path, 1 << 20)     # as workspace.read: no FIFO, nothing huge
+    except (OSError, HistmigInputError):
         return
     cwd = workspace.parse(data).get("cwd")
     new = pm.rebase(cwd) if pm.covers(cwd) else None

@@ -7,6 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import read_regular
+
 KEY_RE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?$")
 PLAIN_RE = re.compile(r"^[A-Za-z0-9/_.@+=,~-][A-Za-z0-9/_.@+=,~ :-]*$")
 
@@ -37,8 +40,8 @@ def parse(data: bytes) -> dict[str, str | None]:
 
 def read(path: Path) -> dict[str, str | None]:
     try:
-        return parse(path.read_bytes()[:1 << 20])
-    except OSError:
+        return parse(read_regular(path, 1 << 20))      # a FIFO would block; a YAML file of GBs is no workspace
+    except (OSError, HistmigInputError):
         return {}
 
 

@@ -22,7 +22,7 @@ from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings
 from histmig.tools.claude_family.listing import HEAD_TAIL, broken_state, mark_unreadable
 from histmig.tools.gemini import files, legacy
-from histmig.tools.gemini.records import (RESOLVED, Resolved, line_kind, line_record, message_records, messages,
+from histmig.tools.gemini.records import (RESOLVED, Resolved, as_list, line_kind, line_record, message_records, messages,
                                           resolve)
 
 NAME = "gemini"
@@ -116,7 +116,7 @@ def _read_legacy_whole(path: Path) -> Session:
     meta = {k: v for k, v in obj.items() if k != "messages"}
     records = [Record(kind="event", raw=raw, line=1, extra=meta, source_type="legacy-json")]
     answered: set[str] = set()
-    for m in obj.get("messages") or []:
+    for m in as_list(obj.get("messages")):
         if isinstance(m, dict):
             records += message_records(m, None, answered)
     return _session(path, records, Resolved(meta=meta, metas=1))
@@ -321,7 +321,7 @@ def _head_facts(lines: list) -> tuple[dict, list[Record], list[Record]]:
             meta.update(obj)
         elif kind == "$set" and isinstance(obj["$set"], dict):
             meta.update({k: v for k, v in obj["$set"].items() if k != "messages"})
-            for m in obj["$set"].get("messages") or []:
+            for m in as_list(obj["$set"].get("messages")):
                 if isinstance(m, dict) and m.get("type") == "user" and not prompted:
                     head += message_records(m, ln.number, answered)
                     prompted = any(_prompt(r) for r in head if r.role == "user")

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from histmig.core.diagnostics import HistmigInputError
 from histmig.core.plan import Delete, Fingerprint, Patch, WriteFile
 from histmig.core.times import parse_ts
 from histmig.toolkit.doctor.base import Finding, dir_missing
@@ -120,8 +121,8 @@ def retention(gdir: Path, project: str | None) -> tuple[bool, timedelta | None, 
 
 def _settings(path: Path) -> Any:
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = files.read_small(path, 1 << 24)          # a FIFO named settings.json would block
+    except (OSError, HistmigInputError):
         return None
     try:
         return orjson.loads(raw)

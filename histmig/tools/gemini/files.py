@@ -11,6 +11,9 @@ from typing import Any
 
 import orjson
 
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import read_regular
+
 REGISTRY = "projects.json"
 MARKER = ".project_root"
 SESSION_RE = re.compile(r"^session-(?P<minute>\d{4}-\d\d-\d\dT\d\d-\d\d)-(?P<short>[^.]{1,8})\.(?P<ext>jsonl|json)$")
@@ -24,11 +27,28 @@ def registry_path(gdir: Path) -> Path:
     return gdir / REGISTRY
 
 
+def read_small(path: Path, limit: int = 64 << 20) -> bytes:
+    """:func:`read_regular` (a FIFO named like it would block every command)."""
+    return read_regular(path, limit)
+
+
+def registry_error(gdir: Path) -> str | None:
+    """Why ``projects.json`` cannot be used (unreadable, not JSON, ``projects`` not an object); None
+    when it can or is absent."""
+    try:
+        data = orjson.loads(read_small(registry_path(gdir)))
+    except FileNotFoundError:
+        return None
+    except (OSError, HistmigInputError, orjson.JSONDecodeError) as e:
+        return str(e)
+    return None if isinstance(data, dict) and isinstance(data.get("projects"), dict) else "no 'projects' object"
+
+
 def read_registry(gdir: Path) -> dict[str, str]:
     """``projects`` of ``projects.json`` (path -> slug); {} when absent or unreadable."""
     try:
-        data = orjson.loads(registry_path(gdir).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_small(registry_path(gdir)))
+    except (OSError, HistmigInputError, orjson.JSONDecodeError):
         return {}
     projects = data.get("projects") if isinstance(data, dict) else None
     return {k: v for k, v in projects.items() if isinstance(v, str)} if isinstance(projects, dict) else {}
@@ -45,10 +65,14 @@ def markers(gdir: Path, slug: str) -> list[Path]:
     return [gdir / "tmp" / slug / MARKER, gdir / "history" / slug / MARKER]
 
 
+MARKER_MAX = 64 * 1024     # a path (<= 4096 bytes) and a newline; more is not a marker
+
+
 def read_marker(path: Path) -> str | None:
+    # a regular file only (a FIFO named .project_root would block every command), read bounded
     try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
+        return read_regular(path, MARKER_MAX).decode("utf-8").strip() or None
+    except (HistmigInputError, OSError, UnicodeDecodeError):
         return None
 
 

@@ -64,10 +64,10 @@ def facts_of_bytes(data: bytes) -> Facts:
             if not isinstance(sets, dict):
                 continue
             meta.update({k: v for k, v in sets.items() if k != "messages"})
-            for m in sets.get("messages") or []:
-                if facts.prompt is None and isinstance(m, dict) and m.get("type") == "user":
-                    facts.prompt = prompt_of(m.get("content"))
-            if isinstance(sets.get("messages"), list):
+            if isinstance(sets.get("messages"), list):       # a non-list (broken file) sets no messages
+                for m in sets["messages"]:
+                    if facts.prompt is None and isinstance(m, dict) and m.get("type") == "user":
+                        facts.prompt = prompt_of(m.get("content"))
                 order, live = [], set()
                 for m in sets["messages"]:
                     if isinstance(m, dict) and "id" in m:

@@ -34,7 +34,12 @@ def plan_gemini(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[
         return
     keep = {registry[old] for old in moved}
     fresh = {new: registry[new] for new in moved.values() if new in registry and registry[new] not in keep}
-    op = _registry_op(gdir, registry, moved, fresh)
+    # nothing of an unreadable projects.json was read, so nothing to re-key there: say so, keep it
+    op = _registry_op(gdir, registry, moved, fresh) if moved else None
+    why = None if moved else files.registry_error(gdir)
+    if why:
+        tp.warnings.append(Warning("unparseable-file", f"{files.REGISTRY} left as is: {why}",
+                                   path=str(files.registry_path(gdir))))
     if op is not None:
         tp.other.append(op)
         tp.count("files")
@@ -53,7 +58,7 @@ def _registry_op(gdir: Path, registry: dict[str, str], moved: dict[str, str],
     """``projects.json`` with each moved key renamed in place (other bytes kept) and the entries the
     client made for the new paths dropped; verified by parsing."""
     path = files.registry_path(gdir)
-    raw = path.read_bytes()
+    raw = files.read_small(path)
     data = orjson.loads(raw)
     projects = data.get("projects")
     new_projects = {}

@@ -26,6 +26,11 @@ META_KEYS = ("sessionId", "startTime")
 
 # ---- one message -> records -------------------------------------------------------------------
 
+def as_list(value: Any) -> list:
+    """``value`` when it is a list, else []: a broken file may hold ``"thoughts": 7``."""
+    return value if isinstance(value, list) else []
+
+
 def part_of(p: Any) -> Any:
     if not isinstance(p, dict):
         return Text(p) if isinstance(p, str) else Opaque(p, "not a part")
@@ -72,15 +77,15 @@ def message_records(msg: dict, line: int | None, answered: set[str]) -> list[Rec
     extra = {k: v for k, v in msg.items() if k not in ("content", "thoughts", "toolCalls", "tokens")}
     if kind == "gemini":
         parts: list[Any] = [Reasoning(summary=str(t.get("subject") or ""), text=str(t.get("description") or ""))
-                            for t in msg.get("thoughts") or [] if isinstance(t, dict)]
+                            for t in as_list(msg.get("thoughts")) if isinstance(t, dict)]
         parts += content_parts(msg.get("content"))
         results: list[Any] = []
-        for call in msg.get("toolCalls") or []:
+        for call in as_list(msg.get("toolCalls")):
             if not isinstance(call, dict):
                 continue
             cid = str(call.get("id") or "")
             parts.append(ToolCall(cid, str(call.get("name") or ""), call.get("args") or {}))
-            for r in call.get("result") or []:
+            for r in as_list(call.get("result")):
                 res = part_of(r)
                 if isinstance(res, ToolResult):
                     results.append(ToolResult(res.call_id or cid, res.output, call.get("status") == "error",
@@ -183,7 +188,7 @@ def counts(msg: dict) -> bool:
     if isinstance(content, str):
         return bool(content.strip()) and not content.lstrip().startswith(CONTEXT_TAGS)
     return any(isinstance(p, dict) and ("inlineData" in p or (isinstance(p.get("text"), str) and p["text"].strip()
-               and not p["text"].lstrip().startswith(CONTEXT_TAGS))) for p in content or [])
+               and not p["text"].lstrip().startswith(CONTEXT_TAGS))) for p in as_list(content))
 
 
 def line_kind(obj: dict) -> str:

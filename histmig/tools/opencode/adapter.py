@@ -25,16 +25,33 @@ from histmig.core.diagnostics import HistmigInputError, NotFoundError
 from histmig.core.model import (Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text, ToolCall,
                                 ToolResult)
 from histmig.tools.base import FunctionAdapter
+from histmig.tools.opencode.dbrows import blob_json
 from histmig.tools.opencode.layout import db_path
 
 NAME = "opencode"
 BOOKKEEPING = frozenset({"step-start", "step-finish", "snapshot"})   # part types that carry no conversation
 
 
+MAX_SECS = 253402300799          # 9999-12-31T23:59:59Z: past it (a corrupt 1e300, inf) there is no datetime
+
+
+def secs(ms: Any) -> float | None:
+    """A column of epoch milliseconds as seconds; None when it is no number or no representable time."""
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not -MAX_SECS <= ms / 1000 <= MAX_SECS:
+        return None      # (NaN fails the range test too)
+    return ms / 1000
+
+
 def iso_ms(ms: Any) -> str | None:
-    if not isinstance(ms, (int, float)):
+    at = secs(ms)
+    if at is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def text(value: Any) -> str | None:
+    """A TEXT column as text: a BLOB or number stored there by something else is no cwd or title."""
+    return value if isinstance(value, str) else None
 
 
 def _json(text: Any) -> Any:
@@ -81,7 +98,7 @@ def record_of(message: dict[str, Any], parts: list[dict[str, Any]]) -> Record:
     calls = any(isinstance(p, ToolCall) for p in model_parts)
     usage = data.get("tokens") if isinstance(data, dict) and isinstance(data.get("tokens"), dict) else None
     extra = {"data": data} if isinstance(data, dict) else {}
-    raw = orjson.dumps({"message": message, "parts": parts}) + b"\n"
+    raw = orjson.dumps({"message": message, "parts": parts}, default=blob_json) + b"\n"
     if role not in ("user", "assistant"):
         return Record(id=message["id"], kind="other", raw=raw, extra=extra, source_type="message",
                       opaque_reason=None if isinstance(data, dict) else "message data is not JSON")
@@ -148,10 +165,10 @@ def stream(src: Any) -> Session:
 
 
 def _fill(session: Session, srow: dict[str, Any], project: dict[str, Any] | None) -> Session:
-    session.cwd = srow["directory"]
+    session.cwd = text(srow["directory"])
     session.created = iso_ms(srow["time_created"])
-    session.updated = srow["time_updated"] / 1000 if isinstance(srow["time_updated"], (int, float)) else None
-    session.title = srow["title"]
+    session.updated = secs(srow["time_updated"])
+    session.title = text(srow["title"])
     model = _json(srow.get("model"))
     if isinstance(model, dict):
         session.provider, session.model = model.get("providerID"), model.get("id")
@@ -162,7 +179,7 @@ def _fill(session: Session, srow: dict[str, Any], project: dict[str, Any] | None
 
 def serialize(session: Session) -> bytes:
     """The native dump: the session row, then one line per message with its part rows (row-exact)."""
-    head = orjson.dumps({"session": session.meta.get("session_row")}) + b"\n"
+    head = orjson.dumps({"session": session.meta.get("session_row")}, default=blob_json) + b"\n"
     return head + b"".join(r.raw or b"" for r in session.records)
 
 
@@ -208,10 +225,10 @@ def discover(homes: Any) -> Iterator[SessionRef]:
 
 def ref_of(db: Path, s: dict[str, Any], count: int) -> SessionRef:
     model = _json(s.get("model"))
-    ref = SessionRef(format=NAME, id=s["id"], path=db, cwd=s["directory"], created=iso_ms(s["time_created"]),
-                     title=s["title"], messages=count,
+    ref = SessionRef(format=NAME, id=s["id"], path=db, cwd=text(s["directory"]), created=iso_ms(s["time_created"]),
+                     title=text(s["title"]), messages=count,
                      provider=model.get("providerID") if isinstance(model, dict) else None)
-    ref.updated = s["time_updated"] / 1000 if isinstance(s["time_updated"], (int, float)) else None
+    ref.updated = secs(s["time_updated"])
     ref.archived = s.get("time_archived") is not None
     ref.state = ["archived"] if ref.archived else ["ok"]
     ref.extra = {"project_id": s["project_id"], "parent_id": s.get("parent_id")}

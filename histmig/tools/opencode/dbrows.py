@@ -7,11 +7,21 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from histmig.core.dbread import connect_ro
+from histmig.core.diagnostics import HistmigInputError
 
 
 def has_tables(con: sqlite3.Connection) -> bool:
     names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return {"session", "message", "part", "project"} <= names
+
+
+def blob_json(value: Any) -> Any:
+    """orjson's ``default`` for a row: a BLOB cell (bytes where OpenCode writes TEXT; invalid UTF-8 or a
+    foreign writer) as ``{"$blob_base64": ...}``, so a dump of the row names it instead of failing."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64       # only a hostile row needs it (scan's import budget, tests/test_startup.py)
+        return {"$blob_base64": base64.b64encode(bytes(value)).decode()}
+    raise TypeError(f"{type(value).__name__} in a row")
 
 
 def row_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -24,15 +34,18 @@ def rows(con: sqlite3.Connection, sql: str, args: tuple = ()) -> Iterator[dict[s
 
 
 def open_db(path: Path) -> sqlite3.Connection | None:
-    """A read-only connection to an OpenCode database, None when there is none (or not OpenCode's)."""
+    """A read-only connection to an OpenCode database, None when there is none (or not OpenCode's).
+    A file SQLite cannot read (corrupt, not a database, locked past the busy timeout) raises
+    HistmigInputError naming it: taking it for "no database" hid it from scan and doctor."""
     if not path.is_file():
         return None
     con = connect_ro(path)
     try:
         if has_tables(con):
             return con
-    except sqlite3.Error:
-        pass
+    except sqlite3.DatabaseError as e:
+        con.close()
+        raise HistmigInputError(f"cannot read database ({e})", path=path) from None
     con.close()
     return None
 

@@ -41,15 +41,19 @@ def check(homes: Homes, index: HomeIndex, now: datetime, ignored=lambda code: Fa
     out = [] if ignored("opencode.channel-db") else channel_dbs(homes, db)
     if not db.is_file():
         return out
+    from histmig.core.diagnostics import HistmigInputError
     from histmig.tools.opencode.dbrows import open_db, rows
-    con = open_db(db)
+    try:
+        con = open_db(db)
+    except HistmigInputError as e:
+        return out + [Finding("opencode.unreadable", str(e), path=str(db))]
     if con is None:
         return out
     with closing(con):
         sessions = list(rows(con, "SELECT id, directory FROM session ORDER BY id"))
         missing: dict[str, list[str]] = defaultdict(list)
         for s in sessions:
-            if dir_missing(s["directory"]):
+            if isinstance(s["directory"], str) and dir_missing(s["directory"]):   # a BLOB cwd is no folder
                 missing[s["directory"]].append(s["id"])
         for cwd, ids in sorted(missing.items()):
             new = index.suggest(cwd)
@@ -68,7 +72,7 @@ def check(homes: Homes, index: HomeIndex, now: datetime, ignored=lambda code: Fa
 def _data(text: Any) -> dict:
     try:
         d = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):       # RecursionError: "[" * 100000
         return {}
     return d if isinstance(d, dict) else {}
 

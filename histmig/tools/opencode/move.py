@@ -17,6 +17,7 @@ import json
 from contextlib import closing
 from typing import Any
 
+from histmig.core.diagnostics import HistmigInputError, Warning
 from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.opencode.layout import db_path
@@ -35,10 +36,14 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
     if not db.is_file():
         return
     from histmig.tools.opencode.dbrows import open_db, rows
-    con = open_db(db)
+    tplan = plans[TOOL]
+    try:
+        con = open_db(db)
+    except HistmigInputError as e:
+        tplan.warnings.append(Warning("db-unreadable", f"{e}; its sessions keep the old folder", str(db)))
+        return
     if con is None:
         return
-    tplan = plans[TOOL]
     with closing(con):
         for s in rows(con, "SELECT id, project_id, directory, path FROM session ORDER BY id"):
             op = session_op(str(db), s, pm)

@@ -32,8 +32,7 @@ def marker_of(path: str | os.PathLike) -> tuple[str, str] | None:
     if "#" not in text:
         return None
     db, sid = text.rsplit("#", 1)
-    from histmig.tools.opencode.dbrows import open_db
-    con = open_db(Path(db))
+    con = _open(Path(db))
     if con is None:
         return None
     with closing(con):
@@ -47,10 +46,20 @@ def folders(homes: Any, cwd: str | None) -> list[Path]:
 
 def files(folder: Path) -> Iterable[Path]:
     """The converted sessions of the database ``folder`` (named so by :func:`folders`)."""
-    from histmig.tools.opencode.dbrows import open_db
-    con = open_db(folder) if folder.is_file() else None
+    con = _open(folder) if folder.is_file() else None
     if con is None:
         return []
     with closing(con):
         found = con.execute("SELECT id FROM session WHERE metadata LIKE ?", (f'%"{MARK}"%',)).fetchall()
     return [Path(f"{folder}#{sid}") for (sid,) in found]
+
+
+def _open(db: Path) -> Any:
+    """The database, or None: one that cannot be read holds no provenance histmig can see (scan and
+    doctor name it)."""
+    from histmig.core.diagnostics import HistmigInputError
+    from histmig.tools.opencode.dbrows import open_db
+    try:
+        return open_db(db)
+    except HistmigInputError:
+        return None

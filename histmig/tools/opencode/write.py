@@ -31,7 +31,7 @@ import json
 from typing import Any
 
 from histmig import tools as registry
-from histmig.core.diagnostics import NotFoundError
+from histmig.core.diagnostics import HistmigInputError, NotFoundError
 from histmig.core.model import Reasoning, ToolResult
 from histmig.core.times import iso_z
 from histmig.toolkit.convert import provenance
@@ -262,6 +262,10 @@ def write(conv: Conversation, t: Target) -> Written:
     tools/opencode/target.py), read once before the run."""
     place = t.tables
     if place is None or place.db is None:
+        unreadable = [w for w in (place.warnings if place else []) if w.code == "db-unreadable"]
+        if unreadable:      # "run opencode once" would be wrong advice for a corrupt or locked file
+            raise HistmigInputError(f"the OpenCode database cannot be read: {unreadable[0].detail}",
+                                    path=unreadable[0].path)
         raise NotFoundError(f"no OpenCode database in {t.root}: run opencode once first, then convert")
     project_id, worktree, note = place.project_for(t.cwd)
     if note:

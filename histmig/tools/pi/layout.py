@@ -14,6 +14,9 @@ from typing import Any
 
 import orjson
 
+from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.regular import read_regular
+
 
 def pi_slug(cwd: str) -> str:
     """Pi's folder name for ``cwd`` (``getDefaultSessionDir``): ``--home-user-proj--``."""
@@ -30,8 +33,8 @@ def is_slug_dir(name: str) -> bool:
 def settings_session_dir(agent_dir: Path) -> Path | None:
     """``sessionDir`` of ``<agent dir>/settings.json`` (absolute or ``~``), or None."""
     try:
-        data = orjson.loads((agent_dir / "settings.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_regular(agent_dir / "settings.json"))     # a FIFO there would block
+    except (OSError, HistmigInputError, orjson.JSONDecodeError):
         return None
     value = data.get("sessionDir") if isinstance(data, dict) else None
     if not isinstance(value, str) or not value.strip():

@@ -16,6 +16,7 @@ from typing import Any
 
 from histmig.core.diagnostics import RefusedError, Skip
 from histmig.core.livewriters import open_writers
+from histmig.core.paths import safe_component
 from histmig.core.plan import Fingerprint, Rename, RmDir
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
 from histmig.tools.pi.layout import flat_dir, pi_slug, session_files, sessions_root, slug_dirs
@@ -62,10 +63,19 @@ def _edit(tplan: ToolPlan, path: Path, pm: PathMap, opts: dict[str, Any], folder
     return True
 
 
+def _slug_ok(path: Path, cwd: str, pm: PathMap, tplan: ToolPlan) -> bool:
+    """Whether the session's new folder name can be made; else a skip (a cwd of 300 bytes)."""
+    if safe_component(pi_slug(pm.rebase(cwd))):
+        return True
+    tplan.skips.append(Skip(str(path), f"the folder name for {pm.rebase(cwd)} would be over 255 bytes; left as it is",
+                            "bad-cwd"))
+    return False
+
+
 def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: dict[str, Any],
                 existing: set[str]) -> None:
     files = session_files(folder)
-    ours = [(f, cwd) for f in files if pm.covers(cwd := header_cwd(f))]
+    ours = [(f, cwd) for f in files if pm.covers(cwd := header_cwd(f)) and _slug_ok(f, cwd, pm, tplan)]
     if not ours:
         return
     busy = _busy(files)

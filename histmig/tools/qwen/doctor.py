@@ -12,7 +12,7 @@ from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.jsonl import head_lines, record_lines
 from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
-from histmig.tools.claude_family.listing import subdirs
+from histmig.tools.claude_family.listing import UUID_RE, subdirs
 from histmig.tools.qwen.adapter import chat_files, projects_root, qwen_slug, records_from_lines
 
 
@@ -41,8 +41,7 @@ def check(homes: Any, index: HomeIndex, now: datetime, ignored=lambda code: Fals
                 out.append(Finding("qwen.folder-mismatch", f"recorded in {cwd}, but kept in {folder.name}",
                                    path=str(path), fix=f"mv {path} {right}/", data={"cwd": cwd}))
             if isinstance(sid, str) and sid.lower() != path.stem.lower():
-                out.append(Finding("qwen.id-mismatch", f"file name {path.stem} but sessionId {sid}", path=str(path),
-                                   fix=f"mv {path} {path.with_name(sid + '.jsonl')}"))
+                out.append(_id_mismatch(path, sid))
             if not ignored("qwen.broken-lines"):
                 out += _broken(path)
     for cwd, paths in sorted(missing.items()):
@@ -51,6 +50,12 @@ def check(homes: Any, index: HomeIndex, now: datetime, ignored=lambda code: Fals
                            "exists" + (f"; likely moved to {new}" if new else ""), path=str(paths[0].parent.parent),
                            count=len(paths), fix=move_fix(cwd, new), data={"cwd": cwd, "suggested": new}))
     return out
+
+
+def _id_mismatch(path: Path, sid: str) -> Finding:
+    # the id comes from the file: a rename is suggested only to a UUID name (never "../x" or "a/b")
+    fix = f"mv {path} {path.with_name(sid + '.jsonl')}" if UUID_RE.match(sid) else "nothing safe to rename to"
+    return Finding("qwen.id-mismatch", f"file name {path.stem} but sessionId {sid!r}", path=str(path), fix=fix)
 
 
 def _broken(path: Path) -> list[Finding]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from histmig.core.diagnostics import RefusedError, Skip, Warning
 from histmig.core.livewriters import open_writers
+from histmig.core.paths import safe_component
 from histmig.core.plan import Fingerprint, Rename
 from histmig.tools.claude_family.listing import subdirs
 from histmig.jsonio.jsonl import head_lines
@@ -49,6 +50,10 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
         if launch is None:
             continue
         target = qwen_slug(pm.rebase(launch) or launch)
+        if not safe_component(target):     # a recorded cwd of 300 bytes: no such folder can be made
+            tplan.skips.append(Skip(str(folder), f"the folder name for {pm.rebase(launch)} would be over 255 bytes; "
+                                    "left in place", code="bad-cwd"))
+            continue
         if target != folder.name and target in targets:
             raise RefusedError(f"{targets[target]} and {folder} would both become {root / target}; "
                                "refusing, nothing moved")

@@ -39,6 +39,7 @@ class ExportReport:
     index: Path
     pages: list[Page] = field(default_factory=list)
     redacted: dict[str, int] | None = None     # pattern -> how many were masked (with --redact)
+    skipped: list[tuple[str, str]] = field(default_factory=list)   # (path, why): listed but unreadable
 
 
 def choose(homes, session: str | None = None, *, tools: Iterable[str] | None = None, cwd: str | None = None,
@@ -91,6 +92,9 @@ def export(homes, refs: list[SessionRef], to: str, out: Path, *, redact: bool = 
     report = ExportReport(out=out, to=to, index=out / INDEX[to])
     used: set[str] = set()
     for ref in refs:
+        if ref.error and "unreadable" in (ref.state or []):    # (a corrupt opencode.db): the others still go
+            report.skipped.append((str(ref.path), ref.error))
+            continue
         tool = adapter(ref.format)
         session = getattr(tool, "stream", tool.read)(ref)
         if redactor is not None:

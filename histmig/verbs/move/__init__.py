@@ -18,6 +18,7 @@ from histmig.verbs.move import paths as move_paths
 from histmig.tools import canonical
 from histmig.toolkit.move.common import ToolPlan, make_pathmap
 from histmig.toolkit.move.scan import hashing
+from histmig.core.diagnostics import Skip
 from histmig.core.plan import Plan
 
 
@@ -40,6 +41,8 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
             if hook is not None:
                 hook(homes, pm, plans, opts)
     plan = _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
+    plan.skips += [Skip(path, f"a recorded path under OLD {why}; left as it is", "bad-cwd")
+                   for path, why in pm.refused.items()]
     if split_shared:
         plan.args["split_shared"] = True
     return plan
