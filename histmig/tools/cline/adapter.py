@@ -306,7 +306,7 @@ def _utf8_clean(value: Any) -> bool:
 
 def _not_utf8(n: int, msg: Any) -> Record:
     """A message holding a lone surrogate: opaque, kept as its bytes, as a JSONL line with one is."""
-    return Record(kind="other", raw=_dump(msg), line=n, opaque_reason="invalid UTF-8 (lone surrogate)")
+    return Record(kind="other", raw=dump(msg), line=n, opaque_reason="invalid UTF-8 (lone surrogate)")
 
 
 def stream(src: Any) -> Session:
