@@ -289,3 +289,18 @@ def test_export_all_skips_an_unreadable_opencode_database_and_exports_the_rest(t
     r = no_traceback("export", "--all", "--to", "html", "--out", str(tmp_path / "out"), *json_out)
     assert r.exit_code == 3 and "opencode.db" in (r.stdout + r.stderr)
     assert list((tmp_path / "out" / "claude-code").glob("*.html"))
+
+
+def test_pi_session_whose_header_has_a_duplicate_cwd_key_is_named_not_left_silently(tmp_path):
+    """safety §6: a duplicate target key skips the file. Pi's header is the line a move edits: with
+    two ``cwd`` keys the session cannot be edited safely; it stays, and the move names it (before: it
+    was left behind without a word, to vanish from the project's listing after the ``mv``)."""
+    home = install("pi")
+    old = _set_cwd("pi", home, "")
+    path = next(p for p in home.rglob("*.jsonl") if old.encode() in p.read_bytes().split(b"\n", 1)[0])
+    head, rest = path.read_bytes().split(b"\n", 1)
+    enc = b'"cwd":"' + old.encode() + b'"'
+    path.write_bytes(head.replace(enc, enc + b"," + enc, 1) + b"\n" + rest)
+    r = no_traceback("move", old, str(tmp_path / "new"), "--tool", "pi", "--apply", "--include-active")
+    assert r.exit_code == 3 and f"skip: {path}: line 1: duplicate key 'cwd'" in r.stderr
+    assert path.read_bytes().split(b"\n", 1)[0].count(enc) == 2

@@ -18,6 +18,16 @@ def header(path: Path) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
 
 
+def header_problem(path: Path) -> tuple[bytes, str] | None:
+    """(line 1's bytes, why it does not parse) when the header line is broken (a duplicate ``cwd``
+    key: docs/specs safety §6), else None (it parses, or the file cannot be read)."""
+    try:
+        lines = head_lines(path, max_lines=1, max_bytes=64 * 1024)
+    except (HistmigError, OSError):
+        return None
+    return (lines[0].raw or b"", lines[0].error or "") if lines and lines[0].opaque else None
+
+
 def header_cwd(path: Path) -> str | None:
     h = header(path)
     return h.get("cwd") if h and isinstance(h.get("cwd"), str) else None

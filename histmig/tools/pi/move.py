@@ -20,7 +20,7 @@ from histmig.core.paths import safe_component
 from histmig.core.plan import Fingerprint, Rename, RmDir
 from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
 from histmig.tools.pi.layout import flat_dir, pi_slug, session_files, sessions_root, slug_dirs
-from histmig.tools.pi.listing import header_cwd, header_id
+from histmig.tools.pi.listing import header_cwd, header_id, header_problem
 
 TOOL = "pi"
 
@@ -72,10 +72,22 @@ def _slug_ok(path: Path, cwd: str, pm: PathMap, tplan: ToolPlan) -> bool:
     return False
 
 
+def _broken_headers(files: list[Path], pm: PathMap, tplan: ToolPlan) -> None:
+    """A session whose header does not parse (a duplicate ``cwd`` key) but names OLD is skipped and
+    named: left behind silently, it would vanish from the project's listing after the ``mv``.
+    ``files``: those whose header gave no cwd."""
+    for f in files:
+        if (bad := header_problem(f)) and any(n in bad[0] for n in pm.needles):
+            tplan.skips.append(Skip(str(f), f"line 1: {bad[1]}; the session's header cannot be edited safely, "
+                                    "left as it is", "unparseable-line"))
+
+
 def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: dict[str, Any],
                 existing: set[str]) -> None:
     files = session_files(folder)
-    ours = [(f, cwd) for f in files if pm.covers(cwd := header_cwd(f)) and _slug_ok(f, cwd, pm, tplan)]
+    cwds = {f: header_cwd(f) for f in files}
+    _broken_headers([f for f, cwd in cwds.items() if cwd is None], pm, tplan)
+    ours = [(f, cwd) for f, cwd in cwds.items() if pm.covers(cwd) and _slug_ok(f, cwd, pm, tplan)]
     if not ours:
         return
     busy = _busy(files)
@@ -128,10 +140,11 @@ def plan_pi(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str,
         plan_folder(folder, root, pm, tplan, opts, existing)
     flat = flat_dir(homes)
     if flat is not None and flat.is_dir():
-        files = session_files(flat)
-        busy = _busy([f for f in files if pm.covers(header_cwd(f))])
-        for f in files:
-            if not pm.covers(header_cwd(f)):
+        cwds = {f: header_cwd(f) for f in session_files(flat)}
+        _broken_headers([f for f, cwd in cwds.items() if cwd is None], pm, tplan)
+        busy = _busy([f for f, cwd in cwds.items() if pm.covers(cwd)])
+        for f, cwd in cwds.items():
+            if not pm.covers(cwd):
                 continue
             if str(f) in busy:
                 tplan.skips.append(Skip(str(f), f"open for writing by {busy[str(f)]}; re-run: {opts['rerun']}",
