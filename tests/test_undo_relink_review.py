@@ -52,10 +52,14 @@ def _two_file_session():
 
 
 @pytest.mark.parametrize("settled", [False, True], ids=["temps", "inodes-put-back"])
-def test_a_session_half_undone_after_a_rename_can_be_finished_by_a_second_undo(settled):
+def test_a_session_half_undone_after_a_rename_can_be_finished_by_a_second_undo(settled, monkeypatch):
     """The second file of a session changes during the undo's apply (skipped), after the first was
     put back by renaming the apply's backup: the undo is partly done, and once the second file is
-    left alone again, a second undo must finish the session (not report the renamed backup missing)."""
+    left alone again, a second undo must finish the session (not report the renamed backup missing).
+    One file per batch: in one batch the first file would wait with the second (apply/batch.py checks
+    every file before the first rename), so a session is half undone only across batches."""
+    from histmig.apply import batch
+    monkeypatch.setattr(batch, "BATCH", 1)
     h, (f1, f2), originals, folder = _two_file_session()
     if settled:
         stat_later(folder, SECOND)

@@ -63,6 +63,7 @@ from histmig.apply.files import (RETRY, Ctx, VerifyError, changed_since_check, u
 from histmig.apply.options import Prepared, key
 from histmig.apply.ranges import sha_range
 from histmig.core.diagnostics import Skip
+from histmig.apply.skipping import held_back, unit_keys
 from histmig.core.livewriters import open_writers
 from histmig.core.plan import b64
 
@@ -396,8 +397,10 @@ def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:
 
 
 def _replace_all(ctx: Ctx, live: list[Item]) -> None:
-    """The last checks and the renames. The writer scan, when due (``SWEEP_EVERY``), runs once, right
-    before the loop."""
+    """The last checks, then the renames. Every file of the batch is checked before the first rename,
+    so a file that changed holds back the rest of its session or project folder in the batch too
+    (:func:`~histmig.apply.skipping.held_back`: a session is changed completely or not at all). The
+    writer scan, when due (``SWEEP_EVERY``), runs once, right before the checks."""
     fs = ctx.fs
     holders = {}
     if live and time.monotonic() - ctx.swept >= SWEEP_EVERY:
@@ -405,26 +408,40 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
                                + [(it.source.st_dev, it.source.st_ino) for it in live if it.source is not None])
         ctx.swept = time.monotonic()
     for it in live:
-        p = it.prep
-        fs.point("before-final-check", it.label)
-        st1 = os.stat(p.name, dir_fd=it.dfd, follow_symlinks=False)
-        who = holders.get(it.inode)
-        if key(st1) != key(it.st0) or who:
+        _final_check(ctx, it, holders)
+    failed = {u for it in live if isinstance(it.outcome, Skip) for u in unit_keys(it.prep)}
+    for it in live:
+        if it.outcome is None and (held := held_back(it.prep, failed)) is not None:
             unlink_quiet(fs, it.tmp, it.dfd)
-            if who:
-                it.outcome = Skip(p.op.paths()[0], f"open for writing by {', '.join(h.describe() for h in who)}; "
-                                  "quit it and re-run", "open-writer")
-            else:
-                it.outcome = changed_since_check(ctx, p, st1, it.src)
+            it.outcome = held
+    for it in live:
+        if it.outcome is not None:
             continue
         fs.point("before-replace", it.label)
         if it.source is None:
-            fs.replace(it.tmp, p.name, dir_fd=it.dfd, label=it.label)
+            fs.replace(it.tmp, it.prep.name, dir_fd=it.dfd, label=it.label)
         elif not _rename_source(fs, it, holders):
-            p.restore, it.outcome = None, RETRY      # written as a temp in the next round
+            it.prep.restore, it.outcome = None, RETRY      # written as a temp in the next round
             continue
         it.replaced = True
         fs.point("after-replace", it.label)
+
+
+def _final_check(ctx: Ctx, it: Item, holders: dict) -> None:
+    """The file is still the one the batch read, and no process holds it open for writing: else its
+    temp goes and ``it.outcome`` says why."""
+    p = it.prep
+    ctx.fs.point("before-final-check", it.label)
+    st1 = os.stat(p.name, dir_fd=it.dfd, follow_symlinks=False)
+    who = holders.get(it.inode)
+    if key(st1) == key(it.st0) and not who:
+        return
+    unlink_quiet(ctx.fs, it.tmp, it.dfd)
+    if who:
+        it.outcome = Skip(p.op.paths()[0], f"open for writing by {', '.join(h.describe() for h in who)}; "
+                          "quit it and re-run", "open-writer")
+    else:
+        it.outcome = changed_since_check(ctx, p, st1, it.src)
 
 
 def _rename_source(fs, it: Item, holders: dict) -> bool:

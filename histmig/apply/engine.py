@@ -20,7 +20,7 @@ from histmig.apply.batch import patch_in_place, rewrite
 from histmig.apply.files import Ctx
 from histmig.apply.guards import FileLock, WriteGuards, default_guards
 from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
-from histmig.apply.skipping import skips_of
+from histmig.apply.skipping import held_back, skips_of, unit_keys
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
@@ -167,44 +167,63 @@ def _op_list(todo: list[Prepared]):
 
 
 def _execute(ctx: Ctx, todo: list[Prepared]):
-    """Run operations in plan order; all SQL operations on one database run as one transaction at
-    the position of that database's first operation; consecutive file rewrites (or in-place
-    patches) run in batches that share their fsyncs (:mod:`histmig.apply.batch`). SQL operations
-    of a database already done do not end a batch (they have nothing left to do)."""
-    seen_dbs: set[str] = set()
+    """Run the file operations in plan order, consecutive file rewrites (or in-place patches) in
+    batches that share their fsyncs (:mod:`histmig.apply.batch`); then each database's operations as
+    one transaction (:func:`_databases`). An operation of a session or project folder that had one
+    skipped while applying is not run (``held_back``); the consumer records each skip before the
+    next operation is looked at."""
     i = 0
     while i < len(todo):
         prep = todo[i]
+        held = held_back(prep, ctx.skipped_units)
         lock = ctx.locked.get(prep.path)
+        i += 1
+        if prep.method == "sql":
+            continue                              # after every file (_databases)
         if lock is not None and prep.method in ("replace", "inplace"):
-            i += 1
+            if held is not None:
+                yield prep, held
+                continue
             with lock.hold(ctx.fs, lock.path):    # the client's own lock (Claude Code's: rows 35-36)
                 yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
             continue
         if prep.method in _BATCHED and _STEP[prep.method] is _DEFAULT_STEP[prep.method]:
-            group, passed, j = [], [], i
-            while j < len(todo) and len(group) < _BATCH_SIZE.get(prep.method, batch.BATCH):
-                q = todo[j]
-                if q.method == prep.method and q.path not in ctx.locked:
-                    group.append(q)
-                elif not (q.method == "sql" and q.path in seen_dbs):
-                    break
-                passed.append(q)
-                j += 1
-            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group)))
-            yield from ((q, outcome.get(q.n)) for q in passed)
-            i = j
+            passed, i = _batch_of(todo, i - 1, ctx)
+            held_now = {q.n: h for q in passed if (h := held_back(q, ctx.skipped_units)) is not None}
+            group = [q for q in passed if q.n not in held_now]
+            outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group))
+                           if group else ())
+            yield from ((q, held_now.get(q.n) or outcome.get(q.n)) for q in passed)
             continue
-        i += 1
-        if prep.method == "sql":
-            if prep.path in seen_dbs:
-                yield prep, None
-                continue
-            seen_dbs.add(prep.path)
-            group = [p for p in todo if p.method == "sql" and p.path == prep.path]
-            yield prep, _guard(prep, lambda: apply_db(ctx, prep.path, group))
-            continue
-        yield prep, _guard(prep, lambda: _STEP[prep.method](ctx, prep))
+        yield prep, held if held is not None else _guard(prep, lambda: _STEP[prep.method](ctx, prep))
+    yield from _databases(ctx, todo)
+
+
+def _batch_of(todo: list[Prepared], i: int, ctx: Ctx) -> tuple[list[Prepared], int]:
+    """The operations of the batch starting at ``i`` (its method, up to its batch size; database
+    operations in between do not end it: they run last) and where the next one starts."""
+    method, passed, j = todo[i].method, [], i
+    while j < len(todo) and len(passed) < _BATCH_SIZE.get(method, batch.BATCH):
+        q = todo[j]
+        if q.method == method and q.path not in ctx.locked:
+            passed.append(q)
+        elif q.method != "sql":
+            break
+        j += 1
+    return passed, j
+
+
+def _databases(ctx: Ctx, todo: list[Prepared]):
+    """Each database's operations as one transaction, after every file operation: a session whose
+    file was skipped while applying keeps its rows too (``held_back``), so a flip's row never says NEW
+    beside a rollout that still says OLD."""
+    for db in dict.fromkeys(p.path for p in todo if p.method == "sql"):
+        group = [p for p in todo if p.method == "sql" and p.path == db]
+        held = {p.n: h for p in group if (h := held_back(p, ctx.skipped_units)) is not None}
+        rest = [p for p in group if p.n not in held]
+        if rest:
+            _guard(rest[0], lambda: apply_db(ctx, db, rest))
+        yield from ((p, held.get(p.n)) for p in group)
 
 
 def _guard(prep: Prepared, step, group: list[Prepared] = ()):
@@ -229,6 +248,7 @@ _BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch, "cre
 def _skipped(ctx: Ctx, prep: Prepared, skip: Skip) -> None:
     ctx.journal.append("skip", n=prep.n, path=prep.path, reason=skip.reason)
     ctx.result.skips.append(skip)
+    ctx.skipped_units.update(unit_keys(prep))      # the rest of its session is held back (_execute)
 
 
 def _abort(fs: fsio.FS, journal: Journal, err: BaseException, where: str) -> None:

@@ -42,6 +42,7 @@ class Ctx:
     swept: float = 0.0            # time.monotonic() of the last /proc scan for open writers
     replaced: dict = field(default_factory=dict)  # (dev, ino) of each replaced file's old inode -> its path
     settle: list = field(default_factory=list)    # (n, path) of each replaced file: stat-ed before commit
+    skipped_units: set = field(default_factory=set)  # sessions and project folders skipped while applying
 
     @property
     def txid(self) -> str:

@@ -94,7 +94,7 @@ def propagate_session_skips(preps: list[Prepared]) -> None:
     without one of its rewrites would hold a session that still names the old path)."""
     units: dict[tuple, list[Prepared]] = {}
     for p in preps:
-        for u in _units(p):
+        for u in unit_keys(p):
             units.setdefault(u, []).append(p)
     todo = [u for u, ps in units.items() if any(p.skip is not None for p in ps)]
     seen = set(todo)
@@ -105,11 +105,22 @@ def propagate_session_skips(preps: list[Prepared]) -> None:
             if p.skip is None:
                 what = "project folder" if unit[0] == "folder" else "session"
                 mark_skip(p, f"skipped with the rest of its {what} (see {cause.path})", "session-skipped")
-                todo += [u for u in _units(p) if u not in seen]
-                seen.update(_units(p))
+                todo += [u for u in unit_keys(p) if u not in seen]
+                seen.update(unit_keys(p))
 
 
-def _units(p: Prepared) -> list[tuple]:
+def held_back(p: Prepared, skipped_units: set) -> Skip | None:
+    """The skip of an operation whose session or project folder had an operation skipped while the
+    apply ran (a file changed at its last check): the rest of it is not written either, so a flip's
+    row never says NEW beside a rollout that still says OLD (:func:`propagate_session_skips` does the
+    same before anything is written)."""
+    if skipped_units and any(u in skipped_units for u in unit_keys(p)):
+        return Skip(p.op.paths()[0], "skipped with the rest of its session (a file of it changed during "
+                    "the apply); re-run the command", "session-skipped")
+    return None
+
+
+def unit_keys(p: Prepared) -> list[tuple]:
     s = getattr(p.op, "session", None) or {}
     out = [("session", s.get("tool", ""), s["id"])] if s.get("id") else []
     return out + ([("folder", s["folder"])] if s.get("folder") else [])

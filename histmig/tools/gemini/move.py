@@ -73,7 +73,14 @@ def _registry_op(gdir: Path, registry: dict[str, str], moved: dict[str, str],
     if orjson.loads(new_raw) != expected:
         raise RefusedError(f"internal error: the {path.name} edit did not verify; nothing changed", path=str(path))
     return WriteFile(path=str(path), expect=Fingerprint.of(path), new_bytes=new_raw,
-                     reason=f"{len(moved)} project key(s) re-keyed")
+                     session={"tool": TOOL, "id": _unit_id(gdir)}, reason=f"{len(moved)} project key(s) re-keyed")
+
+
+def _unit_id(gdir: Path) -> str:
+    """One unit for the registry and the markers a move re-keys: the apply changes them all or none,
+    and an undo that keeps one (changed since) keeps the others with it, so a project's registry key
+    and its two markers never disagree (``projects.json``, one file for every project, goes back whole)."""
+    return f"projects:{files.registry_path(gdir)}"
 
 
 def _rekey_bytes(raw: bytes, moved: dict[str, str]) -> bytes | None:
@@ -104,7 +111,8 @@ def _marker_ops(gdir: Path, pm: PathMap) -> list[WriteFile]:
             raw = marker.read_bytes()
             ops.append(WriteFile(path=str(marker), expect=Fingerprint.of(marker),
                                  new_bytes=raw.replace(old.encode(), new.encode(), 1),
-                                 session={"tool": TOOL, "folder": str(slug_dir)}, reason="project marker"))
+                                 session={"tool": TOOL, "id": _unit_id(gdir), "folder": str(slug_dir)},
+                                 reason="project marker"))
     return ops
 
 

@@ -244,7 +244,7 @@ def _replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], A
     loop goes on (by ``id`` of its intent: a future of the Member, or of the exception to raise in
     its turn; and the pool, for the caller to shut down). Only reads: the diff's reads and sha256
     release the GIL, so both CPUs read and hash the files and their backups while the main thread
-    inverts the database rows (a flip's undo: the rows' intent comes after the first file's).
+    inverts the database rows (a flip's rows intent: after the first file's in older journals, after every file's now).
     A file still as the apply left it (:func:`~histmig.verbs.undo.files.as_left`) is not read: its
     inverse is the journaled edits reversed, a few stats, cheaper than a hand-off to a thread
     (which only adds locks and GIL switches), so the loop makes it in its turn."""
