@@ -13,7 +13,7 @@ from test_move_fixtures import homes
 from test_undo_inverse import row
 
 
-def _changes_at_last_check(path):
+def changes_at_last_check(path):
     """An fs whose hook changes ``path``'s mtime just before the apply's last check of it."""
     fired = []
 
@@ -31,7 +31,7 @@ def test_a_flip_leaves_the_row_of_a_rollout_that_changed_at_its_last_check():
     h = homes()
     sessions = {tid(i): rollout(tid(i)) for i in (1, 2, 3)}
     paths = home_with(h.codex, sessions)
-    fs, fired = _changes_at_last_check(paths[tid(2)])
+    fs, fired = changes_at_last_check(paths[tid(2)])
     with fsio.using(fs):
         res = apply_plan(plan_flip(h, "openai", "my-provider"), h)
     assert fired and res.exit_code == 3
@@ -50,7 +50,7 @@ def test_a_gemini_move_changes_the_registry_and_its_markers_together_or_not_at_a
     from test_undo_partial_tools import changed, tree
     h = samples.install(tmp_path / "home", tools=("gemini",))
     before = tree(h.gemini)
-    fs, fired = _changes_at_last_check(h.gemini / "tmp" / "app" / ".project_root")
+    fs, fired = changes_at_last_check(h.gemini / "tmp" / "app" / ".project_root")
     with fsio.using(fs):
         res = apply_plan(plan_move(h, "/tmp/histmig-rec/work", str(tmp_path / "w2")), h)
     assert fired and res.exit_code == 3 and "session-skipped" in {s.code for s in res.skips}
@@ -72,7 +72,7 @@ def test_a_file_that_changed_at_its_last_check_holds_back_its_session_in_the_sam
         files.append((p, p.read_bytes()))
     ops = [WriteFile(path=str(p), expect=Fingerprint.of(str(p)), patches=(Patch(data.index(old), old, new),),
                      session={"tool": "review", "id": "s1"}) for p, data in files]
-    fs, fired = _changes_at_last_check(files[1][0])
+    fs, fired = changes_at_last_check(files[1][0])
     with fsio.using(fs):
         res = apply_plan(Plan("review", {}, [str(h.codex)], ops), h)
     assert fired and res.exit_code == 3

@@ -2,7 +2,6 @@
 session: its file *and* its database rows (histmig/verbs/undo/coverage.py)."""
 from __future__ import annotations
 
-import os
 
 import orjson
 
@@ -14,6 +13,7 @@ from histmig.verbs.undo.coverage import Covered, encode, reverted, reverted_by_j
 from histmig.verbs.undo.run import undo
 
 from codex_fixtures import home_with, rollout, tid
+from test_apply_session_atomic import changes_at_last_check
 from test_move_fixtures import homes
 from test_undo_inverse import codex_codes, row
 from test_undo_settled import edit_journal
@@ -53,26 +53,12 @@ def test_a_kept_session_gets_its_row_back_too_when_a_second_undo_finishes_it():
     assert codex_codes(h) == set()
 
 
-def _skip_during_apply(path):
-    """A hook that changes ``path``'s mtime just before the apply's last check of it: skipped."""
-    fired = []
-
-    def touch(label):
-        if label == str(path) and not fired:
-            fired.append(label)
-            st = os.lstat(path)
-            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    return touch, fired
-
-
 def test_an_undo_whose_mark_was_lost_after_it_kept_a_session_is_finished_by_the_next():
     """A crash between the undo's commit and its ``undo-by`` mark, after it skipped session 1 while
     applying: the next undo reads what the undo's own journal finished, not what it planned, so it
     reverts session 1 (before: it counted session 1 as reverted and marked the flip undone)."""
     h, sessions, paths, folder = _flipped_three()
-    touch, fired = _skip_during_apply(paths[tid(1)])
-    fs = fsio.FS()
-    fs.hooks["before-final-check"] = touch
+    fs, fired = changes_at_last_check(paths[tid(1)])
     with fsio.using(fs):
         first = undo(h)
     assert fired and first.state == "partly-undone", first.skips
