@@ -29,6 +29,7 @@ from histmig.toolkit.doctor.base import Finding, dir_missing
 from histmig.toolkit.doctor.locate import HomeIndex, move_fix
 from histmig.tools.gemini import files
 from histmig.jsonio.jsonl import record_lines
+from histmig.jsonio.regular import read_regular
 from histmig.tools.gemini.adapter import ref_for, stream
 from histmig.tools.gemini.records import line_kind
 
@@ -121,7 +122,7 @@ def retention(gdir: Path, project: str | None) -> tuple[bool, timedelta | None, 
 
 def _settings(path: Path) -> Any:
     try:
-        raw = files.read_small(path, 1 << 24)          # a FIFO named settings.json would block
+        raw = read_regular(path, 1 << 24)          # a FIFO named settings.json would block
     except (OSError, HistmigInputError):
         return None
     try:

@@ -27,31 +27,27 @@ def registry_path(gdir: Path) -> Path:
     return gdir / REGISTRY
 
 
-def read_small(path: Path, limit: int = 64 << 20) -> bytes:
-    """:func:`read_regular` (a FIFO named like it would block every command)."""
-    return read_regular(path, limit)
+def _registry(gdir: Path) -> tuple[dict, str | None]:
+    """``projects`` of ``projects.json``, and why the file cannot be used (unreadable, not JSON,
+    ``projects`` not an object); ({}, None) when it is absent."""
+    try:
+        data = orjson.loads(read_regular(registry_path(gdir)))   # a FIFO would block
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, HistmigInputError, orjson.JSONDecodeError) as e:
+        return {}, str(e)
+    projects = data.get("projects") if isinstance(data, dict) else None
+    return (projects, None) if isinstance(projects, dict) else ({}, "no 'projects' object")
 
 
 def registry_error(gdir: Path) -> str | None:
-    """Why ``projects.json`` cannot be used (unreadable, not JSON, ``projects`` not an object); None
-    when it can or is absent."""
-    try:
-        data = orjson.loads(read_small(registry_path(gdir)))
-    except FileNotFoundError:
-        return None
-    except (OSError, HistmigInputError, orjson.JSONDecodeError) as e:
-        return str(e)
-    return None if isinstance(data, dict) and isinstance(data.get("projects"), dict) else "no 'projects' object"
+    """Why ``projects.json`` cannot be used; None when it can or is absent."""
+    return _registry(gdir)[1]
 
 
 def read_registry(gdir: Path) -> dict[str, str]:
     """``projects`` of ``projects.json`` (path -> slug); {} when absent or unreadable."""
-    try:
-        data = orjson.loads(read_small(registry_path(gdir)))
-    except (OSError, HistmigInputError, orjson.JSONDecodeError):
-        return {}
-    projects = data.get("projects") if isinstance(data, dict) else None
-    return {k: v for k, v in projects.items() if isinstance(v, str)} if isinstance(projects, dict) else {}
+    return {k: v for k, v in _registry(gdir)[0].items() if isinstance(v, str)}
 
 
 def slug_of(path: str) -> str:

@@ -17,6 +17,7 @@ import orjson
 from histmig.core.diagnostics import RefusedError, Warning
 from histmig.core.plan import Delete, Fingerprint, Rename, RmDir, WriteFile
 from histmig.toolkit.move.common import PathMap, ToolPlan, dir_fingerprint
+from histmig.jsonio.regular import read_regular
 from histmig.tools.gemini import files
 
 TOOL = "gemini"
@@ -58,7 +59,7 @@ def _registry_op(gdir: Path, registry: dict[str, str], moved: dict[str, str],
     """``projects.json`` with each moved key renamed in place (other bytes kept) and the entries the
     client made for the new paths dropped; verified by parsing."""
     path = files.registry_path(gdir)
-    raw = files.read_small(path)
+    raw = read_regular(path)
     data = orjson.loads(raw)
     projects = data.get("projects")
     new_projects = {}
