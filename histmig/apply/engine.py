@@ -20,7 +20,7 @@ from histmig.apply.batch import patch_in_place, rewrite
 from histmig.apply.files import Ctx
 from histmig.apply.guards import FileLock, WriteGuards, default_guards
 from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
-from histmig.apply.skipping import held_back, skips_of, unit_keys
+from histmig.apply.skipping import held_back, skips_of, split_held, unit_keys
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
@@ -175,11 +175,11 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
     i = 0
     while i < len(todo):
         prep = todo[i]
-        held = held_back(prep, ctx.skipped_units)
-        lock = ctx.locked.get(prep.path)
         i += 1
         if prep.method == "sql":
             continue                              # after every file (_databases)
+        held = held_back(prep, ctx.skipped_units)
+        lock = ctx.locked.get(prep.path)
         if lock is not None and prep.method in ("replace", "inplace"):
             if held is not None:
                 yield prep, held
@@ -189,8 +189,7 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
             continue
         if prep.method in _BATCHED and _STEP[prep.method] is _DEFAULT_STEP[prep.method]:
             passed, i = _batch_of(todo, i - 1, ctx)
-            held_now = {q.n: h for q in passed if (h := held_back(q, ctx.skipped_units)) is not None}
-            group = [q for q in passed if q.n not in held_now]
+            held_now, group = split_held(passed, ctx.skipped_units)
             outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group))
                            if group else ())
             yield from ((q, held_now.get(q.n) or outcome.get(q.n)) for q in passed)
@@ -219,8 +218,7 @@ def _databases(ctx: Ctx, todo: list[Prepared]):
     beside a rollout that still says OLD."""
     for db in dict.fromkeys(p.path for p in todo if p.method == "sql"):
         group = [p for p in todo if p.method == "sql" and p.path == db]
-        held = {p.n: h for p in group if (h := held_back(p, ctx.skipped_units)) is not None}
-        rest = [p for p in group if p.n not in held]
+        held, rest = split_held(group, ctx.skipped_units)
         if rest:
             _guard(rest[0], lambda: apply_db(ctx, db, rest))
         yield from ((p, held.get(p.n)) for p in group)

@@ -120,6 +120,12 @@ def held_back(p: Prepared, skipped_units: set) -> Skip | None:
     return None
 
 
+def split_held(preps: list[Prepared], skipped_units: set) -> tuple[dict[int, Skip], list[Prepared]]:
+    """Those of ``preps`` held back (n -> their skip, :func:`held_back`) and the rest, in order."""
+    held = {p.n: h for p in preps if (h := held_back(p, skipped_units)) is not None}
+    return held, [p for p in preps if p.n not in held]
+
+
 def unit_keys(p: Prepared) -> list[tuple]:
     s = getattr(p.op, "session", None) or {}
     out = [("session", s.get("tool", ""), s["id"])] if s.get("id") else []
