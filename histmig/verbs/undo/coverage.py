@@ -78,6 +78,8 @@ def reverted(plan: Plan, skipped_paths: set[str]) -> list:
 def reverted_by_journal(args: dict, records: Iterable[dict]) -> list:
     """The parts a committed undo whose ``undo-by`` mark was lost reverted, from its own journal:
     the units each of whose operations is ``done`` (a database intent is done with all its ops)."""
+    if "units" not in args:        # an undo by an older histmig: the operations it planned
+        return list(args.get("ns", []))
     done: set[int] = set()
     sql_ops: dict[int, list[int]] = {}
     for r in records:
@@ -86,6 +88,4 @@ def reverted_by_journal(args: dict, records: Iterable[dict]) -> list:
         elif r["kind"] == "intent" and r.get("method") == "sql":
             sql_ops[r["n"]] = r.get("ops") or [r["n"]]
     done |= {i for n, ops in sql_ops.items() if n in done for i in ops}
-    if "units" not in args:        # an undo by an older histmig: the operations it planned
-        return list(args.get("ns", []))
     return [p for parts, indices in args["units"] if all(i in done for i in indices) for p in parts]
