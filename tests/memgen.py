@@ -8,6 +8,8 @@ process that reports only that child's peak RSS.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +102,12 @@ def under_limit(args: list, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> 
     mb = res["maxrss_kb"] // 1024
     assert mb < LIMIT_MB, f"histmig {' '.join(map(str, args))}: peak RSS {mb} MB"
     return mb
+
+
+def scratch_env(isolated_homes: dict, tmp_path: Path, free_gb: int, what: str) -> dict[str, str]:
+    """The environment of the isolated homes for a memory test's commands; the test is skipped when
+    the temporary folder has less than ``free_gb`` GB free (``what`` says what needs them)."""
+    import pytest
+    if shutil.disk_usage(tmp_path).free < free_gb * 1024**3:
+        pytest.skip(f"needs {free_gb} GB free {what}")
+    return {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}

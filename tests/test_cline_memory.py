@@ -7,14 +7,12 @@ built the whole messages list and its JSON text in memory: ~1.1 GB here, 7.3 GB 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import orjson
 import pytest
 
-from memgen import THREAD, under_limit, zst_rollout
+from memgen import THREAD, scratch_env, under_limit, zst_rollout
 
 SID = "1796137263007_memry"
 
@@ -66,9 +64,7 @@ def big_cline_session(data: Path, cwd: str, size: int = 150 << 20, huge_every: i
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_a_big_cline_session_stays_under_200mb_read_moved_and_written(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 3 * 1024**3:
-        pytest.skip("needs 3 GB free for the sessions, their converted copies and the spool")
-    env = {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    env = scratch_env(isolated_homes, tmp_path, 3, "for the sessions, their converted copies and the spool")
     home = Path(isolated_homes["HOME"])
     app, moved = home / "w" / "app", home / "w" / "app2"
     app.mkdir(parents=True)

@@ -4,7 +4,6 @@ messages on disk -- is listed, shown, searched, diagnosed and converted, each in
 peak RSS stays under 200 MB (the replay held ~400 bytes a message in memory before: ~250 MB here)."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import orjson
 import pytest
 
 from histmig.cli.samples import samples_root
-from memgen import under_limit
+from memgen import scratch_env, under_limit
 
 MESSAGES = 550_000
 SID8 = "1962fdfc"
@@ -51,9 +50,7 @@ def big_gemini_session(home: Path, messages: int = MESSAGES) -> Path:
 
 @pytest.mark.slow
 def test_a_long_gemini_session_stays_under_200mb(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 2 * 1024**3:
-        pytest.skip("needs 2 GB free for the session, its converted copy and the replay's temporary store")
-    env = {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    env = scratch_env(isolated_homes, tmp_path, 2, "for the session, its converted copy and the replay's temporary store")
     big_gemini_session(Path(isolated_homes["GEMINI_CLI_HOME"]))
     for args in (["scan", "--tool", "gemini"], ["show", SID8, "--format", "text"], ["show", SID8, "--format", "native"],
                  ["search", "--no-index", "-s", "question 549996"], ["doctor", "--tool", "gemini"],

@@ -4,7 +4,6 @@ inflated) and a 1 GB transcript of 1 MB lines; each command runs in a child proc
 A record over the limit gives exit 1 and one line naming the file and line, not a MemoryError."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -14,15 +13,13 @@ import pytest
 from clirun import histmig
 from histmig.jsonio import zst
 from histmig.jsonio.jsonl import RECORD_MAX_BYTES
-from memgen import CLAUDE_ID, big_transcript, under_limit, zst_rollout
+from memgen import CLAUDE_ID, big_transcript, scratch_env, under_limit, zst_rollout
 
 
 
 @pytest.fixture
 def env(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 4 * 1024**3:
-        pytest.skip("needs 4 GB free in the temporary folder for the 1 GB session and its moved copy")
-    return {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    return scratch_env(isolated_homes, tmp_path, 4, "in the temporary folder for the 1 GB session and its moved copy")
 
 
 def _under_limit(args: list, env: dict, expect_rc: int = 0) -> int:

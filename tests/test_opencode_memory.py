@@ -4,7 +4,6 @@ child process whose peak RSS stays under 200 MB. Before ``adapter.stream`` a ses
 (every message row and part row kept as a record's raw bytes): ~800 MB for this one."""
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memgen import under_limit
+from memgen import scratch_env, under_limit
 
 SAMPLE = Path(__file__).resolve().parents[1] / "histmig" / "samples" / "opencode" / "resumed" / "opencode.db"
 
@@ -45,9 +44,7 @@ def big_opencode_session(data_home: Path, cwd: str, messages: int = 250, text_by
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_big_opencode_session_stays_under_200mb(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 2 * 1024**3:
-        pytest.skip("needs 2 GB free for the database, its export and its converted copy")
-    env = {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    env = scratch_env(isolated_homes, tmp_path, 2, "for the database, its export and its converted copy")
     home = Path(isolated_homes["HOME"])
     app = home / "w" / "app"
     app.mkdir(parents=True)

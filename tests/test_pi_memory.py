@@ -5,13 +5,11 @@ stays under 200 MB, the id pairs going to disk past a bound (histmig/core/treepa
 they took ~250 MB."""
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from memgen import under_limit
+from memgen import scratch_env, under_limit
 
 SID = "01a231e8-e673-716f-8eaf-0ba49c4e0001"
 
@@ -42,9 +40,7 @@ def branched_pi_session(agent_dir: Path, cwd: str, entries: int = 1_000_000) -> 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_branched_pi_session_of_a_million_entries_stays_under_200mb(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 1024**3:
-        pytest.skip("needs 1 GB free for the session")
-    env = {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    env = scratch_env(isolated_homes, tmp_path, 1, "for the session")
     app = Path(isolated_homes["HOME"]) / "w" / "app"
     app.mkdir(parents=True)
     branched_pi_session(Path(isolated_homes["PI_CODING_AGENT_DIR"]), str(app))

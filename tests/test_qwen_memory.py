@@ -3,15 +3,13 @@ session of 1 MB lines is listed, shown, diagnosed, moved and converted, each in 
 RSS stays under 200 MB."""
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import orjson
 import pytest
 
 from histmig.tools.qwen.adapter import qwen_slug
-from memgen import under_limit
+from memgen import scratch_env, under_limit
 
 SID = "00000000-0000-4000-8000-00000000a11e"
 
@@ -38,9 +36,7 @@ def big_qwen_session(qwen_home: Path, cwd: str, size: int = 400 << 20, line_byte
 
 @pytest.mark.slow
 def test_a_big_qwen_session_stays_under_200mb(isolated_homes, tmp_path):
-    if shutil.disk_usage(tmp_path).free < 2 * 1024**3:
-        pytest.skip("needs 2 GB free for the session, its moved and converted copies")
-    env = {**os.environ, **{k: str(v) for k, v in isolated_homes.items()}}
+    env = scratch_env(isolated_homes, tmp_path, 2, "for the session, its moved and converted copies")
     home = Path(isolated_homes["HOME"])
     app = home / "w" / "app"
     app.mkdir(parents=True)
