@@ -514,6 +514,7 @@ def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
     try:
         for it in items:
             it.dfd = fsio.open_dir(it.prep.root, it.prep.parts)
+            fs.point("before-final-check", it.label)
             it.st0 = os.stat(it.prep.name, dir_fd=it.dfd, follow_symlinks=False)
             if key(it.st0) != key(it.prep.st):
                 it.outcome = Skip(it.prep.op.paths()[0], "changed during apply; re-plan", "changed")

@@ -14,13 +14,13 @@ import orjson
 
 from histmig import __version__
 from histmig.apply import fsio
-from histmig.apply import backups, batch, creates, deletes, rollback
+from histmig.apply import backups, batch, creates, deletes, rollback, takeback
 from histmig.apply.check import precheck, touches, validate_plan
 from histmig.apply.batch import patch_in_place, rewrite
 from histmig.apply.files import Ctx
 from histmig.apply.guards import FileLock, WriteGuards, default_guards
 from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
-from histmig.apply.skipping import held_back, skips_of, split_held, unit_keys
+from histmig.apply.skipping import held_back, skips_of, split_held
 from histmig.apply.sqlops import apply_db
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
@@ -87,6 +87,7 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
                 _skipped(ctx, prep, skip)
             else:
                 result.done.append(prep.path)
+                takeback.note_done(ctx, prep)
                 if opts.on_commit is not None and prep.method != "sql":
                     opts.on_commit(prep.path)
         batch.final_sweep(ctx)
@@ -246,7 +247,7 @@ _BATCHED = {"replace": batch.replace_batch, "inplace": batch.inplace_batch, "cre
 def _skipped(ctx: Ctx, prep: Prepared, skip: Skip) -> None:
     ctx.journal.append("skip", n=prep.n, path=prep.path, reason=skip.reason)
     ctx.result.skips.append(skip)
-    ctx.skipped_units.update(unit_keys(prep))      # the rest of its session is held back (_execute)
+    takeback.take_back(ctx, prep, skip)     # the rest of its session: held back (_execute) or put back
 
 
 def _abort(fs: fsio.FS, journal: Journal, err: BaseException, where: str) -> None:

@@ -43,6 +43,7 @@ class Ctx:
     replaced: dict = field(default_factory=dict)  # (dev, ino) of each replaced file's old inode -> its path
     settle: list = field(default_factory=list)    # (n, path) of each replaced file: stat-ed before commit
     skipped_units: set = field(default_factory=set)  # sessions and project folders skipped while applying
+    unit_done: dict = field(default_factory=dict)  # session or folder -> its finished file operations (takeback)
 
     @property
     def txid(self) -> str:

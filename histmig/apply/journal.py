@@ -29,6 +29,9 @@ from histmig.apply import fsio
 from histmig.core.locks import ensure_private_dir
 
 JOURNAL = "journal.jsonl"
+# An operation put back while its apply still ran: a later file of its session or project folder was
+# skipped (histmig/apply/takeback.py). It counts as not done for every reader of the journal.
+TAKEN_BACK = "taken-back"
 
 
 def new_txid(state_dir: Path | None = None) -> str:
@@ -258,7 +261,7 @@ class TxInfo:
 def tx_info(folder: Path) -> TxInfo:
     recs = read_records(folder)
     begin = next((r for r in recs if r["kind"] == "begin"), {})
-    done = {r["n"] for r in recs if r["kind"] == "done"}
+    done = done_ns(recs)
     paths = []
     for r in recs:
         if r["kind"] == "intent" and r["n"] in done and r["path"] not in paths:
@@ -269,6 +272,17 @@ def tx_info(folder: Path) -> TxInfo:
             for k in (stopped[-1].get("skipped", []) if stopped and state == "partly-undone" else [])]
     return TxInfo(txid=Path(folder).name, state=state, op=begin.get("op", ""), argv=begin.get("argv", []),
                   started_ns=begin.get("t", 0), changes=len(done), paths=paths, kept=kept)
+
+
+def done_ns(records) -> set[int]:
+    """The operations a transaction finished and kept (``done``, not ``taken-back`` after it)."""
+    done: set[int] = set()
+    for r in records:
+        if r["kind"] == "done":
+            done.add(r["n"])
+        elif r["kind"] == TAKEN_BACK:
+            done.discard(r["n"])
+    return done
 
 
 _STATE_KINDS = ("undone", "undo-start", "undo-stopped", "rolled-back", "commit")

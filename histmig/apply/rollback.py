@@ -21,7 +21,7 @@ from histmig.apply.ranges import sha_range
 from histmig.apply.files import unlink_quiet
 from histmig.apply.sqlops import revert_db
 from histmig.core.diagnostics import Skip, Warning
-from histmig.apply.journal import Journal, read_records
+from histmig.apply.journal import TAKEN_BACK, Journal, read_records
 from histmig.core.plan import unb64
 
 
@@ -57,6 +57,8 @@ def intents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 rec["pre"] = {**rec["pre"], "sha256": r["pre_sha256"]}
             if r["kind"] == "salvaged":
                 rec["salvaged_raw"] = r["raw"]
+        elif r["kind"] == TAKEN_BACK:
+            latest.pop(r["n"], None)      # already put back while its apply ran (apply/takeback.py)
     return [latest[n] for n in sorted(latest, reverse=True)]
 
 
@@ -75,6 +77,36 @@ def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_
             on_done(rec["n"])
     for fix in how.fixups:
         fix()
+
+
+def take_back(fs: fsio.FS, folder: Path, ns: set[int]) -> tuple[list[int], Undo]:
+    """Put back the finished operations ``ns`` of the apply still running in ``folder``, newest
+    first (histmig/apply/takeback.py), with the rollback's steps. Those put back are returned; one
+    that left a skip or a warning was not (``how`` names it), nor is a written file changed since
+    other than by appending: left as it is, ``histmig undo`` reverts it later."""
+    how, back = Undo(strict=False), []
+    for rec in intents(read_records(folder)):
+        if rec["n"] not in ns:
+            continue
+        if rec["method"] in ("replace", "inplace") and _changed_since(rec):
+            how.skip(rec["path"], "changed since it was written; left as it is (histmig undo reverts it)",
+                     "not-taken-back")
+            continue
+        before = (len(how.skips), len(how.warnings))
+        _REVERT[rec["method"]](fs, folder, rec, how)
+        if (len(how.skips), len(how.warnings)) == before:
+            back.append(rec["n"])
+    for fix in how.fixups:
+        fix()
+    return back, how
+
+
+def _changed_since(rec: dict) -> bool:
+    """The written file holds other bytes than the apply wrote, an append after them aside."""
+    try:
+        return _tail_after_post(rec["path"], rec) is None
+    except FileNotFoundError:
+        return False
 
 
 def _drop_orphan_backups(fs, folder: Path, records: list[dict], how: Undo) -> None:

@@ -21,7 +21,7 @@ import orjson
 
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
-from histmig.apply.journal import iter_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import TAKEN_BACK, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
@@ -165,7 +165,7 @@ def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
     return own, done
 
 
-_STEPS = frozenset({"intent", "done", "salvaged", "ready", "settled"})
+_STEPS = frozenset({"intent", "done", "salvaged", "ready", "settled", TAKEN_BACK})
 
 
 def _done_intents(records: Iterable[dict]) -> list[dict]:
@@ -180,6 +180,8 @@ def _done_intents(records: Iterable[dict]) -> list[dict]:
                 latest[r["n"]]["post"] = r["post"]
             if r.get("bst"):
                 latest[r["n"]]["bst"] = r["bst"]
+        elif r["kind"] == TAKEN_BACK and r["n"] in latest:   # put back while its apply ran
+            latest[r["n"]].pop("done", None)
         elif r["kind"] == "settled":     # just before commit: each replaced file's stat (apply/batch.py settle)
             for n, *st in r.get("files") or []:
                 if n in latest:

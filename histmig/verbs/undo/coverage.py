@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Union
 
+from histmig.apply.journal import TAKEN_BACK
 from histmig.core.plan import Op, Plan
 
 Part = Union[int, tuple[int, int]]
@@ -85,6 +86,8 @@ def reverted_by_journal(args: dict, records: Iterable[dict]) -> list:
     for r in records:
         if r["kind"] == "done":
             done.add(r["n"])
+        elif r["kind"] == TAKEN_BACK:
+            done.discard(r["n"])
         elif r["kind"] == "intent" and r.get("method") == "sql":
             sql_ops[r["n"]] = r.get("ops") or [r["n"]]
     done |= {i for n, ops in sql_ops.items() if n in done for i in ops}

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from histmig.apply.journal import JOURNAL, read_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import JOURNAL, done_ns, read_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo.coverage import Covered, reverted_by_journal
 
 LIVE = ("committed", "partly-undone")
@@ -80,7 +80,7 @@ def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
 
 
 def _add_touches(later: Later, recs: list[dict], who: str) -> None:
-    done = {r["n"] for r in recs if r["kind"] == "done"}
+    done = done_ns(recs)
     for r in recs:
         if r["kind"] != "intent" or r["n"] not in done:
             continue
