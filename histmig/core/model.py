@@ -279,6 +279,26 @@ class SessionRef:
         return ", ".join(self.state) if self.state else ("error" if self.error else "ok")
 
 
+# A listing's title is a label: a first prompt can be megabytes (a pasted file), and a listing holds every
+# session's ref, the scan index stores the title and ``scan`` renders it (docs/scan-show.md). So a ref keeps
+# its first TITLE_MAX characters; ``show`` has the session's own. A property on this one field (set after
+# the class is made, so ``dataclasses.fields`` still sees a plain field; the value stays in the instance's
+# ``__dict__`` under its own name, where the scan index fills it: core/scanindex.py) costs the other fields
+# nothing.
+TITLE_MAX = 200
+
+
+def _get_title(ref: SessionRef) -> str | None:
+    return ref.__dict__.get("title")
+
+
+def _set_title(ref: SessionRef, title: str | None) -> None:
+    ref.__dict__["title"] = title[:TITLE_MAX] if title.__class__ is str and len(title) > TITLE_MAX else title
+
+
+SessionRef.title = property(_get_title, _set_title)  # type: ignore[assignment]
+
+
 # ---- the core of a conversation ------------------------------------------------------------
 
 def core(session: Session) -> list[tuple]:

@@ -26,6 +26,8 @@ CHUNK = 1 << 20
 
 class MarkedLines:
     """Iterate ``(offset, raw line)`` over the lines from ``start`` that ``pattern`` matches, in order.
+    A raw line is a ``memoryview`` into the chunk it was found in: a line of tens of MB is not copied
+    out again before it is parsed (docs/scan-show.md, "Memory limits").
 
     A line is its bytes with the ``\\n``; a final line without one is yielded too (a record, as
     ``jsonl.iter_lines`` reads it) but ``end`` stops before it: after the iteration, ``end`` is the
@@ -45,6 +47,7 @@ class MarkedLines:
         base = self.start                     # file offset of the held line's first byte
         skipping = False                      # inside an over-long line: drop bytes up to its newline
         search, read, limit = self.pattern.finditer, self.fh.read, self.max_line
+        view = memoryview(b"")
         while True:
             data = read(self.chunk)
             if not data:
@@ -63,16 +66,20 @@ class MarkedLines:
                 if held > limit:
                     skipping, base, parts, held = True, base + held, [], 0
                 continue
-            buf = b"".join(parts) + data if parts else data
+            if parts:                         # one copy, and the pieces let go before the line is cut out
+                parts.append(data)
+                buf, parts = b"".join(parts), []
+            else:
+                buf = data
             last += held
-            done = 0                          # buf offset past the last line yielded
+            done, view = 0, memoryview(buf)   # buf offset past the last line yielded
             for m in search(buf, 0, last + 1):
                 if m.start() < done:
                     continue                  # a second match on a line already yielded
                 ls = buf.rfind(b"\n", 0, m.start()) + 1
                 done = buf.find(b"\n", m.end()) + 1
                 if done - ls <= limit:
-                    yield base + ls, buf[ls:done]
+                    yield base + ls, view[ls:done]
             base += last + 1
             self.end = base
             parts = [buf[last + 1:]] if last + 1 < len(buf) else []
@@ -81,13 +88,18 @@ class MarkedLines:
                 skipping, base, parts, held = True, base + held, [], 0
         rest = b"".join(parts)
         if rest and self.pattern.search(rest):
-            yield base, rest
+            yield base, memoryview(rest)
 
 
-def parse_line(offset: int, raw: bytes) -> tuple[Any, bool]:
+def parse_line(offset: int, raw: bytes | memoryview) -> tuple[Any, bool]:
     """``(value or None, opaque)`` of one line as ``jsonl.Line`` parses it (at offset 0, a BOM left out;
     the terminator is JSON whitespace, parsed with the line rather than copied off it)."""
-    return _value(memoryview(raw)[3:] if offset == 0 and raw.startswith(BOM) else raw)
+    return _value(memoryview(raw)[3:] if offset == 0 and raw[:3] == BOM else raw)
+
+
+def ends_line(raw: bytes | memoryview) -> bool:
+    """The line has its newline (the last line of a file may not, yet)."""
+    return raw[-1:] == b"\n"
 
 
 def _value(body: bytes | memoryview) -> tuple[Any, bool]:

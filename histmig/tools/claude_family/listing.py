@@ -89,6 +89,7 @@ def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Cal
         return
     head, tail, whole = scan_ends(path, st.st_size, parse)
     summarize(ref, head, tail, whole)
+    del head, tail                 # a first prompt may be tens of MB: not held through the count
     resume = first = None
     if not whole:
         first = first_bytes(path)
@@ -110,14 +111,14 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None
     ``records_from_lines`` groups them; mini-cc has one record per line. Returns the count and where a
     later count resumes."""
     from histmig.jsonio.jsonl import open_regular
-    from histmig.jsonio.marks import MarkedLines, parse_line
+    from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
     total, at = msgs, end if mid is not None else -1      # ``mid`` continues a group only at ``at``
     resume = None
     with open_regular(path) as fh:
         fh.seek(end)
         lines = MarkedLines(fh, MESSAGE_MARK, start=end)
         for offset, raw in lines:
-            if not raw.endswith(b"\n"):
+            if not ends_line(raw):
                 resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
             obj = parse_line(offset, raw)[0]
             t = obj.get("type") if isinstance(obj, dict) else None

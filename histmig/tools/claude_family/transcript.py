@@ -55,8 +55,8 @@ class Transcript:
     why: str = ""                 # why the first of them did not parse
     torn_tail: bool = False       # the last line has no newline and does not parse
     complete: bool = True         # the file ends with a newline (safe to append)
-    last: dict[str, Any] | None = None        # the last user/assistant record of the main chain
-    last_raw: bytes = b""
+    last: dict[str, Any] | None = None        # of the last user/assistant record of the main chain: LAST_KEYS
+    last_raw: bytes = b""                     # and its first STYLE_SAMPLE bytes
     dangling: list[str] = field(default_factory=list)  # tool_use ids with no tool_result after them
     error: str | None = None
 
@@ -84,6 +84,13 @@ def _blocks(rec: dict[str, Any]) -> list[dict[str, Any]]:
     msg = rec.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+# Of the last user/assistant record, a transcript keeps what the repair record copies (claude_record,
+# mini_cc_record) and the first bytes that show its JSON style (encode_like): doctor holds a transcript
+# per session, and a last record can be megabytes (a long answer, a pasted file).
+LAST_KEYS = ("type", "uuid", "userType", "cwd", "sessionId", "version", "gitBranch", "entrypoint")
+STYLE_SAMPLE = 4096
 
 
 def read_transcript(path: Path) -> Transcript:
@@ -120,7 +127,7 @@ def _note(t: Transcript, obj: dict[str, Any], raw: bytes, pending: dict[str, Non
     kind = obj.get("type")
     if kind not in ("user", "assistant") or obj.get("isSidechain") is True:
         return
-    t.last, t.last_raw = obj, raw
+    t.last, t.last_raw = {k: obj[k] for k in LAST_KEYS if k in obj}, raw[:STYLE_SAMPLE]
     for b in _blocks(obj):
         if kind == "assistant" and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
             pending[b["id"]] = None

@@ -389,7 +389,7 @@ def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict 
 def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
     """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
     (a line boundary), and where a later count may resume (``end`` past the last newline)."""
-    from histmig.jsonio.marks import MarkedLines, parse_line
+    from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
     total = counted
     with open_stream(path) as fh:
         if start:
@@ -402,7 +402,7 @@ def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
         for offset, raw in lines:
             hit = is_conversation_message(parse_line(offset, raw)[0])
             total += hit
-            if not raw.endswith(b"\n"):
+            if not ends_line(raw):
                 partial = hit          # the unterminated last line is counted, not resumed past
     return total, {"end": lines.end, "msgs": total - partial}
 

@@ -249,13 +249,13 @@ def count_messages_from(path: Path, end: int = 0, msgs: int = 0) -> tuple[int, d
     """User and assistant messages of the whole file by a byte search (``msgs`` counted before offset
     ``end``, a line boundary), and where a later count resumes."""
     from histmig.jsonio.jsonl import open_regular
-    from histmig.jsonio.marks import MarkedLines, parse_line
+    from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
     total, resume = msgs, None
     with open_regular(path) as fh:
         fh.seek(end)
         lines = MarkedLines(fh, MESSAGE_MARK, start=end)
         for offset, raw in lines:
-            if not raw.endswith(b"\n"):
+            if not ends_line(raw):
                 resume = {"end": offset, "msgs": total}
             obj = parse_line(offset, raw)[0]
             msg = obj.get("message") if isinstance(obj, dict) and obj.get("type") == "message" else None

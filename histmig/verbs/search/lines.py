@@ -25,22 +25,27 @@ def candidate_lines(path: str | os.PathLike, find: Finder | None, first: list | 
     if find is None:
         yield from read_lines(path)
         return
-    carry = b""
-    offset = 0                       # of the first byte of ``carry`` in the file
+    parts: list[bytes] = []          # the unfinished line's pieces: joined once, when it ends (a line of
+    held = 0                         # tens of MB is not copied again for every block it spans)
+    offset = 0                       # of the first byte of ``parts`` in the file
     for block in _blocks(path):
-        if first is not None and offset == 0 and not carry:
+        if first is not None and offset == 0 and not parts:
             first.append(block)
-        data = carry + block if carry else block
-        end = data.rfind(b"\n") + 1
-        if end == 0:             # no line ends in this block yet
-            carry = data
-            if len(carry) > DEFAULT_MAX_LINE_BYTES:
+        end = block.rfind(b"\n") + 1
+        if end == 0:                 # no line ends in this block yet
+            parts.append(block)
+            held += len(block)
+            if held > DEFAULT_MAX_LINE_BYTES:
                 raise HistmigInputError(f"a line longer than {DEFAULT_MAX_LINE_BYTES >> 20} MiB", path=path)
             continue
+        data, end = (b"".join([*parts, block]), end + held) if parts else (block, end)
+        parts = []
         yield from _matches(data, end, find, offset)
         offset += end
-        carry = data[end:]
-    if carry:                        # the last line, without its newline
+        held = len(data) - end
+        parts = [data[end:]] if held else []
+    if parts:                        # the last line, without its newline
+        carry = b"".join(parts)
         yield from _matches(carry, len(carry), find, offset, last=True)
 
 
