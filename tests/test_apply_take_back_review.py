@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from histmig.apply import apply_plan, fsio
-from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
+from histmig.core.plan import Delete, Fingerprint, Patch, Plan, WriteFile
 from histmig.verbs.undo.run import undo
 
+from test_apply_session_atomic import changes_at_last_check
 from test_move_fixtures import homes
 from test_undo_partial_tools import changed, tree
 
@@ -31,6 +34,46 @@ def _patches(h, files, *, in_place: bool) -> Plan:
     ops = [WriteFile(path=str(p), expect=Fingerprint.of(str(p)), patches=(Patch(p.read_bytes().index(OLD), OLD, NEW),),
                      in_place_ok=in_place, session={"tool": "review", "id": "s1"}) for p in files]
     return Plan("review", {}, [str(h.codex)], ops)
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["replace", "inplace"])
+def test_a_file_first_in_its_batch_holds_back_the_rest_of_its_session(in_place):
+    """All three files of a session in one batch, the first changes at its last check: the other two
+    are not written (replace checks every file before the first rename; in place must too)."""
+    h = homes()
+    files = _session_files(h)
+    before = tree(h.codex)
+    fs, fired = changes_at_last_check(files[0])
+    with fsio.using(fs):
+        res = apply_plan(_patches(h, files, in_place=in_place), h)
+    assert fired and res.exit_code == 3 and res.done == [], res.done
+    assert changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
+    assert sorted(s.code for s in res.skips) == ["changed", "session-skipped", "session-skipped"]
+    assert not [s for s in res.skips if "put back" in s.reason]     # held back, never written
+
+
+def test_a_delete_first_in_its_batch_holds_back_the_rest_of_its_session():
+    """An undo of a convert deletes a session's files in one batch: the first changed during the
+    apply, the others stay too (a session is removed whole or not at all)."""
+    h = homes()
+    files = _session_files(h)
+    before = tree(h.codex)
+    fs = fsio.FS()
+    fired = []
+
+    def touch(label):      # the delete batch reads every file before its first unlink: change f1 then
+        if label.endswith("f1.jsonl") and not fired:
+            fired.append(label)
+            st = os.lstat(files[0])
+            os.utime(files[0], ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    fs.hooks["before-final-check"] = touch
+    ops = [Delete(path=str(p), expect=Fingerprint.of(str(p)), session={"tool": "review", "id": "s1"}) for p in files]
+    with fsio.using(fs):
+        res = apply_plan(Plan("review", {}, [str(h.codex)], ops), h)
+    assert fired and res.exit_code == 3 and res.done == [], res.done
+    assert changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
+    assert not [s for s in res.skips if "put back" in s.reason]     # held back, never deleted
+    assert not list((h.state / "tx" / res.txid / "b").iterdir())     # no backup left for them
 
 
 def test_a_file_retried_then_skipped_takes_back_its_mate_written_in_the_first_round():
