@@ -101,3 +101,57 @@ def test_a_file_retried_then_skipped_takes_back_its_mate_written_in_the_first_ro
     assert len(seen) == 2 and res.exit_code == 3 and res.done == [], (res.done, res.skips)
     assert changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
     assert undo(h, res.txid).state == "undone" and changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
+
+
+def _shared_folder_plan(h, files):
+    """s1 creates ``new/a`` (making ``new/``), s2 creates ``new/b`` in it, then s1's file changes at its
+    last check: s1's create is put back, ``new/`` stays for s2's file."""
+    from histmig.core.plan import CreateFile
+    new = h.codex / "sessions" / "new"
+    s1, s2 = {"tool": "review", "id": "s1"}, {"tool": "review", "id": "s2"}
+    ops = [CreateFile(str(new / "a"), b"a\n", session=s1), CreateFile(str(new / "b"), b"b\n", session=s2),
+           WriteFile(path=str(files[0]), expect=Fingerprint.of(str(files[0])),
+                     patches=(Patch(files[0].read_bytes().index(OLD), OLD, NEW),), session=s1)]
+    return Plan("review", {}, [str(h.codex)], ops), new
+
+
+def test_a_folder_made_by_a_create_put_back_goes_with_the_undo_of_the_session_that_stays(monkeypatch):
+    from histmig.apply import batch, creates
+    monkeypatch.setattr(batch, "BATCH", 1)
+    monkeypatch.setattr(creates, "BATCH", 1)
+    from histmig.apply import engine
+    monkeypatch.setattr(engine, "_BATCH_SIZE", {**engine._BATCH_SIZE, "create": 1})
+    h = homes()
+    files = _session_files(h, 1)
+    before = tree(h.codex)
+    plan, new = _shared_folder_plan(h, files)
+    fs, fired = changes_at_last_check(files[0])
+    with fsio.using(fs):
+        res = apply_plan(plan, h)
+    assert fired and res.done == [str(new / "b")] and not (new / "a").exists(), (res.done, res.skips)
+    out = undo(h, res.txid)
+    assert out.state == "undone", out.skips
+    assert changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}      # new/ went too
+
+
+def test_a_folder_made_by_a_create_put_back_goes_when_the_apply_rolls_back(monkeypatch):
+    """The same, then the apply fails after the take-back: its rollback removes ``new/`` too (recover
+    reads the journal the same way)."""
+    from histmig.apply import batch, engine, takeback
+    from histmig.apply.options import ApplyFailedError
+    monkeypatch.setattr(batch, "BATCH", 1)
+    monkeypatch.setattr(engine, "_BATCH_SIZE", {**engine._BATCH_SIZE, "create": 1})
+    h = homes()
+    files = _session_files(h, 1)
+    before = tree(h.codex)
+    plan, new = _shared_folder_plan(h, files)
+    real = takeback._account
+
+    def then_fail(*a):
+        real(*a)
+        raise OSError(5, "Input/output error", str(files[0]))
+    monkeypatch.setattr(takeback, "_account", then_fail)
+    fs, fired = changes_at_last_check(files[0])
+    with fsio.using(fs), pytest.raises(ApplyFailedError):
+        apply_plan(plan, h)
+    assert fired and changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
