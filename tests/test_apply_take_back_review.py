@@ -155,3 +155,78 @@ def test_a_folder_made_by_a_create_put_back_goes_when_the_apply_rolls_back(monke
     with fsio.using(fs), pytest.raises(ApplyFailedError):
         apply_plan(plan, h)
     assert fired and changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}
+
+
+def _apply_killed_at(h, plan, k: int, last) -> int:
+    """Apply ``plan`` in a child killed (SIGKILL) just before counted operation ``k``, ``last``
+    changing at its last check; the child's exit code (3: it finished first)."""
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        try:
+            fs = fsio.FS(crash_at=k)
+            fs.hooks["before-final-check"] = changes_at_last_check(last)[0].hooks["before-final-check"]
+            with fsio.using(fs):
+                apply_plan(plan, h)
+        finally:
+            os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_a_kill_anywhere_in_an_apply_that_takes_back_leaves_recover_an_all_old_home(monkeypatch):
+    """One file per batch, the third file of the session changes at its last check, the process is
+    killed before each counted operation in turn (the take-back's own included): recover leaves every
+    file as it was, its bytes and mtime (the third's mtime aside), and nothing of the journal's."""
+    import shutil
+    from histmig.apply import batch, recover
+    from histmig.apply.journal import check_no_unfinished
+    monkeypatch.setattr(batch, "BATCH", 1)
+    for k in range(1, 200):
+        h = homes()
+        for d in (h.codex, h.state):
+            shutil.rmtree(d, ignore_errors=True)
+        files = _session_files(h)
+        before = tree(h.codex)
+        code = _apply_killed_at(h, _patches(h, files, in_place=False), k, files[2])
+        if code == 3:
+            assert k > 20, k
+            break
+        assert code == -9, (k, code)
+        recover(h)
+        check_no_unfinished(h)
+        after = tree(h.codex)
+        assert changed(before, after) <= {"sessions/s/f3.jsonl"}, k
+        assert {n: v[0] for n, v in after.items()} == {n: v[0] for n, v in before.items()}, k
+        assert all(os.lstat(p).st_nlink == 1 for p in files), k
+    else:
+        raise AssertionError("the apply never finished")
+
+
+@pytest.mark.parametrize("lost_mark", [False, True], ids=["marked", "mark-lost"])
+def test_a_second_undo_after_a_partial_one_finishes_an_apply_that_took_a_session_back(lost_mark, monkeypatch):
+    """s2 is taken back during the apply; the first undo reverts s1 and keeps s3 (changed since);
+    once s3 is as the apply left it again, a second undo finishes: every file as before, s2's never
+    written twice (also when the first undo's marks were lost: histmig/verbs/undo/coverage.py)."""
+    from histmig.apply import batch
+    from test_undo_partial_tools import drop_mark
+    monkeypatch.setattr(batch, "BATCH", 1)
+    h = homes()
+    files = _session_files(h, 5)
+    plan = _patches(h, files, in_place=False)
+    for op, sid in zip(plan.operations, ["s1", "s1", "s2", "s2", "s3"]):
+        op.__dict__["session"] = {"tool": "review", "id": sid}
+    before = tree(h.codex)
+    fs, fired = changes_at_last_check(files[3])
+    with fsio.using(fs):
+        res = apply_plan(plan, h)
+    assert fired and res.done == [str(files[0]), str(files[1]), str(files[4])], res.done
+    left = files[4].read_bytes(), os.lstat(files[4]).st_mtime_ns
+    files[4].write_bytes(left[0].replace(b'"n":5', b'"n":9'))
+    first = undo(h, res.txid)
+    assert first.state == "partly-undone" and sorted(first.done) == [str(files[0]), str(files[1])], first
+    files[4].write_bytes(left[0])
+    os.utime(files[4], ns=(left[1], left[1]))
+    if lost_mark:
+        drop_mark(h.state / "tx" / res.txid)
+    second = undo(h, res.txid)
+    assert second.state == "undone" and second.done == [str(files[4])], (second.done, second.skips)
+    assert changed(before, tree(h.codex)) == {"sessions/s/f4.jsonl"}
