@@ -63,7 +63,7 @@ from histmig.apply.files import (RETRY, Ctx, VerifyError, changed_since_check, u
 from histmig.apply.options import Prepared, key
 from histmig.apply.ranges import sha_range
 from histmig.core.diagnostics import Skip
-from histmig.apply.skipping import held_back, unit_keys
+from histmig.apply.skipping import batch_held
 from histmig.core.livewriters import open_writers
 from histmig.core.plan import b64
 
@@ -399,7 +399,7 @@ def _journal_ready(ctx: Ctx, streamed: list[Item]) -> None:
 def _replace_all(ctx: Ctx, live: list[Item]) -> None:
     """The last checks, then the renames. Every file of the batch is checked before the first rename,
     so a file that changed holds back the rest of its session or project folder in the batch too
-    (:func:`~histmig.apply.skipping.held_back`: a session is changed completely or not at all). The
+    (:func:`~histmig.apply.skipping.batch_held`: a session is changed completely or not at all). The
     writer scan, when due (``SWEEP_EVERY``), runs once, right before the checks."""
     fs = ctx.fs
     holders = {}
@@ -409,11 +409,11 @@ def _replace_all(ctx: Ctx, live: list[Item]) -> None:
         ctx.swept = time.monotonic()
     for it in live:
         _final_check(ctx, it, holders)
-    failed = {u for it in live if isinstance(it.outcome, Skip) for u in unit_keys(it.prep)}
+    held = batch_held([it.prep for it in live], {it.prep.n for it in live if isinstance(it.outcome, Skip)})
     for it in live:
-        if it.outcome is None and (held := held_back(it.prep, failed)) is not None:
+        if it.outcome is None and it.prep.n in held:
             unlink_quiet(fs, it.tmp, it.dfd)
-            it.outcome = held
+            it.outcome = held[it.prep.n]
     for it in live:
         if it.outcome is not None:
             continue
@@ -522,6 +522,9 @@ def inplace_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
         for it in items:
             if it.outcome is None and it.inode in holders:
                 it.outcome = Skip(it.prep.op.paths()[0], "open for writing; quit it and re-run", "open-writer")
+        held = batch_held([it.prep for it in items], {it.prep.n for it in items if it.outcome is not None})
+        for it in items:
+            it.outcome = it.outcome or held.get(it.prep.n)
         live = [it for it in items if it.outcome is None]
         for it in live:
             it.tfd = fs.open_write(it.prep.name, dir_fd=it.dfd, flags=os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC,

@@ -5,7 +5,8 @@ for rewrites and :mod:`histmig.apply.creates` for new files.
 Per batch of deletes (plan order kept):
 
 1. open each file, re-check (dev, ino, size, mtime_ns) against the plan (else the file is skipped
-   as changed), hash it, make its backup (hard link, else a verified copy); one fsync of ``b/``;
+   as changed, and so is the rest of its session in the batch), hash it, make its backup (hard
+   link, else a verified copy); one fsync of ``b/``;
 2. journal every intent (backup, pre-state) with one write and one fsync;
 3. unlink each file;
 4. make the unlinks durable together (the touched folders, ``fsync_batch``: one ``syncfs``);
@@ -24,6 +25,7 @@ from histmig.apply import fsio
 from histmig.apply.files import Ctx, make_backup, pre_state, unlink_quiet
 from histmig.apply.options import Prepared, key
 from histmig.apply.ranges import sha_range
+from histmig.apply.skipping import batch_held
 from histmig.core.diagnostics import Skip
 
 
@@ -37,6 +39,7 @@ def delete_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
     try:
         for p in preps:
             dfds[p.n] = dfd = fsio.open_dir(p.root, p.parts)
+            ctx.fs.point("before-final-check", p.path)
             src = fsio.open_read(p.name, dir_fd=dfd)
             try:
                 st0 = os.fstat(src)
@@ -51,6 +54,7 @@ def delete_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
                                  "pre": pre_state(st0, sha, src), "session": p.session}))
             finally:
                 os.close(src)
+        live = _hold_mates(ctx, preps, live, outcome, made)
         if live:
             ctx.fs.fsync_dir(str(ctx.journal.backups))
         ctx.journal.append_many([("intent", rec) for _p, rec in live])
@@ -73,3 +77,19 @@ def delete_batch(ctx: Ctx, preps: list[Prepared]) -> list[Skip | None]:
             os.close(fd)
     ctx.journal.append_many([("done", {"n": p.n}) for p, _rec in live])
     return [outcome.get(p.n) for p in preps]
+
+
+def _hold_mates(ctx: Ctx, preps: list[Prepared], live: list[tuple[Prepared, dict]], outcome: dict,
+                made: list[str]) -> list:
+    """The rest of a session or project folder one file of the batch was skipped from is not deleted
+    either (histmig/apply/skipping.py ``batch_held``); the backups made for them go again."""
+    held = batch_held(preps, set(outcome))
+    if not held:
+        return live
+    for (p, _rec), b in zip(live, made):
+        if p.n in held:
+            outcome[p.n] = held[p.n]
+            if b:
+                unlink_quiet(ctx.fs, b, None)
+    made[:] = [b for (p, _rec), b in zip(live, made) if p.n not in held]
+    return [(p, rec) for p, rec in live if p.n not in held]

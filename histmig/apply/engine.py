@@ -193,10 +193,18 @@ def _execute(ctx: Ctx, todo: list[Prepared]):
             held_now, group = split_held(passed, ctx.skipped_units)
             outcome = dict(zip((q.n for q in group), _guard(prep, lambda: _BATCHED[prep.method](ctx, group), group))
                            if group else ())
-            yield from ((q, held_now.get(q.n) or outcome.get(q.n)) for q in passed)
+            yield from _finished_first([(q, held_now.get(q.n) or outcome.get(q.n)) for q in passed])
             continue
         yield prep, held if held is not None else _guard(prep, lambda: _STEP[prep.method](ctx, prep))
     yield from _databases(ctx, todo)
+
+
+def _finished_first(outcomes: list[tuple[Prepared, Skip | None]]) -> list[tuple[Prepared, Skip | None]]:
+    """A batch's written operations before its skips (each group in plan order): a skip puts back
+    what is written of its session (histmig/apply/takeback.py), and a file of the batch written after
+    the skipped one in plan order is written all the same when the batch does not hold it back (a
+    patch in place, a delete, a mate replaced in the first round while the skipped file was retried)."""
+    return [o for o in outcomes if o[1] is None] + [o for o in outcomes if o[1] is not None]
 
 
 def _batch_of(todo: list[Prepared], i: int, ctx: Ctx) -> tuple[list[Prepared], int]:

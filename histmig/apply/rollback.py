@@ -57,8 +57,10 @@ def intents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 rec["pre"] = {**rec["pre"], "sha256": r["pre_sha256"]}
             if r["kind"] == "salvaged":
                 rec["salvaged_raw"] = r["raw"]
-        elif r["kind"] == TAKEN_BACK:
-            latest.pop(r["n"], None)      # already put back while its apply ran (apply/takeback.py)
+        elif r["kind"] == TAKEN_BACK:     # already put back while its apply ran (apply/takeback.py),
+            latest.pop(r["n"], None)      # but for the folders it made that stayed: still to remove
+            if r.get("dirs"):
+                latest[r["n"]] = {"n": r["n"], "method": "dirs", "dirs": r["dirs"]}
     return [latest[n] for n in sorted(latest, reverse=True)]
 
 
@@ -79,12 +81,14 @@ def revert_all(fs: fsio.FS, folder: Path, how: Undo, *, skip_ns=frozenset(), on_
         fix()
 
 
-def take_back(fs: fsio.FS, folder: Path, ns: set[int]) -> tuple[list[int], Undo]:
+def take_back(fs: fsio.FS, folder: Path, ns: set[int]) -> tuple[dict[int, list[str]], Undo]:
     """Put back the finished operations ``ns`` of the apply still running in ``folder``, newest
-    first (histmig/apply/takeback.py), with the rollback's steps. Those put back are returned; one
-    that left a skip or a warning was not (``how`` names it), nor is a written file changed since
-    other than by appending: left as it is, ``histmig undo`` reverts it later."""
-    how, back = Undo(strict=False), []
+    first (histmig/apply/takeback.py), with the rollback's steps. Those put back are returned, each
+    with the folders it made that stay (another operation of the transaction put a file in them:
+    journaled with it, so a rollback or undo of the transaction removes them once they are empty);
+    one that left a skip or a warning was not put back (``how`` names it), nor is a written file
+    changed since other than by appending: left as it is, ``histmig undo`` reverts it later."""
+    how, back = Undo(strict=False), {}
     for rec in intents(read_records(folder)):
         if rec["n"] not in ns:
             continue
@@ -95,10 +99,15 @@ def take_back(fs: fsio.FS, folder: Path, ns: set[int]) -> tuple[list[int], Undo]
         before = (len(how.skips), len(how.warnings))
         _REVERT[rec["method"]](fs, folder, rec, how)
         if (len(how.skips), len(how.warnings)) == before:
-            back.append(rec["n"])
+            back[rec["n"]] = _made(rec)
     for fix in how.fixups:
         fix()
-    return back, how
+    return {n: [d for d in dirs if os.path.isdir(d)] for n, dirs in back.items()}, how
+
+
+def _made(rec: dict) -> list[str]:
+    """The folders an operation made (a create's or a rename's missing parents; a mkdir's folder too)."""
+    return [*(rec.get("dirs") or ()), *([rec["path"]] if rec["method"] == "mkdir" else [])]
 
 
 def _changed_since(rec: dict) -> bool:
@@ -423,8 +432,14 @@ def _revert_mkdir(fs, folder, rec, how: Undo) -> None:
     _remove_dirs(fs, [*rec.get("dirs", []), rec["path"]])
 
 
+def _revert_dirs(fs, folder, rec, how: Undo) -> None:
+    """An operation put back while its apply ran left the folders it made (something else of the
+    transaction was in them, reverted by now: newer operations go first)."""
+    _remove_dirs(fs, rec["dirs"])
+
+
 _REVERT = {"mkdir": _revert_mkdir, "replace": _revert_replace, "inplace": _revert_inplace, "create": _revert_create,
-           "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql, "rmdir": _revert_rmdir}
+           "delete": _revert_delete, "rename": _revert_rename, "sql": _revert_sql, "rmdir": _revert_rmdir, "dirs": _revert_dirs}
 
 
 def journal_for(fs: fsio.FS, folder: Path) -> Journal:

@@ -126,6 +126,14 @@ def split_held(preps: list[Prepared], skipped_units: set) -> tuple[dict[int, Ski
     return held, [p for p in preps if p.n not in held]
 
 
+def batch_held(preps: list[Prepared], failed: set[int]) -> dict[int, Skip]:
+    """Those of a batch's ``preps`` that share a session or project folder with one skipped at its
+    last check (the ``n`` in ``failed``), n -> their skip: every file of a batch is checked before the
+    first is written, so the rest of a session waits instead of being written and put back."""
+    units = {u for p in preps if p.n in failed for u in unit_keys(p)}
+    return {p.n: h for p in preps if p.n not in failed and (h := held_back(p, units)) is not None}
+
+
 def unit_keys(p: Prepared) -> list[tuple]:
     s = getattr(p.op, "session", None) or {}
     out = [("session", s.get("tool", ""), s["id"])] if s.get("id") else []

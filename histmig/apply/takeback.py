@@ -33,7 +33,8 @@ def take_back(ctx: Ctx, prep: Prepared, skip: Skip) -> None:
     if not back:
         return
     reverted, how = rollback.take_back(ctx.fs, ctx.journal.folder, set(back))
-    ctx.journal.append_many([(TAKEN_BACK, {"n": n}) for n in reverted])
+    ctx.journal.append_many([(TAKEN_BACK, {"n": n, **({"dirs": dirs} if dirs else {})})
+                             for n, dirs in reverted.items()])
     _account(ctx, [back[n] for n in reverted], skip)
     for path, why in [(s.path, s.reason) for s in how.skips] + [(w.path, w.detail) for w in how.warnings]:
         ctx.result.warnings.append(Warning(

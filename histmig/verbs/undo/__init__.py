@@ -126,7 +126,7 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
     begin = check_undoable(folder, own)
     history = load(homes.state, folder.name, own)
     intents = [r for r in done if not history.covered.done_with(r)]
-    made = _made_by_creates(done)
+    made = _made_by_creates(done) + _left_by_take_back(own)
     del own, done                 # a flip of thousands of sessions journals tens of thousands of rows
     hooks = undo_hooks()
     locator = Locator(homes, intents, list(hooks.values()))
@@ -144,6 +144,12 @@ def _made_by_creates(done: list[dict]) -> list[str]:
     return [d for r in done if r["method"] == "create" for d in r.get("dirs") or ()]
 
 
+def _left_by_take_back(own: list[dict]) -> list[str]:
+    """Folders an operation put back while its apply ran had made and left, as another operation of
+    the transaction had put a file in them (histmig/apply/takeback.py): they go with the last of them."""
+    return [d for r in own if r["kind"] == TAKEN_BACK for d in r.get("dirs") or ()]
+
+
 def undo_hooks() -> dict[str, UndoHook]:
     """Every tool's undo hook (histmig/toolkit/undo.py), by tool name, in table order: a session's
     part goes to the hook of the tool its journaled ``session`` names."""
@@ -158,6 +164,8 @@ def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
     def steps():
         for r in iter_records(folder):
             if r["kind"] in _STEPS:
+                if r["kind"] == TAKEN_BACK and r.get("dirs"):
+                    own.append(r)     # the folders it left (_left_by_take_back)
                 yield r
             else:
                 own.append(r)
