@@ -59,7 +59,8 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
         dirs = list(rows(con, "SELECT * FROM project_directory ORDER BY project_id, directory"))
     have = {(d["project_id"], d["directory"]) for d in dirs}
     for d in dirs:
-        new = pm.rebase(d["directory"])
+        with pm.reading(str(db), f"project_directory of project {d['project_id']}"):
+            new = pm.rebase(d["directory"])
         if new is None or new == d["directory"] or (d["project_id"], new) in have:
             continue
         # the folder is part of the row's key: undo finds rows by key, so the row is replaced (a delete
@@ -72,7 +73,8 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
 
 
 def session_op(db: str, s: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
-    new = pm.rebase(s["directory"])
+    with pm.reading(db, f"session {s['id']}"):      # a refused directory is named with the database and row
+        new = pm.rebase(s["directory"])
     if new is None or new == s["directory"]:
         return None
     changes: dict[str, Any] = {"directory": new}
@@ -84,6 +86,11 @@ def session_op(db: str, s: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
 
 
 def project_op(db: str, p: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
+    with pm.reading(db, f"project {p['id']}"):
+        return _project_op(db, p, pm)
+
+
+def _project_op(db: str, p: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
     changes: dict[str, Any] = {}
     old: dict[str, Any] = {}
     worktree = pm.rebase(p["worktree"]) if p["worktree"] != "/" else None
