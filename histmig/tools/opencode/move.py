@@ -17,7 +17,8 @@ import json
 from contextlib import closing
 from typing import Any
 
-from histmig.core.diagnostics import HistmigInputError, Warning
+from histmig.core.dbread import DatabaseLockedError
+from histmig.core.diagnostics import HistmigInputError, Skip, Warning
 from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.opencode.layout import db_path
@@ -39,6 +40,10 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
     tplan = plans[TOOL]
     try:
         con = open_db(db)
+    except DatabaseLockedError as e:
+        tplan.skips.append(Skip(str(db), f"{e}; its sessions keep the old folder; when it is free, re-run: "
+                                f"{opts['rerun']}", "db-locked"))
+        return
     except HistmigInputError as e:
         tplan.warnings.append(Warning("db-unreadable", f"{e}; its sessions keep the old folder", str(db)))
         return
