@@ -51,13 +51,15 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
         return
     with closing(con):
         for s in rows(con, "SELECT id, project_id, directory, path FROM session ORDER BY id"):
-            op = session_op(str(db), s, pm)
+            with pm.reading(str(db), f"session {s['id']}"):     # a refused directory: named with the row
+                op = session_op(str(db), s, pm)
             if op is not None:
                 tplan.other.append(op)
                 tplan.count("sessions")
                 tplan.count("db-rows")
         for p in rows(con, "SELECT id, worktree, sandboxes FROM project ORDER BY id"):
-            op = project_op(str(db), p, pm)
+            with pm.reading(str(db), f"project {p['id']}"):
+                op = project_op(str(db), p, pm)
             if op is not None:
                 tplan.other.append(op)
                 tplan.count("db-rows")
@@ -78,8 +80,7 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
 
 
 def session_op(db: str, s: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
-    with pm.reading(db, f"session {s['id']}"):      # a refused directory is named with the database and row
-        new = pm.rebase(s["directory"])
+    new = pm.rebase(s["directory"])
     if new is None or new == s["directory"]:
         return None
     changes: dict[str, Any] = {"directory": new}
@@ -91,11 +92,6 @@ def session_op(db: str, s: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
 
 
 def project_op(db: str, p: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
-    with pm.reading(db, f"project {p['id']}"):
-        return _project_op(db, p, pm)
-
-
-def _project_op(db: str, p: dict[str, Any], pm: PathMap) -> SqlUpdate | None:
     changes: dict[str, Any] = {}
     old: dict[str, Any] = {}
     worktree = pm.rebase(p["worktree"]) if p["worktree"] != "/" else None
