@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
+from histmig.core.dbread import PROBE_MS, is_busy, locked_reason
 from histmig.core.diagnostics import StalePlanError, Warning
 from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 
@@ -173,8 +174,32 @@ def _disk_full(path: str) -> bool:
     return st.f_bavail == 0 or (st.f_files > 0 and st.f_favail == 0)
 
 
+def probe_lock(db: str) -> None:
+    """Whether the write lock can be had within ``PROBE_MS`` (``BEGIN IMMEDIATE``, rolled back at once:
+    nothing is written). A lock held longer (the client's own long transaction) is named now, with the
+    process that has the database open for writing, instead of after the busy timeout (docs/opencode.md
+    "A locked database"); a client writing a row is waited out. The transaction still takes the lock
+    itself (with ``BUSY_MS``): the probe only decides how soon a held lock is reported."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=PROBE_MS / 1000, isolation_level=None)
+    except sqlite3.Error as e:
+        raise as_os_error(e, db) from None
+    try:
+        con.execute(f"PRAGMA busy_timeout={PROBE_MS}")
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("ROLLBACK")
+    except sqlite3.Error as e:
+        if is_busy(e):
+            con.close()
+            raise OSError(errno.EBUSY, locked_reason(db, PROBE_MS), db) from None
+        raise as_os_error(e, db) from None
+    finally:
+        con.close()
+
+
 def apply_db(ctx: Ctx, db: str, preps: list[Prepared]) -> None:
     n = preps[0].n
+    probe_lock(db)
     bname = f"{n}.sqlite"
     bpath = str(ctx.journal.backups / bname)
     ctx.fs.sql("sql-backup", db)

@@ -4,6 +4,7 @@ and verified edits in ``move_lines`` (both re-exported here).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -35,10 +36,29 @@ def cwd_problem(path: str) -> str | None:
     """Why a rebased path may not be written as a folder (docs/specs safety §6), or None: a value
     read from a history file (``OLD/../../x``, 5000 bytes, a NUL) must not become a folder name."""
     if not valid_cwd(path):
-        return "not an absolute path of at most 4096 bytes without NUL or newline"
+        return "would not be an absolute path of at most 4096 bytes without NUL or newline under NEW"
     if ".." in path.split("/"):
         return "has a '..' component"
     return None
+
+
+def shown(value: str, limit: int = 160) -> str:
+    """A recorded value as a message shows it: whole when short, else its start and end and its size
+    (a 5000-byte cwd would bury the line it is named on)."""
+    text = value if value.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    if len(text) <= limit:
+        return text
+    half = limit // 2 - 1
+    return f"{text[:half]}…{text[-half:]} ({len(value.encode('utf-8', 'surrogatepass'))} bytes)"
+
+
+def where_text(where: Any) -> str | None:
+    """``line 3`` for a line number, a label as it is, None when not known."""
+    if callable(where):
+        where = where()
+    if where is None:
+        return None
+    return f"line {where}" if isinstance(where, int) else str(where)
 
 
 # a dataclass still: toolkit/winpath.py's WindowsPathMap is a frozen dataclass built on it
@@ -58,14 +78,18 @@ class PathMap:
             return None
         memo = self._memo
         if path in memo:
-            return memo[path]
+            out = memo[path]
+            if out is None and self.refused and path in self.refused:
+                self._seen(path)
+            return out
         out = None
         for old, bare in self._bare:
             # a path ``rebase`` maps starts with OLD without its trailing '/': a cheap first test
             if path.startswith(bare) and (out := rebase(path, old, self.new)) is not None:
                 break
         if out is not None and (why := cwd_problem(out)):
-            self.refused.setdefault(path, why)       # reported once as a skip (verbs/move), never written
+            self.refused.setdefault(path, why)       # reported as a skip per file (verbs/move), never written
+            self._seen(path)
             out = None
         if len(path) <= 1024:     # recurring values (one cwd per session); text is not kept
             if len(memo) >= 4096:
@@ -74,13 +98,61 @@ class PathMap:
         return out
 
     def covers(self, path: Any) -> bool:
-        return (isinstance(path, str) and any(is_under(path, o) for o in self.olds)
-                and (path not in self.refused and self.rebase(path) is not None))
+        if not (isinstance(path, str) and any(is_under(path, o) for o in self.olds)):
+            return False
+        if path in self.refused:
+            self._seen(path)
+            return False
+        return self.rebase(path) is not None
 
     @cached_property
     def refused(self) -> dict[str, str]:
         """Recorded paths under OLD that are not moved, and why (:func:`cwd_problem`)."""
         return {}
+
+    @cached_property
+    def refused_at(self) -> dict[str, dict[str | None, Any]]:
+        """Where each refused value was read: value -> {file: where in it} (the first place in each
+        file; ``None`` for a value met while no file was being read). The ``bad-cwd`` skips."""
+        return {}
+
+    @contextlib.contextmanager
+    def reading(self, file: str, where: Any = None):
+        """Values rebased inside the block were read from ``file`` (at ``where``: a line number, a label
+        such as ``session ses_1``, or a callable giving one, asked only when a value is refused)."""
+        w = self._where
+        prev = w[:]
+        w[:] = [file, where]
+        try:
+            yield
+        finally:
+            w[:] = prev
+
+    def at(self, where: Any) -> None:
+        """Inside :meth:`reading`: the values rebased next were read at ``where`` in the same file."""
+        self._where[1] = where
+
+    def refuse(self, value: str, why: str, file: str | None, where: Any = None) -> None:
+        """Record a refusal found elsewhere (a forked scan worker's, ``toolkit/move/parallel``)."""
+        self.refused.setdefault(value, why)
+        self.refused_at.setdefault(value, {}).setdefault(file, where)
+
+    def refusals_in(self, file: str) -> list[tuple[str, str, Any]]:
+        """``(value, why, where)`` of every value refused in ``file`` (where as text, or None)."""
+        return [(v, self.refused[v], where_text(places[file])) for v, places in self.refused_at.items()
+                if file in places]
+
+    def _seen(self, value: str) -> None:
+        file, where = self._where
+        places = self.refused_at.setdefault(value, {})
+        if places.get(file) is None:      # the first place in the file, or a line where none was known
+            where = where_text(where)     # resolved now: the scan moves on
+            if where is not None or file not in places:
+                places[file] = where
+
+    @cached_property
+    def _where(self) -> list[Any]:
+        return [None, None]
 
     @cached_property
     def needles(self) -> tuple[bytes, ...]:
@@ -197,7 +269,15 @@ class ToolPlan:
 
 def scan_json_file(path: str, pm: PathMap, fields_fn: FieldsFn, *, rewrite_content: bool = False,
                    max_bytes: int = 16 * 1024 * 1024) -> FileScan:
-    """Like :func:`scan_file` for a whole (possibly pretty-printed) JSON document."""
+    """Like :func:`scan_file` for a whole (possibly pretty-printed) JSON document (one record: a
+    refused value is named with the file, no line)."""
+    with pm.reading(path):
+        res = _scan_json_file(path, pm, fields_fn, rewrite_content, max_bytes)
+    res.refused = pm.refusals_in(path)
+    return res
+
+
+def _scan_json_file(path: str, pm: PathMap, fields_fn: FieldsFn, rewrite_content: bool, max_bytes: int) -> FileScan:
     res = FileScan(path=path)
     try:
         with jsonl.open_regular(path) as fh:

@@ -25,9 +25,14 @@ def _cpus() -> int:
 
 
 def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
-    """Run every task; the same list a sequential loop would return, in the same order."""
-    return fork_map(_run, tasks, [file_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
-                    ncpu=_cpus(), encode=_pack, decode=_unpack)
+    """Run every task; the same list a sequential loop would return, in the same order. A worker's
+    refused values (``FileScan.refused``) are recorded in this process's path map (``args[1]``)."""
+    out = fork_map(_run, tasks, [file_size(t[1][0]) for t in tasks], min_weight=MIN_PARALLEL_BYTES,
+                   ncpu=_cpus(), encode=_pack, decode=_unpack)
+    for (_, args, _), scan in zip(tasks, out):
+        for value, why, where in scan.refused:
+            args[1].refuse(value, why, scan.path, where)
+    return out
 
 
 def _run(task: Task) -> FileScan:
@@ -45,12 +50,12 @@ def _pack(scan: FileScan) -> tuple:
         olds.append(values.setdefault(p.old, len(values)))
         news.append(values.setdefault(p.new, len(values)))
     return (scan.path, list(values), offsets, olds, news, scan.fields, scan.content, scan.lines,
-            scan.fingerprint, scan.compressed, scan.skip, scan.warnings, scan.first)
+            scan.fingerprint, scan.compressed, scan.skip, scan.warnings, scan.first, scan.refused)
 
 
 def _unpack(t: tuple) -> FileScan:
-    path, values, offsets, olds, news, fields, content, lines, fp, compressed, skip, warnings, first = t
+    path, values, offsets, olds, news, fields, content, lines, fp, compressed, skip, warnings, first, refused = t
     patches = [Patch(o, values[a], values[b]) for o, a, b in zip(offsets, olds, news)]
     return FileScan(path=path, patches=patches, fields=fields, content=content, lines=lines, fingerprint=fp,
-                    compressed=compressed, skip=skip, warnings=warnings, first=first)
+                    compressed=compressed, skip=skip, warnings=warnings, first=first, refused=refused)
 

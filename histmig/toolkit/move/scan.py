@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import os
 from dataclasses import field
@@ -60,10 +61,13 @@ class FileScan:
     skip: str | None = None
     warnings: list[Warning] = field(default_factory=list)
     first: dict[str, Any] = field(default_factory=dict)   # facts the caller asked to remember
+    # recorded paths under OLD left as they are (``PathMap.refused``): (value, why, "line N")
+    refused: list[tuple[str, str, str | None]] = field(default_factory=list)
 
     def __init__(self, path: str, patches: list[Patch] = FACTORY, fields: int = 0, content: int = 0, lines: int = 0,
                  fingerprint: Fingerprint | None = None, compressed: bool = False, skip: str | None = None,
-                 warnings: list[Warning] = FACTORY, first: dict[str, Any] = FACTORY) -> None:
+                 warnings: list[Warning] = FACTORY, first: dict[str, Any] = FACTORY,
+                 refused: list[tuple[str, str, str | None]] = FACTORY) -> None:
         self.path = path
         self.patches = [] if patches is FACTORY else patches
         self.fields = fields
@@ -74,6 +78,7 @@ class FileScan:
         self.skip = skip
         self.warnings = [] if warnings is FACTORY else warnings
         self.first = {} if first is FACTORY else first
+        self.refused = [] if refused is FACTORY else refused
 
     @property
     def deltas(self) -> list[tuple[int, int]]:
@@ -105,7 +110,16 @@ def scan_file(path: str, pm, fields_fn: FieldsFn, *, rewrite_content: bool = Fal
 
     ``fields_fn(record, pm)`` names the structured values to rewrite; ``remember`` sees every parsed
     record (only lines that mention an old path are parsed) to note facts such as the thread id.
+    A recorded path ``pm`` refuses is named with this file and its line (``res.refused``).
     """
+    with pm.reading(path):
+        res = _scan_file(path, pm, fields_fn, rewrite_content, max_line_bytes, remember)
+    res.refused = pm.refusals_in(path)
+    return res
+
+
+def _scan_file(path: str, pm, fields_fn: FieldsFn, rewrite_content: bool, max_line_bytes: int,
+               remember: Callable[[Any, FileScan], None] | None) -> FileScan:
     res = FileScan(path=path, compressed=jsonl.is_zst(path))
     try:
         st0 = os.lstat(path)
@@ -242,6 +256,7 @@ class _Lines:
             return
         if self.remember:
             self.remember(obj, res)
+        self.pm.at(functools.partial(self._number, offset))     # asked only when a value is refused
         edits = self.fields_fn(obj, self.pm)
         n_fields = len(edits)
         if self.rewrite_content:

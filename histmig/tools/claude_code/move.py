@@ -64,7 +64,8 @@ def known_paths(homes, pm: PathMap) -> list[str]:
     """Paths whose folders may exist without a session naming them (memory-only folders are keyed
     by the git root, which ``~/.claude.json`` lists)."""
     cj = read_claude_json(homes)
-    keys = [k.replace("\\", "/") for k in cj.project_keys if pm.covers(k.replace("\\", "/"))]
+    with pm.reading(str(homes.claude_json)):
+        keys = [k.replace("\\", "/") for k in cj.project_keys if pm.covers(k.replace("\\", "/"))]
     return list(pm.olds) + keys
 
 
@@ -89,7 +90,8 @@ def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
                  split_shared=opts["split_shared"], rerun=opts["rerun"])
     if TOOL not in opts["tools"]:
         return
-    op, warnings, counts = claude_edits.claude_json_op(homes, _unless_live(pm, tplan), force=opts["force"])
+    with pm.reading(str(homes.claude_json)):        # a refused project key is named with ~/.claude.json
+        op, warnings, counts = claude_edits.claude_json_op(homes, _unless_live(pm, tplan), force=opts["force"])
     tplan.warnings += warnings
     if op is not None:
         tplan.other.append(op)

@@ -14,6 +14,7 @@ whole when one of its operations cannot run.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import field
@@ -85,17 +86,26 @@ def head_cwd(path: str, *, key: str = "cwd") -> str | None:
     """The first string ``cwd`` in the first lines of a session (the launch directory): the lines
     ``jsonl.head_lines(path, max_lines=50)`` would return, read only up to the first that has one
     (it is almost always line 1; reading the whole head read a third of a move's bytes twice)."""
+    return _head(path, key)[0]
+
+
+def head_cwd_line(path: str, *, key: str = "cwd") -> int | None:
+    """The line number :func:`head_cwd` found its value on (for a message)."""
+    return _head(path, key)[1]
+
+
+def _head(path: str, key: str) -> tuple[str | None, int | None]:
     try:
         with jsonl.open_stream(path) as fh:
             for n, line in enumerate(jsonl.iter_lines(fh, chunk_size=64 * 1024), 1):
                 obj = line.obj
                 if isinstance(obj, dict) and isinstance(obj.get(key), str):
-                    return obj[key]
+                    return obj[key], n
                 if n >= 50 or line.offset + (line.length or 0) >= 256 * 1024:
                     break
     except Exception:  # a broken file has no head cwd; the scan reports it properly
-        return None
-    return None
+        return None, None
+    return None, None
 
 
 def _jsonl_files(folder: str) -> list[str]:
@@ -157,7 +167,13 @@ def claim(folder: Folder, pm: PathMap, known_paths: list[str], extra_cwds: list[
 
     Sets ``folder.shared`` when the folder also holds sessions of a path outside OLD (a slug
     collision: ``/w/app/sub`` and ``/w/app-sub`` both encode to ``-w-app-sub``)."""
-    cwds = [as_old(c, pm, folder.name) for c in [e.head_cwd for e in folder.entries if e.head_cwd] + extra_cwds]
+    heads = [(e.files[0] if e.files else None, as_old(e.head_cwd, pm, folder.name))
+             for e in folder.entries if e.head_cwd]
+    cwds = [c for _, c in heads] + [as_old(c, pm, folder.name) for c in extra_cwds]
+    for file, c in heads:
+        if file is not None:
+            with pm.reading(file, functools.partial(head_cwd_line, file)):   # a refused cwd: named with its file
+                pm.covers(c)
     inside = [c for c in cwds if pm.covers(c)]
     outside = sorted({c for c in cwds if not pm.covers(c)})
     if not inside:

@@ -59,8 +59,9 @@ def _rows(db: Path, pm: PathMap, tplan: ToolPlan) -> None:
                                       "keeps the old folder", path=str(db)))
         return
     for sid, cwd, root in rows:
-        new = {k: v for k, v in (("cwd", pm.rebase(cwd)), ("workspace_root", pm.rebase(root)))
-               if isinstance(v, str) and v != {"cwd": cwd, "workspace_root": root}[k]}
+        with pm.reading(str(db), f"session {sid}"):        # a refused path is named with the database and row
+            new = {k: v for k, v in (("cwd", pm.rebase(cwd)), ("workspace_root", pm.rebase(root)))
+                   if isinstance(v, str) and v != {"cwd": cwd, "workspace_root": root}[k]}
         if new:
             tplan.other.append(SqlUpdate(db=str(db), table="sessions", key={"session_id": sid}, set=new,
                                          expect={k: {"cwd": cwd, "workspace_root": root}[k] for k in new},

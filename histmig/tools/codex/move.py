@@ -87,7 +87,8 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
         if tid and scan.deltas:
             tplan.other += codex_state.offset_shift_ops(homes, tid, scan.deltas, index=index)
     _plan_threads(homes, pm, tplan, blocked)
-    op, warnings, n = codex_projects.projects_op(homes, pm.rebase, force=opts["force"])
+    with pm.reading(str(codex_projects.config_path(homes))):     # a refused key is named with config.toml
+        op, warnings, n = codex_projects.projects_op(homes, pm.rebase, force=opts["force"])
     tplan.warnings += warnings
     if op is not None:
         tplan.other.append(op)
@@ -113,8 +114,13 @@ def _plan_threads(homes, pm: PathMap, tplan: ToolPlan, blocked: set[str]) -> Non
     """``threads.cwd`` and ``threads.rollout_path`` under OLD → NEW in every state DB (threads whose
     rollout was skipped stay), and Codex Desktop's ``project_roots.path``."""
     rows = {db: codex_state.thread_rows(db) for db in codex_state.state_dbs(homes)}
-    ids = sorted({tid for by_id in rows.values() for tid, r in by_id.items() if pm.covers(r.get("cwd"))})
-    for tid in ids:
+    ids: set[str] = set()
+    for db, by_id in rows.items():
+        for tid, r in by_id.items():
+            with pm.reading(str(db), f"thread {tid}"):      # a refused cwd is named with the database and row
+                if pm.covers(r.get("cwd")):
+                    ids.add(tid)
+    for tid in sorted(ids):
         if tid in blocked:
             continue
         cwd = next(r["cwd"] for by_id in rows.values() if (r := by_id.get(tid)) and pm.covers(r.get("cwd")))

@@ -43,6 +43,14 @@ def cwd_patch(data: bytes, new: str) -> Patch | None:
     return None
 
 
+def cwd_line(data: bytes) -> int | None:
+    """The line number of the ``cwd:`` line."""
+    for n, raw in enumerate(data.splitlines(), 1):
+        if raw.startswith(b"cwd:"):
+            return n
+    return None
+
+
 def plan_workspace(d: Path, pm: PathMap, tplan: ToolPlan) -> None:
     path = d / "workspace.yaml"
     try:
@@ -50,7 +58,8 @@ def plan_workspace(d: Path, pm: PathMap, tplan: ToolPlan) -> None:
     except (OSError, HistmigInputError):
         return
     cwd = workspace.parse(data).get("cwd")
-    new = pm.rebase(cwd) if pm.covers(cwd) else None
+    with pm.reading(str(path), lambda: cwd_line(data)):      # a refused cwd is named with its file and line
+        new = pm.rebase(cwd) if pm.covers(cwd) else None
     patch = cwd_patch(data, new) if new else None
     if patch is None or patch.old == patch.new:
         return
@@ -70,7 +79,9 @@ def plan_index(homes: Any, pm: PathMap, tplan: ToolPlan) -> None:
                                       str(db)))
         return
     for sid, cwd in rows:
-        if pm.covers(cwd) and (new := pm.rebase(cwd)) and new != cwd:
+        with pm.reading(str(db), f"session {sid}"):
+            new = pm.rebase(cwd) if pm.covers(cwd) else None
+        if new and new != cwd:
             tplan.other.append(SqlUpdate(db=str(db), table="sessions", key={"id": sid}, set={"cwd": new},
                                          expect={"cwd": cwd}, session={"tool": TOOL, "id": sid},
                                          reason="project move (index row)"))

@@ -29,7 +29,8 @@ def plan_gemini(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[
     tp = plans[TOOL]
     gdir = files.gemini_dir(homes)
     registry = files.read_registry(gdir)
-    moved = {old: new for old in registry if (new := pm.rebase(old)) is not None and new != old}
+    with pm.reading(str(files.registry_path(gdir))):      # a refused key is named with projects.json
+        moved = {old: new for old in registry if (new := pm.rebase(old)) is not None and new != old}
     marker_ops = _marker_ops(gdir, pm)
     if not moved and not marker_ops:
         return
@@ -106,7 +107,8 @@ def _marker_ops(gdir: Path, pm: PathMap) -> list[WriteFile]:
         for slug_dir in slugs:
             marker = slug_dir / files.MARKER
             old = files.read_marker(marker)
-            new = pm.rebase(old) if old else None
+            with pm.reading(str(marker)):
+                new = pm.rebase(old) if old else None
             if new is None or new == old:
                 continue
             raw = marker.read_bytes()

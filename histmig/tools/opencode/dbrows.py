@@ -6,7 +6,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterator
 
-from histmig.core.dbread import connect_ro
+from histmig.core.dbread import BUSY_TIMEOUT_MS, PROBE_MS, DatabaseLockedError, connect_ro, is_busy, locked_reason
 from histmig.core.diagnostics import HistmigInputError
 
 
@@ -35,16 +35,23 @@ def rows(con: sqlite3.Connection, sql: str, args: tuple = ()) -> Iterator[dict[s
 
 def open_db(path: Path) -> sqlite3.Connection | None:
     """A read-only connection to an OpenCode database, None when there is none (or not OpenCode's).
-    A file SQLite cannot read (corrupt, not a database, locked past the busy timeout) raises
-    HistmigInputError naming it: taking it for "no database" hid it from scan and doctor."""
+    A file SQLite cannot read (corrupt, not a database) raises HistmigInputError naming it: taking it
+    for "no database" hid it from scan and doctor. A lock held past ``PROBE_MS`` (OpenCode's own write
+    lock in a rollback-journal database) raises DatabaseLockedError naming the likely holder, after
+    ``PROBE_MS`` rather than the whole busy timeout; the rows are then read with the usual timeout."""
     if not path.is_file():
         return None
     con = connect_ro(path)
     try:
-        if has_tables(con):
+        con.execute(f"PRAGMA busy_timeout = {PROBE_MS}")
+        ours = has_tables(con)
+        con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if ours:
             return con
     except sqlite3.DatabaseError as e:
         con.close()
+        if is_busy(e):
+            raise DatabaseLockedError(locked_reason(path), path=path) from None
         raise HistmigInputError(f"cannot read database ({e})", path=path) from None
     con.close()
     return None

@@ -17,7 +17,8 @@ import json
 from contextlib import closing
 from typing import Any
 
-from histmig.core.diagnostics import HistmigInputError, Warning
+from histmig.core.dbread import DatabaseLockedError
+from histmig.core.diagnostics import HistmigInputError, Skip, Warning
 from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
 from histmig.toolkit.move.common import PathMap, ToolPlan
 from histmig.tools.opencode.layout import db_path
@@ -39,6 +40,10 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
     tplan = plans[TOOL]
     try:
         con = open_db(db)
+    except DatabaseLockedError as e:
+        tplan.skips.append(Skip(str(db), f"{e}; its sessions keep the old folder; when it is free, re-run: "
+                                f"{opts['rerun']}", "db-locked"))
+        return
     except HistmigInputError as e:
         tplan.warnings.append(Warning("db-unreadable", f"{e}; its sessions keep the old folder", str(db)))
         return
@@ -46,20 +51,23 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
         return
     with closing(con):
         for s in rows(con, "SELECT id, project_id, directory, path FROM session ORDER BY id"):
-            op = session_op(str(db), s, pm)
+            with pm.reading(str(db), f"session {s['id']}"):     # a refused directory: named with the row
+                op = session_op(str(db), s, pm)
             if op is not None:
                 tplan.other.append(op)
                 tplan.count("sessions")
                 tplan.count("db-rows")
         for p in rows(con, "SELECT id, worktree, sandboxes FROM project ORDER BY id"):
-            op = project_op(str(db), p, pm)
+            with pm.reading(str(db), f"project {p['id']}"):
+                op = project_op(str(db), p, pm)
             if op is not None:
                 tplan.other.append(op)
                 tplan.count("db-rows")
         dirs = list(rows(con, "SELECT * FROM project_directory ORDER BY project_id, directory"))
     have = {(d["project_id"], d["directory"]) for d in dirs}
     for d in dirs:
-        new = pm.rebase(d["directory"])
+        with pm.reading(str(db), f"project_directory of project {d['project_id']}"):
+            new = pm.rebase(d["directory"])
         if new is None or new == d["directory"] or (d["project_id"], new) in have:
             continue
         # the folder is part of the row's key: undo finds rows by key, so the row is replaced (a delete

@@ -18,7 +18,7 @@ from histmig.core.diagnostics import RefusedError, Skip
 from histmig.core.livewriters import open_writers
 from histmig.core.paths import safe_component
 from histmig.core.plan import Fingerprint, Rename, RmDir
-from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
+from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file, shown
 from histmig.tools.pi.layout import flat_dir, pi_slug, session_files, sessions_root, slug_dirs
 from histmig.tools.pi.listing import header_cwd, header_id, header_problem
 
@@ -67,9 +67,15 @@ def _slug_ok(path: Path, cwd: str, pm: PathMap, tplan: ToolPlan) -> bool:
     """Whether the session's new folder name can be made; else a skip (a cwd of 300 bytes)."""
     if safe_component(pi_slug(pm.rebase(cwd))):
         return True
-    tplan.skips.append(Skip(str(path), f"the folder name for {pm.rebase(cwd)} would be over 255 bytes; left as it is",
-                            "bad-cwd"))
+    tplan.skips.append(Skip(str(path), f"line 1: the folder name for {shown(pm.rebase(cwd))} would be over 255 bytes; "
+                            "left as it is", "bad-cwd"))
     return False
+
+
+def _covers(pm: PathMap, path: Path, cwd: str | None) -> bool:
+    """``pm.covers`` of a session's header ``cwd`` (line 1): a refused one is named with its file."""
+    with pm.reading(str(path), 1):
+        return pm.covers(cwd)
 
 
 def _broken_headers(files: list[Path], pm: PathMap, tplan: ToolPlan) -> None:
@@ -87,7 +93,7 @@ def plan_folder(folder: Path, root: Path, pm: PathMap, tplan: ToolPlan, opts: di
     files = session_files(folder)
     cwds = {f: header_cwd(f) for f in files}
     _broken_headers([f for f, cwd in cwds.items() if cwd is None], pm, tplan)
-    ours = [(f, cwd) for f, cwd in cwds.items() if pm.covers(cwd) and _slug_ok(f, cwd, pm, tplan)]
+    ours = [(f, cwd) for f, cwd in cwds.items() if _covers(pm, f, cwd) and _slug_ok(f, cwd, pm, tplan)]
     if not ours:
         return
     busy = _busy(files)
@@ -142,7 +148,7 @@ def plan_pi(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str,
     if flat is not None and flat.is_dir():
         cwds = {f: header_cwd(f) for f in session_files(flat)}
         _broken_headers([f for f, cwd in cwds.items() if cwd is None], pm, tplan)
-        busy = _busy([f for f, cwd in cwds.items() if pm.covers(cwd)])
+        busy = _busy([f for f, cwd in cwds.items() if _covers(pm, f, cwd)])
         for f, cwd in cwds.items():
             if not pm.covers(cwd):
                 continue

@@ -21,7 +21,7 @@ from histmig.core.paths import safe_component
 from histmig.core.plan import Fingerprint, Rename
 from histmig.tools.claude_family.listing import subdirs
 from histmig.jsonio.jsonl import head_lines
-from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file
+from histmig.toolkit.move.common import FieldEdit, PathMap, ToolPlan, dir_fingerprint, field_at, scan_file, shown
 from histmig.toolkit.move.parallel import scan_all
 from histmig.tools.qwen.adapter import chat_files, projects_root, qwen_slug
 from histmig.tools.qwen.live import live_in
@@ -51,7 +51,7 @@ def plan(homes: Any, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, An
             continue
         target = qwen_slug(pm.rebase(launch) or launch)
         if not safe_component(target):     # a recorded cwd of 300 bytes: no such folder can be made
-            tplan.skips.append(Skip(str(folder), f"the folder name for {pm.rebase(launch)} would be over 255 bytes; "
+            tplan.skips.append(Skip(str(folder), f"the folder name for {shown(pm.rebase(launch))} would be over 255 bytes; "
                                     "left in place", code="bad-cwd"))
             continue
         if target != folder.name and target in targets:
@@ -83,8 +83,13 @@ def first_cwd(path: Path) -> str | None:
 
 def _claim(folder: Path, files: list[Path], pm: PathMap, tplan: ToolPlan) -> str | None:
     """The path OLD's folder is named after, or None when the folder is not part of the move."""
-    cwds = [c for c in (first_cwd(f) for f in files) if c]
-    inside = [c for c in cwds if pm.covers(c)]
+    heads = [(f, c) for f in files if (c := first_cwd(f))]
+    cwds = [c for _, c in heads]
+    inside = []
+    for f, c in heads:
+        with pm.reading(str(f), 1):         # a refused cwd is named with its session file
+            if pm.covers(c):
+                inside.append(c)
     if not inside:
         return next((o for o in pm.olds if not cwds and qwen_slug(o) == folder.name), None)
     outside = sorted({c for c in cwds if not pm.covers(c)})

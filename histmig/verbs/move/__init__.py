@@ -16,7 +16,7 @@ from histmig import tools as registry
 from histmig.core import progress, tail_rules
 from histmig.verbs.move import paths as move_paths
 from histmig.tools import canonical
-from histmig.toolkit.move.common import ToolPlan, make_pathmap
+from histmig.toolkit.move.common import ToolPlan, make_pathmap, shown, where_text
 from histmig.toolkit.move.scan import hashing
 from histmig.core.diagnostics import Skip
 from histmig.core.plan import Plan
@@ -41,11 +41,24 @@ def plan_move(homes, old: str, new: str, *, tools: Iterable[str] | None = None, 
             if hook is not None:
                 hook(homes, pm, plans, opts)
     plan = _assemble(homes, old, new, pm, plans, selected, warnings, force, rewrite_content)
-    plan.skips += [Skip(path, f"a recorded path under OLD {why}; left as it is", "bad-cwd")
-                   for path, why in pm.refused.items()]
+    plan.skips += refused_skips(pm)
     if split_shared:
         plan.args["split_shared"] = True
     return plan
+
+
+def refused_skips(pm) -> list[Skip]:
+    """One ``bad-cwd`` skip per file a refused value was read from (``PathMap.refused_at``), naming
+    the file, the line (or row) where known and the value (shortened when huge). A value met while no
+    file was being read is named by itself."""
+    out = []
+    for value, why in pm.refused.items():
+        places = {f: w for f, w in pm.refused_at.get(value, {}).items() if f is not None} or {None: None}
+        for file, where in places.items():
+            at = f"{where_text(where)}: " if where is not None else ""
+            out.append(Skip(file or value, f"{at}the recorded path {shown(value)} is under OLD but {why}; "
+                            "left as it is", "bad-cwd"))
+    return out
 
 
 def rerun_command(old: str, new: str, tools: Iterable[str] | None, *, force: bool, rewrite_content: bool) -> str:
