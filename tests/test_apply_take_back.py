@@ -27,7 +27,8 @@ def one_file_batches(monkeypatch):
     monkeypatch.setattr(batch, "BATCH", 1)
 
 
-def _session_files(h, n: int = 3):
+def session_files(h, n: int = 3):
+    """``n`` one-line files of one folder, each naming the provider OLD, with known mtimes."""
     folder = h.codex / "sessions" / "s"
     folder.mkdir(parents=True)
     files = []
@@ -47,7 +48,7 @@ def _plan(h, files, session="s1") -> Plan:
 
 def test_files_written_in_earlier_batches_are_put_back_when_a_later_one_changes(one_file_batches):
     h = homes()
-    files = _session_files(h)
+    files = session_files(h)
     before = tree(h.codex)
     fs, fired = changes_at_last_check(files[2])
     with fsio.using(fs):
@@ -68,7 +69,7 @@ def test_files_written_in_earlier_batches_are_put_back_when_a_later_one_changes(
 
 def test_an_undo_of_such_an_apply_has_nothing_to_revert(one_file_batches):
     h = homes()
-    files = _session_files(h)
+    files = session_files(h)
     fs, _ = changes_at_last_check(files[2])
     with fsio.using(fs):
         res = apply_plan(_plan(h, files), h)
@@ -80,7 +81,7 @@ def test_an_undo_of_such_an_apply_has_nothing_to_revert(one_file_batches):
 
 def test_other_sessions_of_the_apply_stay_written(one_file_batches):
     h = homes()
-    files = _session_files(h, 4)
+    files = session_files(h, 4)
     plan = _plan(h, files[:2], "s1")
     plan.operations += _plan(h, files[2:], "s2").operations
     fs, _ = changes_at_last_check(files[1])
@@ -123,17 +124,9 @@ def test_a_file_changed_after_it_was_written_is_left_and_named(one_file_batches)
     """Not what the apply wrote any more (and not only appended to): left as it is, a warning
     ``partly-applied`` names it; undo reverts it later like any written file."""
     h = homes()
-    files = _session_files(h)
-    fired = []
-
-    def race(label):
-        if label == str(files[2]) and not fired:
-            fired.append(label)
-            files[0].write_bytes(files[0].read_bytes().replace(b'"n":1', b'"n":7'))
-            st = os.lstat(files[2])
-            os.utime(files[2], ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    fs = fsio.FS()
-    fs.hooks["before-final-check"] = race
+    files = session_files(h)
+    fs, fired = _first_edited_then_third_changes(files, lambda: files[0].write_bytes(
+        files[0].read_bytes().replace(b'"n":1', b'"n":7')))
     with fsio.using(fs):
         res = apply_plan(_plan(h, files), h)
     assert fired and [w.code for w in res.warnings] == ["partly-applied"]
@@ -142,19 +135,31 @@ def test_a_file_changed_after_it_was_written_is_left_and_named(one_file_batches)
     assert NEW not in files[1].read_bytes()
 
 
-def test_an_append_after_the_write_is_kept_when_the_file_goes_back(one_file_batches):
-    h = homes()
-    files = _session_files(h)
-    original = files[0].read_bytes()
+def _first_edited_then_third_changes(files, edit):
+    """An fs whose hook, at the third file's last check (the first one is written by then), runs
+    ``edit`` on the first file and changes the third one's mtime (so it is skipped)."""
+    fired = []
 
     def race(label):
-        if label == str(files[2]):
-            with open(files[0], "ab") as fh:
-                fh.write(b'{"appended":1}\n')
+        if label == str(files[2]) and not fired:
+            fired.append(label)
+            edit()
             st = os.lstat(files[2])
             os.utime(files[2], ns=(st.st_atime_ns, st.st_mtime_ns + 1))
     fs = fsio.FS()
     fs.hooks["before-final-check"] = race
+    return fs, fired
+
+
+def test_an_append_after_the_write_is_kept_when_the_file_goes_back(one_file_batches):
+    h = homes()
+    files = session_files(h)
+    original = files[0].read_bytes()
+
+    def append():
+        with open(files[0], "ab") as fh:
+            fh.write(b'{"appended":1}\n')
+    fs, _ = _first_edited_then_third_changes(files, append)
     with fsio.using(fs):
         res = apply_plan(_plan(h, files), h)
     assert res.done == [] and files[0].read_bytes() == original + b'{"appended":1}\n'
@@ -164,7 +169,7 @@ def test_a_kill_during_the_take_back_is_rolled_back_by_recover(one_file_batches,
     """The journal as a kill leaves it in the middle of putting files back (no ``taken-back`` record
     yet, the transaction unfinished): recover puts every file back, once."""
     h = homes()
-    files = _session_files(h)
+    files = session_files(h)
     before = tree(h.codex)
 
     class Killed(BaseException):

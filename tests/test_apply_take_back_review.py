@@ -12,22 +12,9 @@ from histmig.core.plan import Delete, Fingerprint, Patch, Plan, WriteFile
 from histmig.verbs.undo.run import undo
 
 from test_apply_session_atomic import changes_at_last_check
+from test_apply_take_back import NEW, OLD, session_files
 from test_move_fixtures import homes
 from test_undo_partial_tools import changed, tree
-
-OLD, NEW = b'"provider":"openai"', b'"provider":"mine!!"'
-
-
-def _session_files(h, n: int = 3):
-    folder = h.codex / "sessions" / "s"
-    folder.mkdir(parents=True)
-    files = []
-    for i in range(1, n + 1):
-        p = folder / f"f{i}.jsonl"
-        p.write_bytes(b'{"n":%d,' % i + OLD + b'}\n')
-        os.utime(p, ns=(1_700_000_000_000_000_000 + i, 1_700_000_000_000_000_000 + i))
-        files.append(p)
-    return files
 
 
 def _patches(h, files, *, in_place: bool) -> Plan:
@@ -41,7 +28,7 @@ def test_a_file_first_in_its_batch_holds_back_the_rest_of_its_session(in_place):
     """All three files of a session in one batch, the first changes at its last check: the other two
     are not written (replace checks every file before the first rename; in place must too)."""
     h = homes()
-    files = _session_files(h)
+    files = session_files(h)
     before = tree(h.codex)
     fs, fired = changes_at_last_check(files[0])
     with fsio.using(fs):
@@ -56,7 +43,7 @@ def test_a_delete_first_in_its_batch_holds_back_the_rest_of_its_session():
     """An undo of a convert deletes a session's files in one batch: the first changed during the
     apply, the others stay too (a session is removed whole or not at all)."""
     h = homes()
-    files = _session_files(h)
+    files = session_files(h)
     before = tree(h.codex)
     fs = fsio.FS()
     fired = []
@@ -80,7 +67,7 @@ def test_a_file_retried_then_skipped_takes_back_its_mate_written_in_the_first_ro
     """One batch: f1 is appended to at its last check (retried in a second round with the new lines),
     f2 is replaced in the first round; in the second round f1 changes (not an append): f2 goes back."""
     h = homes()
-    files = _session_files(h, 2)
+    files = session_files(h, 2)
     before = tree(h.codex)
     seen = []
 
@@ -115,14 +102,18 @@ def _shared_folder_plan(h, files):
     return Plan("review", {}, [str(h.codex)], ops), new
 
 
-def test_a_folder_made_by_a_create_put_back_goes_with_the_undo_of_the_session_that_stays(monkeypatch):
-    from histmig.apply import batch, creates
+@pytest.fixture
+def one_file_batches(monkeypatch):
+    """Every rewrite and every create in a batch of its own."""
+    from histmig.apply import batch, creates, engine
     monkeypatch.setattr(batch, "BATCH", 1)
     monkeypatch.setattr(creates, "BATCH", 1)
-    from histmig.apply import engine
     monkeypatch.setattr(engine, "_BATCH_SIZE", {**engine._BATCH_SIZE, "create": 1})
+
+
+def test_a_folder_made_by_a_create_put_back_goes_with_the_undo_of_the_session_that_stays(one_file_batches):
     h = homes()
-    files = _session_files(h, 1)
+    files = session_files(h, 1)
     before = tree(h.codex)
     plan, new = _shared_folder_plan(h, files)
     fs, fired = changes_at_last_check(files[0])
@@ -134,15 +125,13 @@ def test_a_folder_made_by_a_create_put_back_goes_with_the_undo_of_the_session_th
     assert changed(before, tree(h.codex)) == {"sessions/s/f1.jsonl"}      # new/ went too
 
 
-def test_a_folder_made_by_a_create_put_back_goes_when_the_apply_rolls_back(monkeypatch):
+def test_a_folder_made_by_a_create_put_back_goes_when_the_apply_rolls_back(one_file_batches, monkeypatch):
     """The same, then the apply fails after the take-back: its rollback removes ``new/`` too (recover
     reads the journal the same way)."""
-    from histmig.apply import batch, engine, takeback
+    from histmig.apply import takeback
     from histmig.apply.options import ApplyFailedError
-    monkeypatch.setattr(batch, "BATCH", 1)
-    monkeypatch.setattr(engine, "_BATCH_SIZE", {**engine._BATCH_SIZE, "create": 1})
     h = homes()
-    files = _session_files(h, 1)
+    files = session_files(h, 1)
     before = tree(h.codex)
     plan, new = _shared_folder_plan(h, files)
     real = takeback._account
@@ -184,7 +173,7 @@ def test_a_kill_anywhere_in_an_apply_that_takes_back_leaves_recover_an_all_old_h
         h = homes()
         for d in (h.codex, h.state):
             shutil.rmtree(d, ignore_errors=True)
-        files = _session_files(h)
+        files = session_files(h)
         before = tree(h.codex)
         code = _apply_killed_at(h, _patches(h, files, in_place=False), k, files[2])
         if code == 3:
@@ -210,7 +199,7 @@ def test_a_second_undo_after_a_partial_one_finishes_an_apply_that_took_a_session
     from test_undo_partial_tools import drop_mark
     monkeypatch.setattr(batch, "BATCH", 1)
     h = homes()
-    files = _session_files(h, 5)
+    files = session_files(h, 5)
     plan = _patches(h, files, in_place=False)
     for op, sid in zip(plan.operations, ["s1", "s1", "s2", "s2", "s3"]):
         op.__dict__["session"] = {"tool": "review", "id": sid}

@@ -46,6 +46,19 @@ def hold(db: Path, begin: str, seconds: float) -> subprocess.Popen:
     return p
 
 
+def move_while_held(db: Path, begin: str, new: Path):
+    """``histmig move OLD NEW --apply`` while another process holds ``begin`` on ``db``: its result,
+    how many seconds it took, and the holder's pid."""
+    p = hold(db, begin, 100)
+    try:
+        t = time.monotonic()
+        r = no_traceback("move", OLD, str(new), "--tool", "opencode", "--apply")
+        return r, time.monotonic() - t, p.pid
+    finally:
+        p.kill()
+        p.wait()
+
+
 def directories(db: Path) -> set[str]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -64,16 +77,9 @@ def slow_busy(monkeypatch):
 def test_a_held_write_lock_at_apply_is_named_with_its_holder_after_the_probe(tmp_path, slow_busy):
     db = database("wal")                    # OpenCode's mode: the plan reads, the apply's lock waits
     before = directories(db)
-    p = hold(db, "BEGIN IMMEDIATE", 100)
-    try:
-        t = time.monotonic()
-        r = no_traceback("move", OLD, str(tmp_path / "new"), "--tool", "opencode", "--apply")
-        elapsed = time.monotonic() - t
-    finally:
-        p.kill()
-        p.wait()
+    r, elapsed, pid = move_while_held(db, "BEGIN IMMEDIATE", tmp_path / "new")
     assert r.exit_code == 1
-    assert f"error: {db}: locked by another process for over 1 s; pid {p.pid} " in r.stderr, r.stderr
+    assert f"error: {db}: locked by another process for over 1 s; pid {pid} " in r.stderr, r.stderr
     assert "nothing changed" in r.stderr and directories(db) == before
     assert elapsed < 30          # the 60 s busy timeout was not what ended the wait
 
@@ -81,16 +87,9 @@ def test_a_held_write_lock_at_apply_is_named_with_its_holder_after_the_probe(tmp
 @pytest.mark.timeout(120)
 def test_a_database_locked_while_planning_is_a_db_locked_skip_after_the_probe(tmp_path, slow_busy):
     db = database("delete")                 # a rollback journal: an exclusive lock blocks readers too
-    p = hold(db, "BEGIN EXCLUSIVE", 100)
-    try:
-        t = time.monotonic()
-        r = no_traceback("move", OLD, str(tmp_path / "new"), "--tool", "opencode", "--apply")
-        elapsed = time.monotonic() - t
-    finally:
-        p.kill()
-        p.wait()
+    r, elapsed, pid = move_while_held(db, "BEGIN EXCLUSIVE", tmp_path / "new")
     assert r.exit_code == 3
-    assert f"skip: {db}: locked by another process for over 1 s; pid {p.pid} " in r.stderr, r.stderr
+    assert f"skip: {db}: locked by another process for over 1 s; pid {pid} " in r.stderr, r.stderr
     assert "its sessions keep the old folder; when it is free, re-run: histmig move" in r.stderr
     assert elapsed < 30
 
