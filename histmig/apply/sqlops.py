@@ -190,7 +190,6 @@ def probe_lock(db: str) -> None:
         con.execute("ROLLBACK")
     except sqlite3.Error as e:
         if is_busy(e):
-            con.close()
             raise OSError(errno.EBUSY, locked_reason(db, PROBE_MS), db) from None
         raise as_os_error(e, db) from None
     finally:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Union
 
-from histmig.apply.journal import TAKEN_BACK
+from histmig.apply.journal import done_ns
 from histmig.core.plan import Op, Plan
 
 Part = Union[int, tuple[int, int]]
@@ -76,19 +76,13 @@ def reverted(plan: Plan, skipped_paths: set[str]) -> list:
     return encode(out)
 
 
-def reverted_by_journal(args: dict, records: Iterable[dict]) -> list:
+def reverted_by_journal(args: dict, records: list[dict]) -> list:
     """The parts a committed undo whose ``undo-by`` mark was lost reverted, from its own journal:
     the units each of whose operations is ``done`` (a database intent is done with all its ops)."""
     if "units" not in args:        # an undo by an older histmig: the operations it planned
         return list(args.get("ns", []))
-    done: set[int] = set()
-    sql_ops: dict[int, list[int]] = {}
-    for r in records:
-        if r["kind"] == "done":
-            done.add(r["n"])
-        elif r["kind"] == TAKEN_BACK:
-            done.discard(r["n"])
-        elif r["kind"] == "intent" and r.get("method") == "sql":
-            sql_ops[r["n"]] = r.get("ops") or [r["n"]]
+    done = done_ns(records)
+    sql_ops = {r["n"]: r.get("ops") or [r["n"]] for r in records
+               if r["kind"] == "intent" and r.get("method") == "sql"}
     done |= {i for n, ops in sql_ops.items() if n in done for i in ops}
     return [p for parts, indices in args["units"] if all(i in done for i in indices) for p in parts]
