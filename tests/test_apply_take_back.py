@@ -10,6 +10,7 @@ import pytest
 
 from histmig.apply import apply_plan, batch, engine, fsio, recover
 from histmig.apply.journal import TAKEN_BACK, list_transactions, read_records
+from histmig.apply.options import ApplyOptions
 from histmig.core.plan import Fingerprint, Patch, Plan, WriteFile
 from histmig.verbs.move import plan_move
 from histmig.verbs.undo.run import undo
@@ -199,3 +200,20 @@ def test_a_kill_during_the_take_back_is_rolled_back_by_recover(one_file_batches,
     after = tree(h.codex)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in before.items()}
     assert changed(before, after) <= {"sessions/s/f3.jsonl"}
+
+
+def test_the_callbacks_name_a_file_put_back_after_it_was_committed(one_file_batches):
+    """``-v`` prints ``committed <path>`` per file (tests/test_crash.py reads it); a file put back
+    later is named again by ``on_take_back`` (``taken back <path>``, docs/safety.md)."""
+    h = homes()
+    files = session_files(h)
+    events: list[tuple[str, str]] = []
+    opts = ApplyOptions(on_commit=lambda p: events.append(("committed", p)),
+                        on_take_back=lambda p: events.append(("taken back", p)))
+    fs, fired = changes_at_last_check(files[2])
+    with fsio.using(fs):
+        apply_plan(_plan(h, files), h, options=opts)
+    assert fired
+    first, second = str(files[0]), str(files[1])
+    assert events[:2] == [("committed", first), ("committed", second)]
+    assert sorted(events[2:]) == [("taken back", first), ("taken back", second)]    # in rollback order

@@ -23,6 +23,9 @@ class ApplyOptions:
     # Default: keep the appended bytes verbatim.
     tail_transform: Callable[[Op, bytes], bytes] | None = None
     on_commit: Callable[[str], None] | None = None   # called after each file is durably replaced
+    # called for each file put back while the apply runs, after a later file of its session was
+    # skipped (apply/takeback.py): a file ``on_commit`` named earlier holds its old bytes again
+    on_take_back: Callable[[str], None] | None = None
     argv: list[str] | None = None
     append_retries: int = 3
     # The plan was made by this process moments ago from a whole-file read (undo's inverse plan:

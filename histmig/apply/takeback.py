@@ -62,6 +62,8 @@ def _account(ctx: Ctx, preps: list[Prepared], skip: Skip) -> None:
     ns = {p.n for p in preps}
     for p in preps:
         ctx.result.done.remove(p.path)
+        if ctx.opts.on_take_back is not None:
+            ctx.opts.on_take_back(p.path)
         ctx.result.skips.append(Skip(p.op.paths()[0], f"written, then put back: {skip.path} of its session "
                                      "changed during the apply; re-run the command", "session-skipped"))
     gone = {p.path for p in preps}

@@ -91,7 +91,12 @@ def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_ext
             click.echo(f"committed {path}")
             sys.stdout.flush()
         progress.step(0)
+    def on_take_back(path: str) -> None:
+        if ctx.verbose and not as_json:   # the file on_commit named holds its old bytes again
+            click.echo(f"taken back {path}")
+            sys.stdout.flush()
     opts.on_commit = on_commit
+    opts.on_take_back = on_take_back
     try:
         from histmig import api
         res = api.apply(plan, ctx.homes, options=opts)
