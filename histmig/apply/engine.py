@@ -21,7 +21,7 @@ from histmig.apply.files import Ctx
 from histmig.apply.guards import FileLock, WriteGuards, default_guards
 from histmig.apply.options import ApplyFailedError, ApplyOptions, ApplyResult, Prepared, RecoverResult
 from histmig.apply.skipping import held_back, skips_of, split_held
-from histmig.apply.sqlops import apply_db
+from histmig.apply.sqlops import apply_db, probe_lock
 from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_times
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
@@ -225,12 +225,37 @@ def _databases(ctx: Ctx, todo: list[Prepared]):
     """Each database's operations as one transaction, after every file operation: a session whose
     file was skipped while applying keeps its rows too (``held_back``), so a flip's row never says NEW
     beside a rollout that still says OLD."""
-    for db in dict.fromkeys(p.path for p in todo if p.method == "sql"):
-        group = [p for p in todo if p.method == "sql" and p.path == db]
+    groups: dict[str, list[Prepared]] = {}
+    for p in todo:
+        if p.method == "sql":
+            groups.setdefault(p.path, []).append(p)
+    # every locked database first: its sessions are skipped (the consumer puts their files back)
+    # before any other database commits a row of theirs
+    for db in list(groups):
+        held, rest = split_held(groups[db], ctx.skipped_units)
+        if rest and (locked := _locked(db)) is not None:
+            yield from ((p, held.get(p.n) or locked) for p in groups.pop(db))
+    for db, group in groups.items():
         held, rest = split_held(group, ctx.skipped_units)
         if rest:
             _guard(rest[0], lambda: apply_db(ctx, db, rest))
         yield from ((p, held.get(p.n)) for p in group)
+
+
+def _locked(db: str) -> Skip | None:
+    """A database another process keeps write-locked past the probe (its client in a long
+    transaction): none of its rows is changed, each is a ``db-locked`` skip, and the consumer puts
+    back what the apply wrote of their sessions' files (takeback), so the rest of the apply stands
+    instead of being rolled back whole (docs/opencode.md, "A locked database"). Any other error
+    opening it stops the apply, as before."""
+    try:
+        probe_lock(db)
+    except OSError as e:
+        if e.errno != errno.EBUSY:
+            raise
+        return Skip(db, f"{e.strerror}; its rows and their sessions were left as they were; when it is free, "
+                    "re-run the command", "db-locked")
+    return None
 
 
 def _guard(prep: Prepared, step, group: list[Prepared] = ()):

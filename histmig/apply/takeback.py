@@ -57,6 +57,9 @@ def _finished_mates(ctx: Ctx, prep: Prepared) -> dict[int, Prepared]:
     return back
 
 
+_WHY = {"db-locked": "stayed locked by another process"}   # else a file that changed at its last check
+
+
 def _account(ctx: Ctx, preps: list[Prepared], skip: Skip) -> None:
     """The operations put back are skips now, and nothing later refers to their files as written."""
     ns = {p.n for p in preps}
@@ -65,7 +68,8 @@ def _account(ctx: Ctx, preps: list[Prepared], skip: Skip) -> None:
         if ctx.opts.on_take_back is not None:
             ctx.opts.on_take_back(p.path)
         ctx.result.skips.append(Skip(p.op.paths()[0], f"written, then put back: {skip.path} of its session "
-                                     "changed during the apply; re-run the command", "session-skipped"))
+                                     f"{_WHY.get(skip.code, 'changed during the apply')}; re-run the command",
+                                     "session-skipped"))
     gone = {p.path for p in preps}
     ctx.replaced = {k: v for k, v in ctx.replaced.items() if v not in gone}
     ctx.settle[:] = [s for s in ctx.settle if s[0] not in ns]

@@ -165,14 +165,19 @@ _JSON_ARGV = [False]        # set by run_guarded: errors print after click's con
 
 
 def print_warnings(items: Iterable[Warning | Skip]) -> None:
+    """One line per warning or skip; a line said several times (each row of a locked database is a
+    skip of its own) is printed once, with how many times it was said."""
     items = list(items)
     followers = _followers(items)
+    lines: dict[str, list] = {}
     for item in items:
         if isinstance(item, Skip) and item.code == "session-skipped" and _cause(item) in followers:
             continue                      # said once, under the skip that caused it
-        diag(item.describe() if isinstance(item, Skip) else "warning: " + item.describe())
-        if isinstance(item, Skip) and item.path in followers:
-            diag("  skipped with it (the rest of its session): " + ", ".join(followers[item.path]))
+        lines.setdefault(item.describe() if isinstance(item, Skip) else "warning: " + item.describe(), []).append(item)
+    for line, said in lines.items():
+        diag(line if len(said) == 1 else f"{line} ({len(said):,} times)")
+        if isinstance(said[0], Skip) and said[0].path in followers:
+            diag("  skipped with it (the rest of its session): " + ", ".join(followers[said[0].path]))
 
 
 def _cause(skip: Skip) -> str:
