@@ -22,7 +22,10 @@ from histmig.tools.pi.layout import pi_slug   # noqa: E402
 WORK = "/tmp/histmig-pi-bench-work"
 
 
-def build(home: Path, n: int, mb: int) -> tuple[int, str]:
+def build(home: Path, n: int, mb: int, total_mb: float = 0) -> tuple[int, str]:
+    """``n`` sessions (the first one ``mb`` MB long); ``total_mb``: every session grown by repeating its
+    turns (the lines after its first user prompt) until the tree holds about that many MB, as a real
+    history does (the recorded samples alone are 2-4 KB a session, where start-up dominates a listing)."""
     homes = samples.install(home, tools=("pi",))
     root = homes.pi / "sessions"
     src = sorted(root.rglob("*.jsonl"))
@@ -39,6 +42,10 @@ def build(home: Path, n: int, mb: int) -> tuple[int, str]:
         folder.mkdir(exist_ok=True)
         with open(folder / f"2026-12-01T00-00-00-000Z_{sid}.jsonl", "wb") as fh:
             fh.write(json.dumps(header, separators=(",", ":")).encode() + b"\n" + rest)
+            grow = int(total_mb * 1_000_000 // n) - len(head) - len(rest)
+            turn = b"".join(ln + b"\n" for ln in rest.splitlines()[3:])
+            if grow > 0 and turn and i:
+                fh.write(turn * (grow // len(turn) + 1))
             if i == 0:       # the long one: its tool turns repeated up to --mb, written in pieces
                 turn = b"".join(ln + b"\n" for ln in rest.splitlines()[3:])
                 for _ in range(max(1, mb * 1_000_000 // max(len(turn), 1))):

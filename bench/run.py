@@ -196,17 +196,18 @@ def build(work: Path, sessions: int, mb: float) -> dict[str, Path]:
     qwen = str(trees["qwen"] / "work" / "app")
     Path(qwen + "-moved").mkdir(parents=True)
     qwen_bench.build(trees["qwen"] / "home", qwen, sessions, mb / 2)
-    build_listings(work, trees, sessions)
+    build_listings(work, trees, sessions, mb / 2)
     return trees
 
 
-def build_listings(work: Path, trees: dict[str, Path], sessions: int) -> None:
-    """Pi and Gemini CLI homes (issue 16) from their bundled samples, for their listing rows."""
+def build_listings(work: Path, trees: dict[str, Path], sessions: int, mb: float) -> None:
+    """Pi and Gemini CLI homes (issue 16) from their bundled samples, for their listing rows: each grown
+    to ``mb`` MB in all (the Qwen tree's size), so a session is as long as a real one."""
     import pi_bench
     import scan_bench
     trees["pi"], trees["gemini"] = work / "trees" / "pi", work / "trees" / "gemini"
-    pi_bench.build(trees["pi"] / "home", sessions, 1)
-    scan_bench.build_gemini(trees["gemini"] / "home", sessions)
+    pi_bench.build(trees["pi"] / "home", sessions, 1, total_mb=mb)
+    scan_bench.build_gemini(trees["gemini"] / "home", sessions, mb)
 
 
 def files_of(home: Path, *tops: str) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -61,14 +62,33 @@ def build_samples(home: Path, n: int) -> int:
     return made
 
 
-def build_gemini(home: Path, n: int) -> int:
-    """--tree gemini: the bundled Gemini CLI sessions copied until the home holds ``n`` (new short ids)."""
+def build_gemini(home: Path, n: int, mb: float = 0) -> int:
+    """--tree gemini: the bundled Gemini CLI sessions copied until the home holds ``n`` (new short ids);
+    ``mb``: each grown to about ``mb / n`` MB by repeating its turns (its user, ``$set`` and ``gemini``
+    records after line 2) with fresh uuid4 ids and each answer 1.2 KB longer, as a long session is (the
+    samples alone are 1-4 KB, their answers a line of the fake API)."""
+    import random
     homes = samples.install(home, tools=("gemini",))
     src = sorted(homes.gemini.glob("tmp/*/chats/session-*.jsonl"))
-    made = len(src)
-    for i in range(max(0, n - made)):
+    rng = random.Random(16)
+    made = 0
+    for i in range(max(n, len(src))):
         s = src[i % len(src)]
-        shutil.copyfile(s, s.with_name(s.name[:len("session-2026-12-01T14-02-")] + f"{i + 1:08x}.jsonl"))
+        dst = s if i < len(src) else s.with_name(s.name[:len("session-2026-12-01T14-02-")] + f"{i + 1:08x}.jsonl")
+        data = s.read_bytes()
+        turn = data.split(b"\n", 2)[2] if data.count(b"\n") > 2 else b""
+        turn = turn.replace(b'"FAKE-ANSWER: ', b'"FAKE-ANSWER: ' + b"lorem ipsum " * 100)
+        ids = sorted(set(re.findall(rb'^\{"id":"([0-9a-f-]{36})"', turn, re.M)))
+        parts = [data]
+        size = len(data)
+        while turn and ids and size < mb * 1_000_000 / n:
+            fresh = turn
+            for old in ids:
+                fresh = fresh.replace(old, str(uuid.UUID(int=rng.getrandbits(128), version=4)).encode())
+            parts.append(fresh)
+            size += len(fresh)
+        if len(parts) > 1 or dst != s:
+            dst.write_bytes(b"".join(parts))
         made += 1
     return made
 

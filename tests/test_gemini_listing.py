@@ -103,3 +103,50 @@ def test_a_file_that_grew_past_its_stat_goes_to_the_line_reader(tmp_path):
     path.write_bytes(PLAIN)
     assert small_facts(path, len(PLAIN) - 1) is None
     assert small_facts(path, len(PLAIN)).messages == 2
+
+
+def test_grown_and_perturbed_sessions_give_the_line_readers_row(tmp_path, monkeypatch):
+    """Sessions grown from the recorded samples (fresh ids per turn, as bench/scan_bench.build_gemini
+    grows them), then perturbed: a record written again with the same id, a rewind to an earlier id,
+    a new $set list, a broken line, a cut line joined to the next, a truncated last line."""
+    import random
+    import re
+    from pathlib import Path
+    rng = random.Random(16)
+    samples = sorted((Path(adapter.__file__).resolve().parents[2] / "samples" / "gemini").glob("*/tmp/*/chats/*.jsonl"))
+    path = tmp_path / "tmp" / "app" / "chats" / "session-2026-12-01T14-02-9d6121d7.jsonl"
+    path.parent.mkdir(parents=True)
+    for round_ in range(40):
+        data = samples[round_ % len(samples)].read_bytes()
+        head, turn = data.split(b"\n", 2)[:2], data.split(b"\n", 2)[2]
+        ids = sorted(set(re.findall(rb'^\{"id":"([0-9a-f-]{36})"', turn, re.M)))
+        turns = []
+        for k in range(6):
+            fresh = turn
+            for old in ids:
+                fresh = fresh.replace(old, f"{old[:30].decode()}{round_:02x}{k:04x}".encode())
+            turns.append(fresh)
+        lines = b"\n".join(head).split(b"\n") + b"".join(turns).splitlines()
+        records = [ln for ln in lines if ln.startswith(b'{"id":')]
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(2, len(lines))
+            what = rng.choice(("again", "rewind", "set", "broken", "joined", "blank"))
+            if what == "again":
+                lines.insert(i, rng.choice(records))
+            elif what == "rewind":
+                lines.insert(i, line({"$rewindTo": orjson.loads(rng.choice(records))["id"]}).rstrip(b"\n"))
+            elif what == "set":
+                lines.insert(i, line({"$set": {"messages": [orjson.loads(r) for r in records[:2]]}}).rstrip(b"\n"))
+            elif what == "broken":
+                lines.insert(i, b'{"id":"x","type":"gemini"')
+            elif what == "joined" and i + 1 < len(lines):
+                lines[i:i + 2] = [lines[i][:rng.randrange(1, len(lines[i]))] + lines[i + 1]]
+            else:
+                lines.insert(i, b"  ")
+        data = b"\n".join(lines) + b"\n"
+        if round_ % 3 == 0:
+            data = data[:-rng.randrange(2, 40)]
+        path.write_bytes(data)
+        new, _ = rows(path, monkeypatch, old=False)
+        old, _ = rows(path, monkeypatch, old=True)
+        assert vars(new) == vars(old), (round_, data[-300:])

@@ -44,12 +44,13 @@ def facts_of_bytes(data: bytes) -> Facts:
     """One pass over the lines of ``data``, split and judged the way ``jsonl.iter_lines`` and ``Line``
     (``blank``, ``body``, ``obj``) do it (``jsonl.parsed_lines``), each parsed once; what
     ``_head_facts`` and ``resolve`` read of the objects is taken as the line goes by (``resolve``'s
-    list as ids only)."""
+    list as ids only). A ``$set`` without ``messages`` (the client's ``lastUpdated`` line after each
+    record) is one ``dict.update``; a ``gemini`` record counts without a look at its content."""
     facts = Facts()
     meta = facts.meta
-    order: list[str] = []
-    live: set[str] = set()                    # the ids in ``order`` (resolve's ``where``)
-    counted: dict[str, bool] = {}             # id -> whether its last version counts (resolve.counted)
+    # resolve's list as ids only: id -> whether its last version counts, in first-position order (a
+    # dict: a known id keeps its place); a $set list starts a new one, a rewind cuts its tail
+    listed: dict[str, bool] = {}
     for parsed in parsed_lines(data):
         if parsed is None:
             continue                                          # blank: no record
@@ -63,36 +64,38 @@ def facts_of_bytes(data: bytes) -> Facts:
             sets = obj["$set"]
             if not isinstance(sets, dict):
                 continue
+            if "messages" not in sets:
+                meta.update(sets)                             # (the line after each record: lastUpdated)
+                continue
             meta.update({k: v for k, v in sets.items() if k != "messages"})
-            if isinstance(sets.get("messages"), list):       # a non-list (broken file) sets no messages
+            if isinstance(sets["messages"], list):           # a non-list (broken file) sets no messages
                 for m in sets["messages"]:
                     if facts.prompt is None and isinstance(m, dict) and m.get("type") == "user":
                         facts.prompt = prompt_of(m.get("content"))
-                order, live = [], set()
+                listed = {}
                 for m in sets["messages"]:
                     if isinstance(m, dict) and "id" in m:
-                        mid = str(m["id"])
-                        if mid not in live:
-                            live.add(mid)
-                            order.append(mid)
-                        counted[mid] = counts(m)
+                        listed[str(m["id"])] = counts(m)
         elif "$rewindTo" in obj:
             target = str(obj["$rewindTo"])
-            if target in live:
-                cut = order.index(target)
-                live.difference_update(order[cut:])
-                del order[cut:]
+            if target in listed:
+                keep = list(listed)
+                listed = {mid: listed[mid] for mid in keep[:keep.index(target)]}
         elif "id" in obj:
-            if facts.prompt is None and obj.get("type") == "user":
-                facts.prompt = prompt_of(obj.get("content"))
-            mid = str(obj["id"])
-            if mid not in live:
-                live.add(mid)
-                order.append(mid)
-            counted[mid] = counts(obj)
+            t = obj.get("type")
+            if t == "gemini":
+                counted = True
+            elif t == "user":
+                if facts.prompt is None:
+                    facts.prompt = prompt_of(obj.get("content"))
+                counted = counts(obj)
+            else:
+                counted = False
+            mid = obj["id"]
+            listed[mid if mid.__class__ is str else str(mid)] = counted
         else:
             meta.update(obj)
-    facts.messages = sum(1 for mid in order if counted[mid])
+    facts.messages = sum(listed.values())
     return facts
 
 

@@ -17,10 +17,12 @@ from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.listing import broken_state
 from histmig.tools.pi.entries import broken_warnings, encode_record, records_from_lines
+from histmig.tools.pi.fastrow import row_of_bytes
 from histmig.tools.pi.layout import all_session_files
 
 NAME = "pi"
 HEAD_TAIL = 64 * 1024      # a listing reads at most this much at each end of a file
+WHOLE_READ = 1 << 20       # a file up to this size is read whole and its row taken from its bytes (fastrow.py)
 
 
 def header_of(records: Iterable[Record]) -> Record | None:
@@ -215,10 +217,16 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
         # without an index to ask, the file is opened first and its fstat is the stat (one syscall less)
         fd, st = open_or_stat(path) if index is None else (None, st or path.stat())
         ref.size, ref.updated = st.st_size, st.st_mtime
-        if st.st_size <= 2 * HEAD_TAIL:        # small: read whole, its lines judged from the bytes
-            from histmig.tools.pi.rowfacts import objects_of_bytes
+        data, fast = None, None
+        if st.st_size <= WHOLE_READ:           # read whole: the row from its bytes (fastrow.py)
             opened, fd = fd, None                # _read_whole closes it
             data = _read_whole(path, opened, st.st_size)
+            fast = row_of_bytes(data) if len(data) <= WHOLE_READ else None
+        if fast is not None:
+            _fast_summary(ref, fast)
+            whole = True
+        elif data is not None and len(data) <= 2 * HEAD_TAIL:    # small: every line judged from the bytes
+            from histmig.tools.pi.rowfacts import objects_of_bytes
             if not _summarize_objs(ref, objects_of_bytes(data), [], True):
                 return None
             whole = True
@@ -280,6 +288,16 @@ def _read_whole(path: Path, fd: int | None = None, size: int = -1) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def _fast_summary(ref: SessionRef, row: Any) -> None:
+    """The row of :func:`histmig.tools.pi.fastrow.row_of_bytes` (its header is a session header)."""
+    header = row.header
+    ref.id = (header.get("id") if isinstance(header.get("id"), str) else None) or ref.id
+    ref.cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else None
+    ref.created = header.get("timestamp") if isinstance(header.get("timestamp"), str) else None
+    ref.title, ref.provider, ref.messages = row.prompt, row.provider, row.messages
+    ref.state += broken_state(row.broken)
 
 
 def _summarize(ref: SessionRef, head_l: list[Line], tail_l: list[Line], whole: bool) -> bool:

@@ -61,11 +61,11 @@ class Row:
                 elif role == "user":
                     messages += in_head
                     if in_head and prompt is None:
-                        prompt = next((t.strip() for t in _texts(msg.get("content")) if t.strip()), None)
+                        prompt = next((t.strip() for t in content_texts(msg.get("content")) if t.strip()), None)
         self.prompt, self.provider, self.messages, self.broken = prompt, provider, messages, broken
 
 
-def _texts(content: Any) -> list[str]:
+def content_texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
