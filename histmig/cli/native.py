@@ -111,7 +111,10 @@ SMALL_RAW = 64 << 10
 
 
 def _streamed(rec: dict[str, Any]) -> Any:
-    from histmig.jsonio.jsonstream import Fields, Plain
+    from histmig.jsonio.jsonstream import Fields, Plain, spread
     raw = rec.get("raw") or {}
     size = len(raw.get("raw") or raw.get("raw_b64") or "")
-    return Plain(rec) if 0 < size < SMALL_RAW else Fields(rec)
+    if 0 < size < SMALL_RAW:
+        return Plain(rec)
+    out = spread(rec, SMALL_RAW)      # (each long text written alone: the raw and the parts holding it)
+    return out if isinstance(out, Fields) else Fields(rec)

@@ -5,7 +5,7 @@ from typing import Any, Callable, Iterator
 
 
 from histmig.cli.jsonout import iso_text
-from histmig.jsonio.jsonstream import Lazy, Later
+from histmig.jsonio.jsonstream import Lazy, Later, spread
 from histmig.toolkit.export.blocks import args_text, output_text
 from histmig.core.model import Attachment, Opaque, Reasoning, Record, Session, Text, ToolCall, ToolResult
 
@@ -155,7 +155,8 @@ def json_view(session: Session) -> dict[str, Any]:
                 opaque[0] += 1
             elif rec.kind in ("message", "tool_call", "tool_result", "reasoning", "summary"):
                 parts = [{k: v for k, v in p.__dict__.items() if v not in (None, "", False)} for p in rec.parts]
-                yield {"role": rec.role, "kind": rec.kind, "timestamp": iso_text(rec.timestamp), "parts": parts}
+                # (a long text written alone: jsonstream.spread)
+                yield spread({"role": rec.role, "kind": rec.kind, "timestamp": iso_text(rec.timestamp), "parts": parts})
 
     return {"tool": session.format, "id": session.id, "cwd": session.cwd, "provider": session.provider,
             "model": session.model, "title": session.title, "path": str(session.path) if session.path else None,

@@ -6,6 +6,10 @@ file a chunk at a time. Memory holds one element (plus a chunk), never the docum
 It only finds where values start and end (strings skipped with their escapes, brackets counted);
 whether a value is valid JSON is for the caller's ``orjson.loads`` of its bytes. A document whose
 skeleton is not ``{"key": value, ...}`` raises :class:`PullError` with the byte offset.
+
+With a ``limit``, a value longer than that is never held: its end is found a chunk at a time and it
+is yielded without its bytes (``raw`` None, ``oversize``), as ``jsonl.iter_lines`` yields a line over
+its limit. The caller names it (``jsonl.record_too_big``) rather than loading it.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ WS = b" \t\r\n"
 # small strings (its keys) cost no Python step each, only its brackets do
 _SKIP = re.compile(rb'(?:[^"{}\[\]]+|"[^"\\]*(?:\\.[^"\\]*)*")*')
 _SCALAR_END = re.compile(rb'[,}\]\s]')
+_STRUCT = re.compile(rb'["{}\[\]]')
+_STR_STOP = re.compile(rb'["\\]')
 
 
 class PullError(ValueError):
@@ -38,21 +44,36 @@ class Piece:
     key: str
     start: int          # absolute byte offsets of the value: raw == file[start:end]
     end: int
-    raw: bytes
+    raw: bytes | None   # None: over the reader's limit, never held (``oversize``)
     item: bool = False
 
-    def __init__(self, key: str, start: int, end: int, raw: bytes, item: bool = False) -> None:
+    def __init__(self, key: str, start: int, end: int, raw: bytes | None, item: bool = False) -> None:
         self.key, self.start, self.end, self.raw, self.item = key, start, end, raw, item
+
+    @property
+    def oversize(self) -> bool:
+        return self.raw is None
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+class _Overflow(Exception):
+    """The value being read grew past the reader's limit (caught by ``_Reader.piece``)."""
 
 
 class _Reader:
-    def __init__(self, fh: BinaryIO, chunk: int):
-        self.fh, self.chunk = fh, chunk
+    def __init__(self, fh: BinaryIO, chunk: int, limit: int | None = None):
+        self.fh, self.chunk, self.limit = fh, chunk, limit
         self.buf = bytearray()
         self.base = 0        # absolute offset of buf[0]
         self.pos = 0         # index into buf
+        self.value_at: int | None = None     # index of the value being measured against ``limit``
 
     def more(self) -> bool:
+        if self.value_at is not None and self.limit is not None and len(self.buf) - self.value_at > self.limit:
+            raise _Overflow
         data = self.fh.read(self.chunk)
         if data:
             self.buf += data
@@ -127,16 +148,70 @@ class _Reader:
     def piece(self, key: str, item: bool) -> Piece:
         if self.peek() is None:
             raise PullError("expected a value", self.base + self.pos)
-        end = self.value_end()
-        p = Piece(key, self.base + self.pos, self.base + end, bytes(self.buf[self.pos:end]), item)
+        start = self.base + self.pos
+        self.value_at = self.pos
+        try:
+            end = self.value_end()
+        except _Overflow:
+            self.value_at = None
+            return Piece(key, start, self.skip_value(), None, item)
+        finally:
+            self.value_at = None
+        if self.limit is not None and end - self.pos > self.limit:     # (read within the last chunk)
+            raw = None
+        else:
+            with memoryview(self.buf) as view:  # one copy of the value, not a bytearray slice and then bytes
+                raw = view[self.pos:end].tobytes()
         self.pos = end
-        return p
+        self.drop()                             # the value is not held twice while the caller reads it
+        return Piece(key, start, self.base + self.pos, raw, item)
+
+    def skip_value(self) -> int:
+        """The absolute end of the container or string starting at ``pos``, found without holding it:
+        what was scanned is dropped a chunk at a time (an over-limit value; a long scalar is read whole)."""
+        start, i = self.base + self.pos, self.pos
+        if self.buf[i] not in b'{["':
+            self.pos = self.value_end()
+            return self.base + self.pos
+        depth, in_str, esc = 0, False, False
+        while True:
+            buf, n = self.buf, len(self.buf)
+            while i < n:
+                if esc:
+                    esc, i = False, i + 1
+                    continue
+                m = (_STR_STOP if in_str else _STRUCT).search(buf, i)
+                if m is None:
+                    i = n
+                    break
+                c, i = buf[m.start()], m.start() + 1
+                if in_str:
+                    if c == 0x5C:
+                        esc = True
+                        continue
+                    in_str = False
+                    if depth == 0:
+                        self.pos = i
+                        return self.base + i
+                elif c == 0x22:
+                    in_str = True
+                else:
+                    depth += 1 if c in b"{[" else -1
+                    if depth == 0:
+                        self.pos = i
+                        return self.base + i
+            del self.buf[:i]
+            self.base += i
+            i = self.pos = 0
+            if not self.more():
+                raise PullError("unterminated value", start)
 
 
-def pieces(fh: BinaryIO, array_key: str, *, chunk: int | None = None) -> Iterator[Piece]:
+def pieces(fh: BinaryIO, array_key: str, *, chunk: int | None = None, limit: int | None = None) -> Iterator[Piece]:
     """The members of the top-level object in order; the array under ``array_key`` one element at a
-    time (``item=True``). Raises :class:`PullError` on a broken skeleton or trailing bytes."""
-    r = _Reader(fh, chunk or CHUNK)
+    time (``item=True``). Raises :class:`PullError` on a broken skeleton or trailing bytes. ``limit``:
+    a value of more bytes is yielded ``oversize`` (without them), never held."""
+    r = _Reader(fh, chunk or CHUNK, limit)
     r.expect(b"{")
     yield from _sequence(r, b"}", lambda: _member(r, array_key))
     if r.peek() is not None:
@@ -152,9 +227,13 @@ def _member(r: _Reader, array_key: str) -> Iterator[Piece]:
     r.expect(b":")
     if key == array_key and r.peek() == ord("["):
         r.pos += 1
-        yield from _sequence(r, b"]", lambda: (r.piece(key, True),))
+        yield from _sequence(r, b"]", lambda: _one(r, key))
     else:
         yield r.piece(key, False)
+
+
+def _one(r: _Reader, key: str) -> Iterator[Piece]:
+    yield r.piece(key, True)      # (a generator keeps no hold of what it yielded; a tuple would)
 
 
 def _sequence(r: _Reader, close: bytes, entry: Callable[[], Iterable[Piece]]) -> Iterator[Piece]:

@@ -39,6 +39,35 @@ class Later:
         self.compute = compute
 
 
+BIG_STRING = 1 << 16
+
+
+def spread(value: Any, big: int = BIG_STRING) -> Any:
+    """``value`` with every dict and list that holds a string of ``big`` characters or more (at any
+    depth) written a member at a time (:class:`Fields`, :class:`Lazy`): such a string is encoded alone,
+    not inside the text of everything around it (and that text indented once more). Written to the
+    same bytes; a value without such a string is returned as is."""
+    if isinstance(value, str) or not _holds_big(value, big):
+        return value
+    if isinstance(value, dict):
+        return Fields({k: spread(v, big) for k, v in value.items()})
+    return Lazy([spread(v, big) for v in value])
+
+
+def _holds_big(value: Any, big: int) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) >= big:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return False
+
+
 def _streamed(v: Any) -> bool:
     if isinstance(v, (Lazy, Later, Fields)):
         return True

@@ -143,3 +143,32 @@ def last_lines_with(data: bytes, marker: bytes, start: int = 0) -> Iterator[byte
         le = data.find(b"\n", i)
         yield data[ls:len(data) if le < 0 else le + 1]
         pos = ls
+
+
+_CUT_ESCAPE = re.compile(rb'\\(?:u[0-9a-fA-F]{0,3})?\Z')
+_STRING_BODY = re.compile(rb'(?:[^"\\]|\\.)*')
+
+
+def prefix_string(head: bytes, keys: tuple[str, ...] = (), *, at_most: int = 4096) -> str | None:
+    """The value of the first ``"key": "..."`` (one of ``keys``, at any depth) in ``head``, the first bytes
+    of a value too long to parse (a listing's title of a record of tens of MB): decoded from at most
+    ``at_most`` of its bytes, an escape or UTF-8 character cut at the end left out. Without ``keys``,
+    ``head`` is the start of the string itself. None when no such string starts in ``head`` or its start
+    does not decode."""
+    if keys:
+        names = b"|".join(re.escape(k.encode()) for k in keys)
+        m = re.search(rb'"(?:' + names + rb')"\s*:\s*"', head)
+        if m is None:
+            return None
+        start = m.end()
+    elif head[:1] == b'"':
+        start = 1
+    else:
+        return None
+    body = _STRING_BODY.match(head, start, min(len(head), start + at_most)).group(0)
+    for cut in range(4):
+        try:
+            return orjson.loads(b'"' + _CUT_ESCAPE.sub(b"", body[:len(body) - cut]) + b'"')
+        except orjson.JSONDecodeError:
+            continue
+    return None

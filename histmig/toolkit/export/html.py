@@ -114,7 +114,8 @@ def _body(session: Session, write: Write, injected: bool) -> int:
             time = f"<time datetime=\"{escape(stamp)}\">{escape(stamp)}</time>" if stamp else ""
             write(f"<section class=\"turn {escape(who)}\">\n<h2 class=\"role\">{escape(who)}{time}</h2>\n")
             open_ = True
-        write("\n".join(pieces) + "\n")
+        write("\n".join(pieces))
+        write("\n")
     if open_:
         write("</section>\n")
     for sub in session.subagents:

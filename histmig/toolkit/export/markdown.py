@@ -14,11 +14,12 @@ from histmig.toolkit.export.blocks import Meta, args_text, injected_count, iso, 
 Write = Callable[[str], Any]
 
 
-def fence(text: str, info: str = "") -> str:
-    """``text`` in a fenced code block that nothing inside can close."""
+def fence(text: str, info: str = "", before: str = "") -> str:
+    """``text`` in a fenced code block that nothing inside can close (after ``before``: one copy of a
+    long text, not one more to put a heading in front)."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     bar = "`" * max(3, longest + 1)
-    return f"{bar}{info}\n{text}\n{bar}"
+    return f"{before}{bar}{info}\n{text}\n{bar}"
 
 
 def code(text: str) -> str:
@@ -51,10 +52,10 @@ def part_md(p: Any) -> str | None:
         return quote(label + (":\n" + what if what else ""))
     if isinstance(p, ToolCall):
         body = args_text(p.arguments)
-        return f"**→ {p.name}** {code(p.call_id)}\n\n" + fence(body, "" if isinstance(p.arguments, str) else "json")
+        return fence(body, "" if isinstance(p.arguments, str) else "json", f"**→ {p.name}** {code(p.call_id)}\n\n")
     if isinstance(p, ToolResult):
         flag = " (error)" if p.is_error else ""
-        return f"**← result** {code(p.call_id)}{flag}\n\n" + fence(output_text(p.output).rstrip("\n"))
+        return fence(output_text(p.output).rstrip("\n"), "", f"**← result** {code(p.call_id)}{flag}\n\n")
     if isinstance(p, Attachment):
         return f"*[attachment {p.media_type or ''}]*".replace(" ]", "]")
     return None
@@ -73,8 +74,10 @@ def write_markdown(session: Session, write: Write, meta: Meta, *, injected: bool
         if who is not None:
             stamp = iso(rec.timestamp)
             write(f"\n{h}# {who}" + (f" · {stamp}" if stamp else "") + "\n")
-        for piece in pieces:
-            write("\n" + piece + "\n")
+        for piece in pieces:        # (three writes: a long piece is not copied to add its newlines)
+            write("\n")
+            write(piece)
+            write("\n")
     for sub in session.subagents:
         sub_meta = Meta(tool=sub.format, id=sub.id, title=f"sub-agent {sub.id}", cwd=sub.cwd,
                         created=iso(sub.created))

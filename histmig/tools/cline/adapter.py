@@ -18,6 +18,7 @@ one at a time (histmig/jsonio/jsonpull.py), never the whole document.
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +29,10 @@ import orjson
 from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.core.model import (Attachment, Opaque, Part, Reasoning, Record, RecordStream, Session, SessionRef, Text,
                                 ToolCall, ToolResult)
+from histmig.jsonio.jsonl import RECORD_MAX_BYTES, record_too_big
 from histmig.jsonio.jsonpull import PullError, pieces
-from histmig.jsonio.regular import read_regular
+from histmig.jsonio.marks import prefix_string
+from histmig.jsonio.regular import open_regular, read_regular
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.listing import mark_unreadable
 
@@ -274,6 +277,38 @@ def read_manifest(path: Path) -> dict:
     return obj if isinstance(obj, dict) else {}
 
 
+LIST_MAX = 1 << 20        # a listing reads a manifest up to this whole; past it, member by member
+PREFIX = 64 * 1024
+
+
+def listing_manifest(path: Path) -> dict:
+    """The manifest as a listing reads it: whole when it is small (as always), else a member at a time,
+    a member over :data:`LIST_MAX` (a prompt of tens of MB, and its copy as the title) not read: a string
+    stands in as its first few KB, ``metadata`` as its ``title``'s."""
+    mp = manifest_path(path)
+    try:
+        if mp.stat().st_size <= LIST_MAX:
+            return read_manifest(path)
+    except OSError:
+        return read_manifest(path)
+    out: dict[str, Any] = {}
+    try:
+        with open_regular(mp) as fh:
+            fd = fh.fileno()
+            for p in pieces(fh, "\0", limit=LIST_MAX):
+                if not p.oversize:
+                    out[p.key] = orjson.loads(p.raw)
+                    continue
+                head = os.pread(fd, PREFIX, p.start)
+                if head[:1] == b'"':
+                    out[p.key] = prefix_string(head)
+                elif p.key == "metadata":
+                    out[p.key] = {"title": prefix_string(head, ("title",))}
+    except (PullError, orjson.JSONDecodeError):
+        return read_manifest(path)             # (its error, or what json reads of it)
+    return out
+
+
 def read(src: Any) -> Session:
     path = messages_path(Path(src.path) if isinstance(src, SessionRef) else Path(src))
     native, doc = load_json(path)
@@ -318,11 +353,13 @@ def stream(src: Any) -> Session:
     try:
         st = path.stat()
         envelope, order, count, warnings, prompt = _survey(path)
+    except _TooBig as e:
+        raise record_too_big(path, e.number, e.size, RECORD_MAX_BYTES) from None
     except (OSError, PullError, orjson.JSONDecodeError, _Unstreamable):
         return read(src)
     manifest = read_manifest(path)
     meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
-    records = RecordStream(lambda: (record_of(n, m) for n, m in enumerate(_messages(path), 1)))
+    records = RecordStream(lambda: _records(path))
     session = Session(id=session_id(path), format=NAME, path=path, records=records,
                       cwd=manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None,
                       created=manifest.get("started_at"), updated=st.st_mtime,
@@ -334,8 +371,25 @@ def stream(src: Any) -> Session:
     return session
 
 
+def _records(path: Path) -> Iterator[Record]:
+    n = 0
+    for msg in _messages(path):
+        n += 1
+        rec = record_of(n, msg)
+        del msg                   # (the record holds what it needs of the message)
+        yield rec
+
+
 class _Unstreamable(Exception):
     pass
+
+
+class _TooBig(Exception):
+    """A message (``number``, 1-based) or envelope member (``number`` None) over the record limit."""
+
+    def __init__(self, number: int | None, size: int):
+        super().__init__(number, size)
+        self.number, self.size = number, size
 
 
 def _survey(path: Path) -> tuple[dict, list[str], int, list[str], str | None]:
@@ -345,9 +399,11 @@ def _survey(path: Path) -> tuple[dict, list[str], int, list[str], str | None]:
     order: list[str] = []
     count, warnings, prompt = 0, [], None
     with open(path, "rb") as fh:
-        for p in pieces(fh, "messages"):
+        for p in pieces(fh, "messages", limit=RECORD_MAX_BYTES):
             if p.key not in order:
                 order.append(p.key)
+            if p.oversize and not (p.key == "messages" and not p.item):
+                raise _TooBig(count + 1 if p.item else None, p.size)
             if not p.item:
                 if p.key == "messages":
                     raise _Unstreamable("messages is not a list")
@@ -355,6 +411,7 @@ def _survey(path: Path) -> tuple[dict, list[str], int, list[str], str | None]:
                 continue
             count += 1
             msg = orjson.loads(p.raw)
+            p = None                     # (its bytes are not held while the message is looked at)
             if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
                 warnings.append(record_of(count, msg).opaque_reason)
             elif prompt is None and msg["role"] == "user":
@@ -365,8 +422,20 @@ def _survey(path: Path) -> tuple[dict, list[str], int, list[str], str | None]:
 
 
 def _messages(path: Path) -> Iterator[Any]:
+    """Each message parsed, its bytes let go before it is handed on (one message held: the caller's
+    record of it). A message over the record limit is refused (the file grew one since the survey)."""
+    n = 0
     with open(path, "rb") as fh:
-        yield from (orjson.loads(p.raw) for p in pieces(fh, "messages") if p.item)
+        for p in pieces(fh, "messages", limit=RECORD_MAX_BYTES):
+            if not p.item:
+                continue
+            n += 1
+            if p.oversize:
+                raise record_too_big(path, n, p.size, RECORD_MAX_BYTES)
+            raw, p = p.raw, None
+            msg = orjson.loads(raw)
+            del raw
+            yield msg
 
 
 def _native_again(native_file: list) -> bytes | None:
@@ -421,7 +490,7 @@ def ref_for(path: Path) -> SessionRef:
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        manifest = read_manifest(path)
+        manifest = listing_manifest(path)
         meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
         ref.cwd = manifest.get("cwd") if isinstance(manifest.get("cwd"), str) else None
         ref.provider = manifest.get("provider") if isinstance(manifest.get("provider"), str) else None

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import orjson
 
 from histmig.core.diagnostics import HistmigInputError
+from histmig.jsonio.jsonl import DEFAULT_MAX_LINE_BYTES
 from histmig.jsonio.jsonpull import PullError, pieces
 from histmig.jsonio.regular import read_regular
 from histmig.toolkit.doctor.base import Finding, dir_missing
@@ -71,7 +72,9 @@ def _unnamed(msgs: Iterable[Any]) -> list[int]:
 def _messages(path: Path) -> list[Finding]:
     try:        # one message at a time (histmig/jsonio/jsonpull.py); a file it refuses is read whole for the error
         with open(path, "rb") as fh:
-            unnamed = _unnamed(orjson.loads(p.raw) for p in pieces(fh, "messages") if p.item)
+            # a message over the readers' line limit (64 MiB) is not read (not loaded, not checked)
+            unnamed = _unnamed(None if p.oversize else orjson.loads(p.raw)
+                               for p in pieces(fh, "messages", limit=DEFAULT_MAX_LINE_BYTES) if p.item)
     except (OSError, PullError, orjson.JSONDecodeError):
         doc, err = _load(path)
         if err:

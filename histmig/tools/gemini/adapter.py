@@ -16,7 +16,7 @@ import orjson
 
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
-from histmig.jsonio.jsonl import head_lines, read_lines, record_lines, tail_lines
+from histmig.jsonio.jsonl import RECORD_MAX_BYTES, head_lines, read_lines, record_lines, record_too_big, tail_lines
 from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings
@@ -98,6 +98,8 @@ def _read_legacy(path: Path, *, stream: bool) -> Session:
     """The whole-file ``.json``, message by message (legacy.py); whole when the pull reader refuses it."""
     try:
         meta, first = legacy.survey(path)
+    except legacy.TooBig as e:
+        raise record_too_big(path, e.number, e.size, RECORD_MAX_BYTES) from None
     except legacy.Unstreamable:
         return _read_legacy_whole(path)
     records: Any = RecordStream(lambda: legacy.records(path, meta, first))
@@ -226,7 +228,7 @@ def _summarize(ref: SessionRef, path: Path, st: Any, fd: int | None = None) -> N
         return
     try:
         if is_legacy(path):
-            meta, head, opaque, ref.messages = _legacy_facts(stream(path))
+            meta, head, opaque, ref.messages = _legacy_listing(path)
         elif st.st_size <= 2 * HEAD_TAIL:      # small: every line once, the messages counted as resolved
             lines = list(read_lines(path))
             meta, head, opaque = _head_facts(lines)
@@ -273,23 +275,49 @@ def _row(ref: SessionRef, meta: dict, prompt: str | None, resumable: bool, broke
     ref.state += broken_state(broken)
 
 
-def _legacy_facts(s: Session) -> tuple[dict, list[Record], list[Record], int]:
-    """What a listing shows of a legacy ``.json``, in one pass holding only the records it needs: user
-    records up to the first prompt, the first assistant record with content, broken records."""
-    head: list[Record] = []
-    opaque: list[Record] = []
-    count = 0
-    for r in s.records:
+def _legacy_listing(path: Path) -> tuple[dict, list[Record], list[Record], int]:
+    """:func:`_legacy_facts` of a legacy ``.json`` read once, a message at a time, messages over
+    ``legacy.LIST_MAX`` not parsed (legacy.py ``listing``); a document that pass refuses is read as
+    ``show`` reads it."""
+    facts = _Facts()
+    try:
+        meta = legacy.listing(path, facts.take)
+    except legacy.Unstreamable:
+        return _legacy_facts(stream(path))
+    sid = meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else path.stem
+    shown = {"sessionId": sid, "startTime": meta.get("startTime") if isinstance(meta.get("startTime"), str) else None}
+    shown.update({k: meta[k] for k in ("lastUpdated", "summary") if meta.get(k) is not None})
+    return shown, facts.head, facts.opaque, facts.count
+
+
+class _Facts:
+    """What a listing keeps of a session's records: user records up to the first prompt, the first
+    assistant record with content, broken records, the message count."""
+
+    def __init__(self) -> None:
+        self.head: list[Record] = []
+        self.opaque: list[Record] = []
+        self.count = 0
+
+    def take(self, r: Record) -> None:
+        head = self.head
         if r.opaque:
-            opaque.append(r)
+            self.opaque.append(r)
         if r.source_type != RESOLVED:
-            continue
-        count += r.role in ("user", "assistant") and _visible(r)
+            return
+        self.count += r.role in ("user", "assistant") and _visible(r)
         if r.role == "user" and not any(_prompt(h) for h in head if h.role == "user"):
             head.append(r)
         elif r.role == "assistant" and r.parts and not any(h.role == "assistant" for h in head):
             head.append(r)
-    return _meta_of(s), head, opaque, count
+
+
+def _legacy_facts(s: Session) -> tuple[dict, list[Record], list[Record], int]:
+    """What a listing shows of a legacy ``.json``, in one pass holding only the records it needs."""
+    facts = _Facts()
+    for r in s.records:
+        facts.take(r)
+    return _meta_of(s), facts.head, facts.opaque, facts.count
 
 
 def _meta_of(s: Session) -> dict[str, Any]:

@@ -20,10 +20,13 @@ import orjson
 
 from histmig.core.diagnostics import HistmigError
 from histmig.tools.base import FunctionAdapter
-from histmig.tools.claude_family.blocks import (broken_warnings, content_parts, first_prompt, kind_of,
-                                       parts_to_content, record_bytes, records_per_line, str_or_none)
-from histmig.tools.claude_family.listing import broken_lines_state, mark_unreadable, subdirs
-from histmig.jsonio.jsonl import Line, open_regular, parse_json, read_lines
+from histmig.tools.claude_family.blocks import (NOT_PROMPT_RE, broken_warnings, content_parts, first_prompt, kind_of,
+                                       parts_to_content, record_bytes, records_per_line, str_or_none,
+                                       unparsed_record)
+from histmig.tools.claude_family.listing import broken_state, mark_unreadable, subdirs
+from histmig.jsonio.marks import prefix_string
+from histmig.jsonio.jsonl import (DEFAULT_MAX_LINE_BYTES, RECORD_MAX_BYTES, Line, iter_lines, open_regular, parse_json,
+                                  read_lines)
 from histmig.core.model import Opaque, Part, Record, Session, SessionRef, Text, ToolResult
 
 NAME = "manifest"
@@ -87,9 +90,13 @@ def serialize(session: Session) -> bytes:
 # ---- meta.json and checkpoints ---------------------------------------------------------------
 
 def read_json_file(path: Path) -> tuple[bytes | None, Any, str | None]:
-    """``(raw, value, error)``; a missing or broken file is reported, never raised."""
+    """``(raw, value, error)``; a missing or broken file is reported, never raised. A file over the
+    record limit (``jsonl.RECORD_MAX_BYTES``, as one JSONL line) is named, not read."""
     try:
         with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > RECORD_MAX_BYTES:
+                return None, None, f"is over the {RECORD_MAX_BYTES >> 20} MiB limit for reading one record ({size} bytes)"
             raw = fh.read()
     except (HistmigError, OSError) as e:
         return None, None, "missing" if not path.exists() else str(e)
@@ -199,17 +206,22 @@ def message_count(records: list[Record]) -> int:
 
 def health(session: Session) -> list[str]:
     """What the design's ``isSessionHealthy`` would object to, as short phrases."""
-    problems = []
-    err = session.meta.get("meta_error")
-    if err:
-        problems.append(f"meta.json {err}")
     last = None
     for r in session.records:      # the last non-blank record, without holding the others
         if r.source_type != "blank":
             last = r
-    if last is not None and last.opaque:
+    return health_of(session, last is not None and last.opaque, message_count(session.records))
+
+
+def health_of(session: Session, torn_tail: bool, n: int) -> list[str]:
+    """:func:`health` from what a reading found: whether the last non-blank line is broken and the
+    message count (the listing counts both in its one pass, :func:`survey`)."""
+    problems = []
+    err = session.meta.get("meta_error")
+    if err:
+        problems.append(f"meta.json {err}")
+    if torn_tail:
         problems.append("transcript tail is not valid JSON")
-    n = message_count(session.records)
     for cp in session.meta.get("checkpoints", []):
         idx = (cp["data"] or {}).get("atMessageIndex")
         if cp["error"]:
@@ -248,23 +260,92 @@ def ref_for(d: Path) -> SessionRef:
     transcript = d / "transcript.jsonl"
     ref = SessionRef(format=NAME, id=d.name, path=transcript if transcript.exists() else d)
     try:
-        session = stream(d, strict=False)
-        return _fill(ref, session, d, transcript)
-    except (HistmigError, OSError) as e:    # the records are read again by each count below
+        session = _session(d, transcript, [])
+        found = survey(transcript) if transcript.exists() else Survey()
+        return _fill(ref, session, d, transcript, found)
+    except (HistmigError, OSError) as e:
         return mark_unreadable(ref, e)
 
 
-def _fill(ref: SessionRef, session: Session, d: Path, transcript: Path) -> SessionRef:
+def _fill(ref: SessionRef, session: Session, d: Path, transcript: Path, found: "Survey") -> SessionRef:
     meta = session.meta["meta"] or {}
-    ref.cwd, ref.created, ref.title = session.cwd, session.created, session.title
+    ref.cwd, ref.created, ref.title = session.cwd, session.created, found.title
     ref.size = sum(p.stat().st_size for p in (transcript, d / "meta.json") if p.exists())
     ref.updated = _epoch(meta.get("updatedAt")) or session.updated
-    ref.messages = message_count(session.records)
+    ref.messages = found.messages
     ref.extra = {k: meta[k] for k in ("projectPath", "model", "updatedAt") if isinstance(meta.get(k), str)}
     ref.extra["checkpoints"] = len(session.meta["checkpoints"])
-    ref.state += broken_lines_state(session.records)
-    ref.state += health(session)
+    ref.state += broken_state(found.broken)
+    ref.state += health_of(session, found.torn_tail, found.messages)
     return ref
+
+
+# ---- the listing's one pass -------------------------------------------------------------------
+
+# A listing parses lines up to this size (as read and show do, so it says the same of them); a longer
+# line is not read: it counts as a message when a role stands among its top-level keys before any
+# nested value (``JSON.stringify({ts, role, payload})`` puts it there), its title is cut from its
+# first bytes, and it is not judged broken unless it is over the readers' 64 MiB line limit.
+LIST_LINE_MAX = 1 << 20
+PREFIX = 64 * 1024
+_TOP_ROLE = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{(?:[^"{}\[\]]|"(?:[^"\\]|\\.)*")*?'
+                       rb'"role"\s*:\s*"(user|assistant|tool|system)"')
+
+
+class Survey:
+    """What the listing shows of a transcript: message count, broken lines, a torn tail, the title."""
+
+    __slots__ = ("messages", "broken", "torn_tail", "title")
+
+    def __init__(self) -> None:
+        self.messages, self.broken, self.torn_tail, self.title = 0, 0, False, None
+
+
+def survey(transcript: Path) -> Survey:
+    """One pass over the transcript in bounded memory (one line up to :data:`LIST_LINE_MAX` and a
+    chunk): the counts :func:`message_count`, ``broken_lines_state`` and :func:`health` make of the
+    records, and the first prompt, without building a record past the one that holds it."""
+    found, titled = Survey(), False
+    with open_regular(transcript) as fh:
+        fd = fh.fileno()
+        for line in iter_lines(fh, max_line_bytes=LIST_LINE_MAX):
+            if line.oversize:
+                size = line.length or 0
+                head = os.pread(fd, PREFIX, line.offset)
+                m = _TOP_ROLE.match(head)
+                found.messages += m is not None
+                found.broken += size > DEFAULT_MAX_LINE_BYTES
+                found.torn_tail = size > DEFAULT_MAX_LINE_BYTES or not _closes(os.pread(fd, 64, line.offset + size - 64))
+                if not titled and m is not None and m.group(1) == b"user":
+                    found.title = _prompt_from_prefix(head)
+                    titled = found.title is not None
+                continue
+            if line.blank:
+                continue
+            rec = unparsed_record(line)
+            found.torn_tail = rec is not None
+            if rec is not None:
+                found.broken += 1
+                continue
+            obj = line.obj
+            found.messages += obj.get("role") in ("user", "assistant", "tool", "system")
+            if not titled:
+                found.title = first_prompt([record_from_obj(line, obj)])
+                titled = found.title is not None
+    return found
+
+
+def _closes(end: bytes) -> bool:
+    """The last bytes of a long line end a JSON object and the line."""
+    return end.endswith(b"\n") and end.rstrip().endswith(b"}")
+
+
+def _prompt_from_prefix(head: bytes) -> str | None:
+    """The first ``content``/``text`` string in the first bytes of a user line too long to parse,
+    checked as ``first_prompt`` checks a prompt (a title keeps 200 characters)."""
+    text = prefix_string(head, ("content", "text"))
+    text = text.strip() if text is not None else None
+    return text if text and not NOT_PROMPT_RE.match(text) else None
 
 
 def _epoch(value: Any) -> float | None:
