@@ -19,7 +19,7 @@ from histmig.apply import apply_plan, fsio, recover
 from histmig.apply.backups import _committed
 from histmig.apply.journal import list_transactions, read_records
 from histmig.core.plan import Plan, SqlShift, SqlUpdate
-from histmig.core.shift import digests, inverse_edits, shift, shifter
+from histmig.core.shift import digests, inverse_edits, needed, shift, shifter
 from histmig.tools.codex import state as codex_state
 from histmig.verbs.flip import plan_flip
 from histmig.verbs.undo import plan_undo, pick_transaction
@@ -224,6 +224,23 @@ def test_kill_after_the_commit_before_done_then_recover_shifts_the_rows_back(tmp
     _crash_then_recover(tmp_path, lambda: plan_flip(homes(), "openai", "my-provider"), after_commit=True)
 
 
+def test_a_lost_intent_of_a_committed_shift_is_told_by_the_begin_probe(tmp_path):
+    """The journal lost every record after ``begin`` (an outside fault) while the history database
+    had committed its shifts: the probe says so, and recover keeps that backup and names it."""
+    from clirun import histmig
+    h, _, _ = _home(2)
+    k = _commit_index(h, lambda: plan_flip(homes(), "openai", "my-provider"))
+    h, _, _ = _home(2)
+    _killed_at(h, tmp_path, plan_flip(h, "openai", "my-provider"), k + 1)
+    folder = next((h.state / "tx").iterdir())
+    lines = (folder / "journal.jsonl").read_bytes().splitlines(keepends=True)
+    (folder / "journal.jsonl").write_bytes(lines[0])
+    r = histmig("recover")
+    assert r.exit_code == 1, r.stderr
+    assert any(ln.startswith("warning: journal-truncated: ") and f"{h.codex / HIST} holds the planned new rows" in ln
+               for ln in r.stderr.splitlines()), r.stderr
+
+
 def test_an_old_journal_of_per_row_updates_still_recovers(tmp_path):
     _crash_then_recover(tmp_path, lambda: _legacy_flip(homes()), after_commit=True)
 
@@ -281,6 +298,13 @@ def test_shift_moves_every_line_start_with_its_line_and_the_inverse_moves_it_bac
     back = shifter(inverse_edits(deltas))
     assert [back(moved(o)) for o in offsets] == offsets
     assert moved(None) is None
+    # what a plan keeps of the edits (histmig/core/shift.py needed): the same shifts, the same inverse
+    top = max(offsets)
+    kept = needed(sorted(deltas), top, False)
+    assert [shifter(kept)(o) for o in offsets] == [moved(o) for o in offsets]
+    for o in offsets:                                  # a single stored offset: one edit at most
+        one = needed(sorted(deltas), o, True)
+        assert len(one) <= 1 and shifter(one)(o) == moved(o) and shifter(inverse_edits(one))(moved(o)) == o
 
 
 @settings(max_examples=100, deadline=None)

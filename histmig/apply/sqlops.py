@@ -4,6 +4,11 @@ Order: online backup into the journal folder (file created 0600) → ``BEGIN IMM
 every expected old value (any mismatch: roll back, refuse) → journal the old rows (durable) →
 change → ``COMMIT`` → journal ``done``. Undo and recover put the journaled old values back, only
 where the row still holds what we wrote. Never touches the schema.
+
+A :class:`~histmig.core.plan.SqlShift` (byte offsets of all the rows of one key) is checked by the
+rows' count and digest, journaled as one ``shift`` row holding the digests before and after, run as
+one ``UPDATE`` through a registered function, and reverted by the inverse shift while the rows hold
+the digest it left (docs/safety.md, "Shifted offsets").
 """
 from __future__ import annotations
 

@@ -56,6 +56,18 @@ def inverse_edits(edits: Edits) -> list[tuple[int, int]]:
     return [(moved(at), -d) for at, d in pairs]
 
 
+def needed(edits: Edits, top: int, single: bool) -> list[tuple[int, int]]:
+    """The part of ``edits`` (sorted) that moves offsets no larger than ``top``, each the same: edits
+    at or after ``top`` move none, and for ``single`` (one stored offset: one row, one column) the
+    edits before it act as one, at the first's place. A move edits every line holding a path: the
+    projection row's shift then carries one edit, not one per line (docs/safety.md "Shifted offsets")."""
+    before = [(at, d) for at, d in edits if at < top and d]
+    if single and before:
+        total = sum(d for _, d in before)
+        return [(before[0][0], total)] if total else []
+    return before
+
+
 def row_hash(values: Iterable[Any]) -> int:
     """One row's part of :func:`Digest` (its key and offset values, ``repr``: ints, text, NULL and
     bytes are told apart)."""

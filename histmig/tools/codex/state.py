@@ -220,7 +220,8 @@ OFFSET_TABLES = (("thread_turns", TURN_KEY, TURN_OFFSETS),
 
 class Rows:
     """What a :class:`~histmig.core.plan.SqlShift` of one thread's rows of one table needs: their count
-    and digest (histmig/core/shift.py) and the largest offset (an edit at or after it moves none)."""
+    and digest (histmig/core/shift.py) and the largest offset (an edit at or after it moves none:
+    :func:`histmig.core.shift.needed`)."""
 
     __slots__ = ("digest", "top")
 
@@ -230,9 +231,6 @@ class Rows:
     def add(self, row: tuple, nkey: int) -> None:
         self.digest.add(row)
         self.top = max([self.top, *(v for v in row[nkey:] if v.__class__ is int)])
-
-    def moved_by(self, edits) -> bool:
-        return any(at < self.top for at, _ in edits)
 
 
 def _thread_rows(db: Path, table: str, key: Sequence[str], cols: Sequence[str],
@@ -288,11 +286,13 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
             have, by_thread = index.rows[db][table] if index is not None else \
                 _thread_rows(db, table, key, cols, thread_id)
             rows = by_thread.get(thread_id)
-            if rows is None or not rows.moved_by(edits):
+            if rows is None:
                 continue
-            ops.append(SqlShift(db=str(db), table=table, where={"thread_id": thread_id}, order=key, columns=have,
-                                edits=tuple(edits), expect=rows.digest.expect(), session=_session(thread_id),
-                                reason=reason))
+            need = core_shift.needed(edits, rows.top, rows.digest.count == 1 and len(have) == 1)
+            if need:
+                ops.append(SqlShift(db=str(db), table=table, where={"thread_id": thread_id}, order=key,
+                                    columns=have, edits=tuple(need), expect=rows.digest.expect(),
+                                    session=_session(thread_id), reason=reason))
     return ops
 
 
