@@ -2,7 +2,6 @@
 config.toml edits that keep comments."""
 from __future__ import annotations
 
-import sqlite3
 import tomllib
 
 import pytest
@@ -78,13 +77,12 @@ def test_shift_moves_only_offsets_after_an_edit():
 
 
 def _apply_sql(ops):
+    """The write path's own statements (histmig/apply/sqlops.py), checked first, without the journal."""
+    from histmig.apply import sqlops
     for op in ops:
-        con = sqlite3.connect(op.db)
-        sets = ", ".join(f"{k} = ?" for k in op.set)
-        where = " AND ".join(f"{k} = ?" for k in op.key)
-        cur = con.execute(f"UPDATE {op.table} SET {sets} WHERE {where}", [*op.set.values(), *op.key.values()])
-        assert cur.rowcount == 1
-        con.commit()
+        con = sqlops.connect(op.db)
+        assert sqlops._mismatch(con, op) is None
+        sqlops._execute_all(con, [op])
         con.close()
 
 
@@ -96,7 +94,8 @@ def test_offset_shift_ops_keep_every_offset_on_a_line_start_after_a_longer_line_
     at = data.index(b'"openai"')
     new_data = data[:at] + b'"my-provider"' + data[at + len(b'"openai"'):]
     ops = codex_state.offset_shift_ops(homes_for(tmp_path), tid(1), [(at, 5)])
-    assert len(ops) == 4                                # 3 turns + projection state
+    # one shift per table of the thread: its 3 turns, its projection state row
+    assert [(op.table, op.rows) for op in ops] == [("thread_turns", 3), ("thread_history_projection_state", 1)]
     _apply_sql(ops)
     stored = codex_state.offsets_for(homes_for(tmp_path), tid(1))
     assert stored["next"] == len(new_data)

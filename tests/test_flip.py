@@ -17,7 +17,8 @@ from histmig.tools import resolve_homes
 from histmig.tools.codex import adapter as codex
 from histmig.tools.codex.provider import marked_lines
 from histmig.verbs.flip import plan_flip, provider_census
-from histmig.core.plan import CreateFile, Plan, SqlUpdate, WriteFile
+from histmig.core.plan import CreateFile, Plan, SqlShift, SqlUpdate, WriteFile
+from histmig.core.shift import digests, shifter
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk
 
@@ -59,6 +60,26 @@ def execute(plan: Plan) -> None:
                         [*op.set.values(), *op.key.values()])
             con.commit()
             con.close()
+        elif isinstance(op, SqlShift):
+            _shift(op)
+
+
+def _shift(op: SqlShift) -> None:
+    """A shift as its meaning: each matching row's offsets moved by the edits, checked against the
+    planned count and digest first (histmig/core/shift.py)."""
+    con = sqlite3.connect(op.db)
+    cols = (*op.order, *op.columns)
+    w = " AND ".join(f"{k} = ?" for k in op.where)
+    rows = con.execute(f"SELECT {', '.join(cols)} FROM {op.table} WHERE {w}", list(op.where.values())).fetchall()
+    assert digests(rows, len(op.order))[0] == op.expect
+    moved = shifter(op.edits)
+    for row in rows:
+        key = row[:len(op.order)]
+        con.execute(f"UPDATE {op.table} SET {', '.join(f'{c} = ?' for c in op.columns)} WHERE {w} AND "
+                    + " AND ".join(f"{k} = ?" for k in op.order),
+                    [*map(moved, row[len(op.order):]), *op.where.values(), *key])
+    con.commit()
+    con.close()
 
 
 def providers_in(data: bytes, thread_id: str) -> list:

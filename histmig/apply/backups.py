@@ -130,7 +130,8 @@ def sql_probe(ops: list) -> dict | None:
     """The first operation of a database's group whose effect is visible by one query: all of a
     group commits together, so that one row tells whether the transaction did."""
     from histmig.apply.sqlops import encode_value
-    from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
+    from histmig.core.plan import SqlDelete, SqlInsert, SqlShift, SqlUpdate
+    shifts = [op for op in ops if isinstance(op, SqlShift)]
     for op in ops:
         if isinstance(op, SqlUpdate) and op.set != {k: op.expect.get(k) for k in op.set}:
             return {"table": op.table, "key": {k: encode_value(v) for k, v in op.key.items()},
@@ -139,7 +140,28 @@ def sql_probe(ops: list) -> dict | None:
             return {"table": op.table, "key": {k: encode_value(op.row[k]) for k in op.key}, "exists": True}
         if isinstance(op, SqlDelete) and op.expect_count:
             return {"table": op.table, "key": {k: encode_value(v) for k, v in op.where.items()}, "exists": False}
-    return None
+    return next((p for op in shifts if (p := _shift_probe(op)) is not None), None)
+
+
+def _shift_probe(op) -> dict | None:
+    """A shift's probe: its rows' digest before and after (the shifted one read from the database
+    now, before the transaction begins), when the shift moves something; a committed transaction
+    leaves them ``new``. None when the rows are not as planned (the transaction will refuse) or the
+    shift moves nothing."""
+    from histmig.apply.sqlops import connect, encode_value, shift_digests
+    try:
+        con = connect(op.db, readonly=True)
+        try:
+            old, new = shift_digests(con, op.table, op.where, op.order, op.columns, op.edits)
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    if old != op.expect or new == old:
+        return None
+    return {"table": op.table, "key": {k: encode_value(v) for k, v in op.where.items()},
+            "shift": {"order": list(op.order), "columns": list(op.columns), "count": old["count"],
+                      "old": old["digest"], "new": new["digest"]}}
 
 
 def _committed(db: str, probe: dict) -> bool:
@@ -151,6 +173,9 @@ def _committed(db: str, probe: dict) -> bool:
     try:
         con = connect(db, readonly=True)
         try:
+            if "shift" in probe:
+                from histmig.apply.sqlops import shift_state
+                return shift_state(con, {"table": t, "where": probe["key"], **probe["shift"]}) != "old"
             if "set" in probe:
                 cols = list(probe["set"])
                 row = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{t}" WHERE {w}',

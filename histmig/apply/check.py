@@ -29,8 +29,8 @@ from histmig.apply.skipping import (check_active, check_sessions, check_sql, che
                                     propagate_session_skips, mark_skip)
 from histmig.core.diagnostics import HistmigInputError, RefusedError, Skip, StalePlanError
 from histmig.core.homes import Homes
-from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert, SqlUpdate,
-                          WriteFile)
+from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SQL_OPS, SqlInsert,
+                          SqlShift, SqlUpdate, WriteFile)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -87,7 +87,9 @@ def validate_plan(plan: Plan, homes: Homes) -> dict[str, str]:
                 if not any(_under(_clean(p), r) for r in roots):
                     raise _invalid(f"{p} is outside the plan's roots")
                 inside.add(p)
-        if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete)):
+        if isinstance(op, SqlShift):
+            _check_shift(op)
+        if isinstance(op, SQL_OPS):
             cols = (op.table, *_sql_columns(op))
             if cols in idents:
                 continue
@@ -110,7 +112,19 @@ def _check_restore_from(op: WriteFile, homes: Homes) -> None:
         raise _invalid(f"{src} is not in the state dir's transactions")
 
 
+def _check_shift(op: SqlShift) -> None:
+    """A shift names its rows by a key and moves at least one column, with integer edits and an
+    integer count (a saved plan may have been edited by hand)."""
+    if not op.where or not op.columns:
+        raise _invalid(f"{op.db}: a shift of {op.table} names no key or no column")
+    exp = op.expect if isinstance(op.expect, dict) else {}
+    if exp.get("count").__class__ is not int or not isinstance(exp.get("digest"), str):
+        raise _invalid(f"{op.db}: a shift of {op.table} expects no count and digest")
+
+
 def _sql_columns(op) -> list[str]:
+    if isinstance(op, SqlShift):
+        return [*op.where, *op.order, *op.columns]
     if isinstance(op, SqlUpdate):
         return [*op.key, *op.set, *op.expect]
     if isinstance(op, SqlInsert):

@@ -4,6 +4,11 @@ Order: online backup into the journal folder (file created 0600) → ``BEGIN IMM
 every expected old value (any mismatch: roll back, refuse) → journal the old rows (durable) →
 change → ``COMMIT`` → journal ``done``. Undo and recover put the journaled old values back, only
 where the row still holds what we wrote. Never touches the schema.
+
+A :class:`~histmig.core.plan.SqlShift` (byte offsets of all the rows of one key) is checked by the
+rows' count and digest, journaled as one ``shift`` row holding the digests before and after, run as
+one ``UPDATE`` through a registered function, and reverted by the inverse shift while the rows hold
+the digest it left (docs/safety.md, "Shifted offsets").
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
 from histmig.core.dbread import PROBE_MS, is_busy, locked_reason
 from histmig.core.diagnostics import StalePlanError, Warning
-from histmig.core.plan import SqlDelete, SqlInsert, SqlUpdate
+from histmig.core.plan import SqlDelete, SqlInsert, SqlShift, SqlUpdate
+from histmig.core.shift import digests, inverse_edits, shifter
 
 BUSY_MS = 5000
 
@@ -38,6 +44,9 @@ def where_clause(cols: dict[str, Any]) -> tuple[str, list[Any]]:
 
 
 def _mismatch(con: sqlite3.Connection, op) -> str | None:
+    if isinstance(op, SqlShift):
+        got, _ = shift_digests(con, op.table, op.where, op.order, op.columns)
+        return None if got == op.expect else f"rows {op.where} of {op.table} hold {got}, plan expected {op.expect}"
     if isinstance(op, SqlUpdate):
         w, args = where_clause(op.key)
         row = con.execute(f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in op.expect)} '
@@ -269,6 +278,62 @@ def _transaction(fs, db: str) -> Iterator[sqlite3.Connection]:
         con.close()
 
 
+# -- shifted offsets (histmig/core/shift.py): rows checked and journaled by count and digest ------------
+def _names(cols) -> str:
+    return ", ".join(f'"{c}"' for c in cols)
+
+
+def shift_rows(con: sqlite3.Connection, table: str, where: dict[str, Any], order, columns) -> sqlite3.Cursor:
+    """A cursor over the matching rows' ``order`` key values, then ``columns``, as plain tuples: read
+    as they come (the digest is order-free), never fetched into a list."""
+    w, args = where_clause(where)
+    cur = con.cursor()
+    cur.row_factory = None
+    return cur.execute(f'SELECT {_names((*order, *columns))} FROM "{table}" WHERE {w}', args)
+
+
+def shift_digests(con: sqlite3.Connection, table: str, where: dict[str, Any], order, columns,
+                  edits=None) -> tuple[dict, dict | None]:
+    """``(count and digest of the rows now, of the rows shifted by edits)`` (histmig/core/shift.py), one pass."""
+    cur = shift_rows(con, table, where, order, columns)
+    try:
+        return digests(cur, len(order), edits)
+    finally:
+        cur.close()
+
+
+def _shift_in_place(con: sqlite3.Connection, table: str, where: dict[str, Any], columns, edits) -> None:
+    """``UPDATE table SET c = shifted(c), ... WHERE where``: SQLite walks the rows and calls the
+    shift for each value, so no row is held here (a registered function rather than a CASE per
+    edit: a move may edit thousands of lines, past SQLite's expression depth)."""
+    con.create_function("histmig_shift", 1, shifter(edits), deterministic=True)
+    w, args = where_clause(where)
+    sets = ", ".join(f'"{c}" = histmig_shift("{c}")' for c in columns)
+    con.execute(f'UPDATE "{table}" SET {sets} WHERE {w}', args)
+
+
+def _shift_record(con: sqlite3.Connection, op: SqlShift) -> dict[str, Any]:
+    """The journal's one row for a shift: what recover and undo need to tell the rows' state (old
+    or new digest) and to move them back; small whatever the number of rows."""
+    old, new = shift_digests(con, op.table, op.where, op.order, op.columns, op.edits)
+    return {"kind": "shift", "table": op.table, "where": {k: encode_value(v) for k, v in op.where.items()},
+            "order": list(op.order), "columns": list(op.columns), "edits": [list(e) for e in op.edits],
+            "count": old["count"], "old": old["digest"], "new": new["digest"]}
+
+
+def shift_state(con: sqlite3.Connection, row: dict[str, Any]) -> str:
+    """``"old"``, ``"new"`` or ``"changed"``: what a journaled shift's rows hold now (old wins when the
+    shift moved nothing)."""
+    got, _ = shift_digests(con, row["table"], _where(row), row["order"], row["columns"])
+    if got["count"] == row["count"] and got["digest"] == row["old"]:
+        return "old"
+    return "new" if got["count"] == row["count"] and got["digest"] == row["new"] else "changed"
+
+
+def _where(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: decode_value(v) for k, v in row["where"].items()}
+
+
 def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
     row = _row_change(con, op)
     if op.session:       # undo treats a session's rows and files as one unit
@@ -277,6 +342,8 @@ def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:
 
 
 def _row_change(con: sqlite3.Connection, op) -> dict[str, Any]:
+    if isinstance(op, SqlShift):
+        return _shift_record(con, op)
     if isinstance(op, SqlUpdate):
         return {"kind": "update", "table": op.table, "key": op.key, "old": op.expect,
                 "new": {k: encode_value(v) for k, v in op.set.items()}}
@@ -314,8 +381,10 @@ def _update_sql(op: SqlUpdate) -> str:
 
 
 def _execute(con: sqlite3.Connection, op) -> None:
-    """One insert or delete (updates run in :func:`_execute_all`)."""
-    if isinstance(op, SqlInsert):
+    """One insert, delete or shift (updates run in :func:`_execute_all`)."""
+    if isinstance(op, SqlShift):
+        _shift_in_place(con, op.table, op.where, op.columns, op.edits)
+    elif isinstance(op, SqlInsert):
         cols = ", ".join(f'"{c}"' for c in op.row)
         con.execute(f'INSERT INTO "{op.table}" ({cols}) VALUES ({", ".join("?" for _ in op.row)})',
                     list(op.row.values()))
@@ -341,6 +410,8 @@ def revert_db(fs, rec: dict[str, Any], *, strict: bool) -> list[Warning]:
 
 def _revert_row(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
     t = row["table"]
+    if row["kind"] == "shift":
+        return _revert_shift(con, row)
     if row["kind"] == "update":
         w, args = where_clause(row["key"])
         new = {k: decode_value(v) for k, v in row["new"].items()}
@@ -365,4 +436,15 @@ def _revert_row(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
                 cols = ", ".join(f'"{c}"' for c in vals)
                 con.execute(f'INSERT INTO "{t}" ({cols}) VALUES ({", ".join("?" for _ in vals)})',
                             list(vals.values()))
+    return None
+
+
+def _revert_shift(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
+    """The inverse shift, only while the rows hold the digest the shift left (a crash before the
+    commit left them old: nothing to do; a client changed them since: named, left alone)."""
+    state = shift_state(con, row)
+    if state == "changed":
+        return f"rows {row['where']} of {row['table']} changed since apply; not restored"
+    if state == "new":
+        _shift_in_place(con, row["table"], _where(row), row["columns"], inverse_edits(row["edits"]))
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -83,7 +84,7 @@ def _dry_run(ctx: Context, plan: Plan, as_json: bool, render, *, wrote_plan: boo
 
 
 def _apply(ctx: Context, plan: Plan, as_json: bool, opts: ApplyOptions, json_extra=None, json_after=None) -> int:
-    files = {p for op in plan.operations if op.kind != "sql-update" for p in op.paths()[:1]}
+    files = {p for op in plan.operations if op.kind not in _ROW_KINDS for p in op.paths()[:1]}
     progress = Progress("applying", total=len(files), enabled=not as_json and not ctx.quiet)
 
     def on_commit(path: str) -> None:
@@ -119,11 +120,24 @@ def _n(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'s' * (n != 1)}"
 
 
+_ROW_KINDS = ("sql-update", "sql-shift")   # counted as rows: an update is one, a shift the rows it moves
+
+
+def _rows_done(weights: list[int], n_done: int) -> int:
+    """The rows of a database's ``n_done`` operations done: all of them when every one is (a shift
+    counts the rows it moves, histmig/core/plan.py SqlShift), else one per operation."""
+    return sum(weights) if n_done == len(weights) else n_done
+
+
 def counted(done: list[str], plan: Plan | None) -> str:
     """What an apply or undo changed, in the words every summary uses (docs/safety.md, "Counts"):
     files (each changed file once, a database included) and the rows changed inside databases."""
-    dbs = {op.paths()[0] for op in plan.operations if op.kind == "sql-update"} if plan is not None else set()
-    rows = sum(1 for p in done if p in dbs)
+    weights: dict[str, list[int]] = {}
+    for op in plan.operations if plan is not None else ():
+        if op.kind in _ROW_KINDS:
+            weights.setdefault(op.paths()[0], []).append(getattr(op, "rows", 1))
+    dbs = set(weights)
+    rows = sum(_rows_done(weights[db], n) for db, n in Counter(p for p in done if p in dbs).items())
     text = _n(len(set(done)), "file")
     if rows:
         text += f" ({_n(rows, 'row')} in {_n(len(dbs & set(done)), 'database')})"

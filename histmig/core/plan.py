@@ -366,6 +366,42 @@ class SqlUpdate(Op):
 
 
 @value(frozen=True)
+class SqlShift(Op):
+    """Move the byte-offset ``columns`` of every row matching ``where`` by ``edits`` (histmig/core/shift.py:
+    ``[(offset of the edit in the original file, length delta)]``), refused unless those rows still hold
+    ``expect`` (``{"count", "digest"}`` over each row's ``order`` key columns and ``columns``). One
+    operation per table and key (a thread), however many rows it moves: the plan, the journal and undo
+    hold one entry, not one per row (docs/safety.md, "Shifted offsets")."""
+
+    kind: ClassVar[str] = "sql-shift"
+    db: str
+    table: str
+    where: dict[str, Any]
+    order: tuple[str, ...]
+    columns: tuple[str, ...]
+    edits: tuple[tuple[int, int], ...]
+    expect: dict[str, Any]
+    session: dict[str, str] | None = None
+    reason: str = ""
+
+    def __init__(self, db: str, table: str, where: dict[str, Any], order: tuple[str, ...], columns: tuple[str, ...],
+                 edits: tuple[tuple[int, int], ...], expect: dict[str, Any], session: dict[str, str] | None = None,
+                 reason: str = "") -> None:
+        self.__dict__.update(db=db, table=table, where=where, order=tuple(order), columns=tuple(columns),
+                             edits=tuple((int(a), int(d)) for a, d in edits), expect=expect, session=session,
+                             reason=reason)
+
+    @property
+    def rows(self) -> int:
+        return int(self.expect.get("count", 0))
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k}={v!r}" for k, v in self.where.items())
+        return (f"shift {Path(self.db).name} {self.table} [{keys}]: {', '.join(self.columns)} of {self.rows} row(s) "
+                f"by {len(self.edits)} edit(s)")
+
+
+@value(frozen=True)
 class SqlInsert(Op):
     """Insert one row; refused if a row with the same ``key`` columns exists."""
 
@@ -411,7 +447,8 @@ class SqlDelete(Op):
 
 
 OP_TYPES: dict[str, type[Op]] = {t.kind: t for t in (WriteFile, CreateFile, Rename, Delete, RmDir, MkDir, SqlUpdate, SqlInsert,
-                                                      SqlDelete)}
+                                                      SqlDelete, SqlShift)}
+SQL_OPS = (SqlUpdate, SqlInsert, SqlDelete, SqlShift)   # the operations on a database's rows
 
 
 def op_from_dict(d: dict[str, Any]) -> Op:
@@ -433,7 +470,17 @@ def op_from_dict(d: dict[str, Any]) -> Op:
         d["data"] = unb64(d["data"])
     if cls is SqlInsert:
         d["key"] = tuple(d.get("key", ("id",)))
-    return cls(**d)
+    if cls is SqlShift and not _int_pairs(d.get("edits")):
+        raise RefusedError("invalid plan: a shift's edits are not [offset, delta] pairs of integers")
+    try:
+        return cls(**d)
+    except TypeError as e:
+        raise RefusedError(f"invalid plan: {e}") from None
+
+
+def _int_pairs(edits: Any) -> bool:
+    return isinstance(edits, list) and all(isinstance(e, list) and len(e) == 2 and all(
+        v.__class__ is int for v in e) for e in edits)
 
 
 @value

@@ -14,12 +14,13 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from histmig.core import shift as core_shift
 from histmig.core.dbread import connect_ro
 from histmig.core.diagnostics import HistmigInputError
 
 # histmig.core.plan (SqlUpdate) is imported by the functions that build operations: a dry run only reads.
 if TYPE_CHECKING:
-    from histmig.core.plan import SqlUpdate
+    from histmig.core.plan import SqlShift, SqlUpdate
 
 STATE_DB = "state_5.sqlite"
 HISTORY_DB = "thread_history_1.sqlite"
@@ -207,72 +208,91 @@ def rebased_path_ops(homes, rebase, *, rows: dict[Path, dict[str, dict]], skip: 
     return ops
 
 
-def shift(offset: int | None, edits: Sequence[tuple[int, int]]) -> int | None:
-    """``offset`` moved by the deltas of every edit that starts before it. Offsets stored by Codex
-    are line starts (or the end of the file), so an edit at or after them does not move them."""
-    if offset is None:
-        return None
-    return offset + sum(delta for at, delta in edits if at < offset)
+# the offsets live in histmig/core/shift.py (the write path shifts them too); named here for the
+# Codex planners that import them from this module
+shift, shifter = core_shift.shift, core_shift.shifter
+
+TURN_KEY = ("turn_id",)
+# (table, key columns that identify a thread's rows, offset columns): one SqlShift each per thread
+OFFSET_TABLES = (("thread_turns", TURN_KEY, TURN_OFFSETS),
+                 ("thread_history_projection_state", ("thread_id",), (PROJECTION_OFFSET,)))
 
 
-def shifter(edits: Sequence[tuple[int, int]]):
-    """:func:`shift` for many offsets against one list of edits: the deltas summed once (prefix sums,
-    one bisect per offset) instead of once per offset; the same results."""
-    import bisect  # noqa: PLC0415
-    from itertools import accumulate  # noqa: PLC0415
-    pairs = sorted(edits)
-    ats, sums = [at for at, _ in pairs], [0, *accumulate(d for _, d in pairs)]
+class Rows:
+    """What a :class:`~histmig.core.plan.SqlShift` of one thread's rows of one table needs: their count
+    and digest (histmig/core/shift.py) and the largest offset (an edit at or after it moves none:
+    :func:`histmig.core.shift.needed`)."""
 
-    def moved(offset: int | None) -> int | None:
-        return None if offset is None else offset + sums[bisect.bisect_left(ats, offset)]
-    return moved
+    __slots__ = ("digest", "top")
+
+    def __init__(self) -> None:
+        self.digest, self.top = core_shift.Digest(), -1
+
+    def add(self, row: tuple, nkey: int) -> None:
+        self.digest.add(row)
+        self.top = max([self.top, *(v for v in row[nkey:] if v.__class__ is int)])
+
+
+def _thread_rows(db: Path, table: str, key: Sequence[str], cols: Sequence[str],
+                 thread_id: str | None = None) -> tuple[tuple[str, ...], dict[str, Rows]]:
+    """``(offset columns the table has, {thread id: Rows})`` of ``table``, from one unordered pass (the
+    digest is order-free): every thread's, or ``thread_id``'s. Nothing but the per-thread sums is
+    kept (a 1.6 GB home holds ~50,000 turn rows). A table without the key columns or any of ``cols``
+    has no rows to shift (as before: an older schema is left alone)."""
+    out: dict[str, Rows] = {}
+    where, args = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
+    try:
+        with closing(connect_ro(db)) as con:
+            have = _columns(con, table)
+            cols = tuple(c for c in cols if c in have)
+            if not cols or any(c not in have for c in ("thread_id", *key)):
+                return cols, out
+            con.row_factory = None
+            names = ", ".join(f'"{c}"' for c in (*key, *cols))
+            for tid, *row in con.execute(f'SELECT thread_id, {names} FROM "{table}" {where}', args):
+                rows = out.get(tid)
+                if rows is None:
+                    rows = out[tid] = Rows()
+                rows.add(tuple(row), len(key))
+    except sqlite3.Error as e:
+        raise HistmigInputError(f"cannot read {table} ({e})", path=db) from None
+    return cols, out
 
 
 class HistoryIndex:
-    """Every thread's turn offsets and projection row from each history DB, read once (a flip of
-    thousands of threads would otherwise open each DB twice per thread)."""
+    """Per history DB, table and thread, the count, digest and largest offset of the thread's rows
+    (:class:`Rows`), read in one pass per table (a flip of thousands of threads would otherwise open
+    each DB twice per thread). Per thread, not per row: a flip's plan stays O(threads)."""
 
     def __init__(self, dbs: Sequence[Path]):
-        self.turns: dict[Path, dict[str, list[dict]]] = {}
-        self.projection: dict[Path, dict[str, dict]] = {}
-        for db in dbs:
-            by_thread: dict[str, list[dict]] = {}
-            for row in _query(db, "thread_turns", ("thread_id", "turn_id", *TURN_OFFSETS)):
-                by_thread.setdefault(row["thread_id"], []).append(row)
-            self.turns[db] = by_thread
-            self.projection[db] = {r["thread_id"]: r for r in _query(
-                db, "thread_history_projection_state", PROJECTION_COLUMNS)}
+        self.rows: dict[Path, dict[str, tuple[tuple[str, ...], dict[str, Rows]]]] = {
+            db: {table: _thread_rows(db, table, key, cols) for table, key, cols in OFFSET_TABLES} for db in dbs}
 
 
 def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
                      dbs: Sequence[Path] | None = None, index: HistoryIndex | None = None,
-                     reason: str = "keep byte offsets in step") -> list[SqlUpdate]:
-    """SqlUpdate ops that keep ``thread_history_1.sqlite`` pointing at the same lines after the
-    rollout changed by ``edits`` = [(byte offset of the edit in the original, length delta)]."""
-    edits = [(at, d) for at, d in edits if d]
+                     reason: str = "keep byte offsets in step") -> list[SqlShift]:
+    """SqlShift ops that keep ``thread_history_1.sqlite`` pointing at the same lines after the
+    rollout changed by ``edits`` = [(byte offset of the edit in the original, length delta)]: one per
+    offset table and database holding rows of the thread that an edit moves. Without ``index`` the
+    thread's rows are read now (undo: the database as it is now, rows Codex added since included)."""
+    edits = sorted((at, d) for at, d in edits if d)
     if not edits:
         return []
-    from histmig.core.plan import SqlUpdate
-    ops: list[SqlUpdate] = []
-    moved_to = shifter(edits)
-    if index is not None:
-        dbs = list(index.turns)
-    for db in history_dbs(homes) if dbs is None else dbs:
-        turns = index.turns[db].get(thread_id, []) if index else turn_rows(db, thread_id)
-        for row in turns:
-            old = {c: row[c] for c in TURN_OFFSETS if c in row}
-            new = {c: moved_to(v) for c, v in old.items()}
-            if new != old:
-                ops.append(SqlUpdate(db=str(db), table="thread_turns",
-                                     key={"thread_id": thread_id, "turn_id": row["turn_id"]},
-                                     set=new, expect=old, session=_session(thread_id), reason=reason))
-        proj = index.projection[db].get(thread_id) if index else projection_row(db, thread_id)
-        if proj and proj.get(PROJECTION_OFFSET) is not None:
-            moved = moved_to(proj[PROJECTION_OFFSET])
-            if moved != proj[PROJECTION_OFFSET]:
-                ops.append(SqlUpdate(db=str(db), table="thread_history_projection_state", key={"thread_id": thread_id},
-                                     set={PROJECTION_OFFSET: moved}, expect={PROJECTION_OFFSET: proj[PROJECTION_OFFSET]},
-                                     session=_session(thread_id), reason=reason))
+    from histmig.core.plan import SqlShift
+    ops: list[SqlShift] = []
+    for db in (list(index.rows) if index is not None else history_dbs(homes) if dbs is None else dbs):
+        for table, key, cols in OFFSET_TABLES:
+            have, by_thread = index.rows[db][table] if index is not None else \
+                _thread_rows(db, table, key, cols, thread_id)
+            rows = by_thread.get(thread_id)
+            if rows is None:
+                continue
+            need = core_shift.needed(edits, rows.top, rows.digest.count == 1 and len(have) == 1)
+            if need:
+                ops.append(SqlShift(db=str(db), table=table, where={"thread_id": thread_id}, order=key,
+                                    columns=have, edits=tuple(need), expect=rows.digest.expect(),
+                                    session=_session(thread_id), reason=reason))
     return ops
 
 

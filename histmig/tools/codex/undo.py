@@ -9,7 +9,7 @@
   behind. The apply journals the deleted rows, so the undo of this undo restores them.
 - A rollout continued since the apply: its thread's byte offsets (``thread_history_1.sqlite``),
   including rows Codex wrote after the apply, are recomputed from the inverse edits against the
-  database as it is now, instead of put back from the journal (docs/codex.md, "offsets").
+  database as it is now, instead of put back from the journal (docs/codex.md, "Byte offsets").
 """
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from histmig.verbs.undo import coverage
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
 from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, updated_row
-from histmig.core.plan import (CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete, SqlInsert,
-                          SqlUpdate, WriteFile)
+from histmig.core.plan import (SQL_OPS, CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete,
+                          SqlInsert, SqlShift, SqlUpdate, WriteFile)
 
 TRASH = "trash"
 
@@ -448,7 +448,7 @@ def _collapse_renames(units: Units, renames: list[uf.Renamed], *, live: set[str]
 
 
 # -- assembling --------------------------------------------------------------------------------------
-_ORDER = (WriteFile, MkDir, Rename, CreateFile, Delete, RmDir, SqlUpdate, SqlInsert, SqlDelete)
+_ORDER = (WriteFile, MkDir, Rename, CreateFile, Delete, RmDir, SqlUpdate, SqlShift, SqlInsert, SqlDelete)
 
 
 def _assemble(homes, begin: dict, env: uf.Env, units: Units) -> Plan:
@@ -489,7 +489,7 @@ def _ordered(ops: list[Op]) -> list[Op]:
     rmdirs = {op.path: op for op in ops if isinstance(op, RmDir)}
     ops = [op for op in ops if not isinstance(op, RmDir)]
     ops.sort(key=lambda op: _ORDER.index(type(op)))
-    at = next((i for i, op in enumerate(ops) if isinstance(op, (SqlUpdate, SqlInsert, SqlDelete))), len(ops))
+    at = next((i for i, op in enumerate(ops) if isinstance(op, SQL_OPS)), len(ops))
     return ops[:at] + sorted(rmdirs.values(), key=lambda op: -len(op.path)) + ops[at:]
 
 

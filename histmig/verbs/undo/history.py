@@ -41,7 +41,9 @@ class Later:
 
 
 def row_key(db: str, row: dict) -> tuple:
-    return db, row["table"], orjson.dumps(row.get("key") or row.get("rows"), option=orjson.OPT_SORT_KEYS)
+    # a shift's rows by its key (``where``: a thread), as a later shift of the same thread names them
+    return db, row["table"], orjson.dumps(row.get("key") or row.get("where") or row.get("rows"),
+                                          option=orjson.OPT_SORT_KEYS)
 
 
 @dataclass

@@ -2,19 +2,21 @@
 
 An updated row goes back to its old values only while it still holds what the transaction wrote
 (columns the transaction did not set may have changed: a client's ``updated_at``); an inserted
-row is deleted; a deleted row is inserted again. Byte offsets into a rollout
+row is deleted; a deleted row is inserted again; shifted rows (one journal row per thread and
+table, histmig/core/shift.py) shift back while they hold the digest the shift left. Byte offsets into a rollout
 (a tool's ``UndoHook.offset_tables``) of a file continued since the apply are not put back from the
 journal: the tool's undo hook recomputes them from the file edits of the inverse plan, so rows a
-client added after the apply move with the bytes too (docs/codex.md, "offsets").
+client added after the apply move with the bytes too (docs/codex.md, "Byte offsets").
 """
 from __future__ import annotations
 
 import sqlite3
 
-from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, where_clause
+from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, shift_digests, where_clause
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
-from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlUpdate
+from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlShift, SqlUpdate
+from histmig.core.shift import inverse_edits
 from histmig.core.dbread import connect_ro
 
 
@@ -46,7 +48,7 @@ def inverse_row(reader: RowReader, db: str, row: dict, offset_tables: frozenset[
     """The row's Member; byte-offset rows are marked (``offsets``): the caller drops them when it
     recomputes the thread's offsets instead (a rollout continued since the apply). An updated row
     whose current values :func:`prefetch_updates` read goes to :func:`updated_row` instead."""
-    label = f"{db} {row['table']} {row.get('key', '')}"
+    label = f"{db} {row['table']} {row.get('key') or row.get('where') or ''}"
     con = reader.con(db)
     if con is None:
         return Member.kept(label, f"cannot open {db}", "row-changed")
@@ -155,4 +157,19 @@ def _delete(con, db: str, row: dict) -> list[Op] | str:
     return ops
 
 
-_INVERSE = {"update": _update, "insert": _insert, "delete": _delete}
+def _shift(con, db: str, row: dict) -> list[Op] | str:
+    """A journaled shift (histmig/core/shift.py): rows still holding the digest it left go back by the
+    inverse shift, checked against their digest now; rows as they were before it need nothing."""
+    where = {k: decode_value(v) for k, v in row["where"].items()}
+    now, _ = shift_digests(con, row["table"], where, row["order"], row["columns"])
+    if now["count"] == row["count"] and now["digest"] == row["old"]:
+        return []
+    if now["count"] != row["count"] or now["digest"] != row["new"]:
+        return (f"rows {row['where']} of {row['table']} changed since the transaction ({now['count']} row(s), "
+                f"{row['count']} shifted); not restored")
+    return [SqlShift(db=db, table=row["table"], where=where, order=tuple(row["order"]), columns=tuple(row["columns"]),
+                     edits=tuple(inverse_edits(row["edits"])), expect=now, session=row.get("session"),
+                     reason="undo")]
+
+
+_INVERSE = {"update": _update, "insert": _insert, "delete": _delete, "shift": _shift}

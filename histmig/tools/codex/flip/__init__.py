@@ -19,7 +19,7 @@ from typing import Any
 from histmig.core import progress
 from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.core.forkmap import file_size, fork_map
-from histmig.core.plan import Plan, WriteFile
+from histmig.core.plan import Plan, SqlShift, WriteFile
 from histmig.tools.codex.census import Census, Target, census
 from histmig.tools.codex.census import provider_census  # noqa: F401 (the hook's census, ``flip --list``)
 from histmig.tools.codex.flip.names import check_new, check_old  # noqa: F401 (the hook's name checks)
@@ -195,8 +195,7 @@ def _summary(flipped: list[Target], c: Census, plan: Plan, default: str, old: st
         "other_providers": dict(c.others.most_common()),
         "skipped": len(plan.skips),
         "state_rows": state_rows,
-        "offset_rows": sum(1 for o in plan.operations if getattr(o, "table", "").startswith("thread_")
-                           and getattr(o, "table", None) != "threads"),
+        "offset_rows": sum(o.rows for o in plan.operations if isinstance(o, SqlShift)),
         "files_in_place": sum(o.in_place_ok for o in writes) if exact else None,
         "files_rewritten": sum(not o.in_place_ok for o in writes) if exact else None,
         "exact": exact,

@@ -1,0 +1,103 @@
+"""Byte offsets stored in a database, moved with the bytes of the file they point into.
+
+A tool may store byte offsets into a session file (Codex: ``thread_history_1.sqlite``,
+docs/codex.md "Byte offsets"). An edit that changes a line's length moves every later offset. The edits
+are ``[(byte offset of the edit in the original file, length delta)]``; an offset moves by the
+deltas of the edits that start *before* it: stored offsets are line starts (or the file's end) and
+edits lie inside lines, so an edit at or after an offset leaves it where it is.
+
+:class:`~histmig.core.plan.SqlShift` moves all the offset columns of the rows matching a key with
+one operation, checked and journaled by a count and a digest of the rows instead of row by row
+(docs/safety.md, "Shifted offsets"), so a plan, its journal and its undo hold one entry per thread,
+not one per row. The digest is order-free (the sum of one sha256 per row, modulo 2**256): one
+unsorted pass over a table yields every thread's digest, and a row order SQLite does not fix
+(equal keys) cannot make the same rows read as changed.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+from itertools import accumulate
+from typing import Any, Callable, Iterable, Sequence
+
+Edits = Sequence[tuple[int, int]]
+_MOD = 1 << 256
+
+
+def shift(offset: int | None, edits: Edits) -> int | None:
+    """``offset`` moved by the deltas of every edit that starts before it (None stays None)."""
+    if offset is None:
+        return None
+    return offset + sum(delta for at, delta in edits if at < offset)
+
+
+def shifter(edits: Edits) -> Callable[[Any], Any]:
+    """:func:`shift` for many offsets against one list of edits: the deltas summed once (prefix sums,
+    one bisect per offset) instead of once per offset; the same results. A value that is not an
+    int (NULL, or text a client stored) is left as it is."""
+    pairs = sorted(edits)
+    ats, sums = [at for at, _ in pairs], [0, *accumulate(d for _, d in pairs)]
+
+    def moved(offset):
+        if offset.__class__ is not int:
+            return offset
+        return offset + sums[bisect.bisect_left(ats, offset)]
+    return moved
+
+
+def inverse_edits(edits: Edits) -> list[tuple[int, int]]:
+    """The edits that move the shifted offsets back: each edit where it lies in the *new* file
+    (its original offset moved by the edits before it), with the opposite delta. Exact for offsets
+    that are line starts and edits inside lines: the line's newline stays between an edit and any
+    later offset, so "the edit starts before the offset" holds in the new file as in the old one
+    (tests/test_sql_shift.py checks it with hypothesis)."""
+    pairs = sorted((at, d) for at, d in edits if d)
+    moved = shifter(pairs)
+    return [(moved(at), -d) for at, d in pairs]
+
+
+def needed(edits: Edits, top: int, single: bool) -> list[tuple[int, int]]:
+    """The part of ``edits`` (sorted) that moves offsets no larger than ``top``, each the same: edits
+    at or after ``top`` move none, and for ``single`` (one stored offset: one row, one column) the
+    edits before it act as one, at the first's place. A move edits every line holding a path: the
+    projection row's shift then carries one edit, not one per line (docs/safety.md "Shifted offsets")."""
+    before = [(at, d) for at, d in edits if at < top and d]
+    if single and before:
+        total = sum(d for _, d in before)
+        return [(before[0][0], total)] if total else []
+    return before
+
+
+def row_hash(values: Iterable[Any]) -> int:
+    """One row's part of :func:`Digest` (its key and offset values, ``repr``: ints, text, NULL and
+    bytes are told apart)."""
+    return int.from_bytes(hashlib.sha256(repr(tuple(values)).encode()).digest(), "big")
+
+
+class Digest:
+    """Count and order-free digest of rows, fed one row at a time."""
+
+    __slots__ = ("count", "total")
+
+    def __init__(self) -> None:
+        self.count, self.total = 0, 0
+
+    def add(self, values: Iterable[Any]) -> None:
+        self.count += 1
+        self.total = (self.total + row_hash(values)) % _MOD
+
+    def expect(self) -> dict[str, Any]:
+        """As a :class:`~histmig.core.plan.SqlShift`'s ``expect`` and a journal's shift row hold it."""
+        return {"count": self.count, "digest": f"{self.total:064x}"}
+
+
+def digests(rows: Iterable[Sequence[Any]], nkey: int, edits: Edits | None = None) -> tuple[dict, dict | None]:
+    """``(expect of the rows, expect of the rows shifted by edits)`` of ``rows``: key values (``nkey``
+    of them) then offset values; the second is None without ``edits``. One pass, nothing kept."""
+    old, new = Digest(), Digest() if edits is not None else None
+    moved = shifter(edits) if edits is not None else None
+    for row in rows:
+        old.add(row)
+        if new is not None:
+            new.add((*row[:nkey], *map(moved, row[nkey:])))
+    return old.expect(), (new.expect() if new is not None else None)
