@@ -150,3 +150,25 @@ def test_grown_and_perturbed_sessions_give_the_line_readers_row(tmp_path, monkey
         new, _ = rows(path, monkeypatch, old=False)
         old, _ = rows(path, monkeypatch, old=True)
         assert vars(new) == vars(old), (round_, data[-300:])
+
+
+def test_a_session_up_to_one_mib_is_read_whole_with_an_exact_count(tmp_path):
+    """Past 128 KB the row used to come from the file's two 64 KB ends, with no message count; up to
+    ``listing.WHOLE_READ`` it is now the whole file's (docs/gemini.md "scan and show"), the count the one
+    ``records.resolve`` gives and a broken line in the middle counted; a longer file keeps its ends."""
+    from histmig.jsonio.jsonl import read_lines
+    from histmig.tools.gemini import listing
+    from histmig.tools.gemini.records import resolve
+    turns = [line(msg(f"u{i}", "user", f"question {i} " + "q" * 200)) + line({"$set": {"lastUpdated": f"t{i}"}})
+             + line(msg(f"g{i}", "gemini", "answer " + "a" * 1200)) for i in range(400)]
+    body = PLAIN + b"".join(turns[:200]) + b"{broken\n" + b"".join(turns[200:]) + line({"$rewindTo": "u390"})
+    path = tmp_path / "session-2026-12-01T14-03-b425c916.jsonl"
+    path.write_bytes(body)
+    assert 128 << 10 < len(body) < listing.WHOLE_READ
+    ref = adapter.ref_for(path, "/w/app")
+    assert ref.messages == resolve(list(read_lines(path))).counted() == 390 * 2   # (u1, g1 redefine PLAIN's)
+    assert ref.title == "Say hello." and "1 broken line" in ref.state
+    big = tmp_path / "session-2026-12-01T14-04-c425c916.jsonl"
+    big.write_bytes(PLAIN + b"".join(turns) * 4)
+    assert big.stat().st_size > listing.WHOLE_READ
+    assert adapter.ref_for(big, "/w/app").messages is None        # its two ends only, as before

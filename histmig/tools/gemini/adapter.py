@@ -221,10 +221,11 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
 
 def _summarize(ref: SessionRef, path: Path, st: Any, fd: int | None = None) -> None:
     """``fd``: the file opened by ``ref_for`` (closed here)."""
-    if fd is not None and st.st_size > 2 * HEAD_TAIL:
+    from histmig.tools.gemini.listing import WHOLE_READ
+    if fd is not None and st.st_size > WHOLE_READ:
         os.close(fd)              # large: its ends are read by path
         fd = None
-    if not is_legacy(path) and st.st_size <= 2 * HEAD_TAIL and _summarize_bytes(ref, path, st, fd):
+    if not is_legacy(path) and st.st_size <= WHOLE_READ and _summarize_bytes(ref, path, st, fd):
         return
     try:
         if is_legacy(path):

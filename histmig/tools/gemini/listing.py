@@ -15,6 +15,13 @@ from histmig.jsonio.regular import open_regular_fd
 from histmig.tools.gemini.records import CONTEXT_TAGS, counts
 
 
+# a .jsonl up to this size is read whole and every line parsed once (one orjson call when the client
+# wrote it canonically): its row is exact, message count and broken lines included. Past 128 KB the
+# Line reader's two 64 KB ends gave no count and cost about three times as much (docs/gemini.md "scan");
+# the buffer and its values stay a few MB
+WHOLE_READ = 1 << 20
+
+
 class Facts:
     """What the listing shows: merged metadata, the first prompt, the counted messages, broken lines."""
 
