@@ -324,13 +324,19 @@ def _shift_record(con: sqlite3.Connection, op: SqlShift) -> dict[str, Any]:
 def shift_state(con: sqlite3.Connection, row: dict[str, Any]) -> str:
     """``"old"``, ``"new"`` or ``"changed"``: what a journaled shift's rows hold now (old wins when the
     shift moved nothing)."""
-    got, _ = shift_digests(con, row["table"], _where(row), row["order"], row["columns"])
+    return shift_now(con, row)[0]
+
+
+def shift_now(con: sqlite3.Connection, row: dict[str, Any]) -> tuple[str, dict]:
+    """:func:`shift_state` and the count and digest it read (undo's inverse expects them)."""
+    got, _ = shift_digests(con, row["table"], shift_where(row), row["order"], row["columns"])
     if got["count"] == row["count"] and got["digest"] == row["old"]:
-        return "old"
-    return "new" if got["count"] == row["count"] and got["digest"] == row["new"] else "changed"
+        return "old", got
+    return ("new" if got["count"] == row["count"] and got["digest"] == row["new"] else "changed"), got
 
 
-def _where(row: dict[str, Any]) -> dict[str, Any]:
+def shift_where(row: dict[str, Any]) -> dict[str, Any]:
+    """A journaled shift's key, its values decoded."""
     return {k: decode_value(v) for k, v in row["where"].items()}
 
 
@@ -446,5 +452,5 @@ def _revert_shift(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
     if state == "changed":
         return f"rows {row['where']} of {row['table']} changed since apply; not restored"
     if state == "new":
-        _shift_in_place(con, row["table"], _where(row), row["columns"], inverse_edits(row["edits"]))
+        _shift_in_place(con, row["table"], shift_where(row), row["columns"], inverse_edits(row["edits"]))
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, shift_digests, where_clause
+from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, shift_now, shift_where, where_clause
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlShift, SqlUpdate
@@ -160,14 +160,14 @@ def _delete(con, db: str, row: dict) -> list[Op] | str:
 def _shift(con, db: str, row: dict) -> list[Op] | str:
     """A journaled shift (histmig/core/shift.py): rows still holding the digest it left go back by the
     inverse shift, checked against their digest now; rows as they were before it need nothing."""
-    where = {k: decode_value(v) for k, v in row["where"].items()}
-    now, _ = shift_digests(con, row["table"], where, row["order"], row["columns"])
-    if now["count"] == row["count"] and now["digest"] == row["old"]:
+    state, now = shift_now(con, row)
+    if state == "old":
         return []
-    if now["count"] != row["count"] or now["digest"] != row["new"]:
+    if state == "changed":
         return (f"rows {row['where']} of {row['table']} changed since the transaction ({now['count']} row(s), "
                 f"{row['count']} shifted); not restored")
-    return [SqlShift(db=db, table=row["table"], where=where, order=tuple(row["order"]), columns=tuple(row["columns"]),
+    return [SqlShift(db=db, table=row["table"], where=shift_where(row), order=tuple(row["order"]),
+                     columns=tuple(row["columns"]),
                      edits=tuple(inverse_edits(row["edits"])), expect=now, session=row.get("session"),
                      reason="undo")]
 
