@@ -230,7 +230,7 @@ def _summarize(ref: SessionRef, path: Path, st: Any, fd: int | None = None) -> N
     try:
         if is_legacy(path):
             meta, head, opaque, ref.messages = _legacy_listing(path)
-        elif st.st_size <= 2 * HEAD_TAIL:      # small: every line once, the messages counted as resolved
+        elif st.st_size <= WHOLE_READ:      # small (it grew past its stat): every line once, counted as resolved
             lines = list(read_lines(path))
             meta, head, opaque = _head_facts(lines)
             res = resolve(lines)
