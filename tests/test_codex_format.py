@@ -7,6 +7,7 @@ import pytest
 
 from histmig.jsonio import zst
 from histmig.tools.codex import adapter as codex
+from histmig.tools.codex import lines
 from histmig.tools import resolve_homes
 
 from codex_fixtures import TS, dumps, rollout, session_meta, tid, write_rollout
@@ -169,7 +170,7 @@ def test_title_skips_injected_context_and_agents_md(tmp_path):
 def test_head_meta_reads_only_line_one_of_a_compressed_rollout(tmp_path):
     t = tid(15)
     path = write_rollout(tmp_path, t, rollout(t, "zz"), compressed=True)
-    meta, err = codex.head_meta(path)
+    meta, err = lines.head_meta(path)
     assert err is None and meta["model_provider"] == "zz" and meta["id"] == t
 
 

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from histmig.core.diagnostics import HistmigInputError
-from histmig.tools.codex import adapter as codex
+from histmig.tools.codex import lines
 from histmig.tools.codex import walk
 from histmig.tools import resolve_homes
 from histmig.verbs.flip import plan_flip
@@ -134,8 +134,8 @@ def test_first_line_matches_the_chunked_reader_for_every_length_and_limit(tmp_pa
         for tail in (b"\n" + b"x" * 50 + b"\n", b""):         # a terminated line, and one without newline
             path = tmp_path / f"rollout-{n}-{len(tail)}.jsonl"
             path.write_bytes(b"a" * n + tail)
-            assert outcome(codex.first_line, path, limit=limit) == outcome(old_first_line, path, limit=limit), (n, tail)
-            assert outcome(codex.first_line, str(path), limit=limit) == outcome(old_first_line, path, limit=limit)
+            assert outcome(lines.first_line, path, limit=limit) == outcome(old_first_line, path, limit=limit), (n, tail)
+            assert outcome(lines.first_line, str(path), limit=limit) == outcome(old_first_line, path, limit=limit)
 
 
 def test_first_line_refuses_what_the_stream_reader_refuses(tmp_path):
@@ -146,7 +146,7 @@ def test_first_line_refuses_what_the_stream_reader_refuses(tmp_path):
     folder = tmp_path / "rollout-dir.jsonl"
     folder.mkdir()
     for path in (link, folder, tmp_path / "missing.jsonl"):
-        got = outcome(codex.first_line, path)
+        got = outcome(lines.first_line, path)
         assert got[0] == "error" and got == outcome(old_first_line, path)
 
 
@@ -162,10 +162,10 @@ def test_head_obj_strips_bom_and_crlf_like_before_and_names_broken_lines(tmp_pat
             expected = orjson.loads(body)
         except orjson.JSONDecodeError:
             expected = None
-        obj, meta_obj, err = codex.head_obj(path)
+        obj, meta_obj, err = lines.head_obj(path)
         assert obj == expected, name
         assert (err is not None and err.startswith("line 1 unreadable")) == (expected is None), name
-    assert codex.head_obj(tmp_path / "bom.jsonl")[1] == {"id": "x", "model_provider": "p"}
+    assert lines.head_obj(tmp_path / "bom.jsonl")[1] == {"id": "x", "model_provider": "p"}
 
 
 # ---- the dry run: counted rows == planned rows -----------------------------------------------

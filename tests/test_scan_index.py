@@ -25,10 +25,11 @@ from histmig.core import scanindex
 from histmig.tools import resolve_homes
 from histmig.jsonio import marks
 from histmig.jsonio.jsonl import read_lines
+from histmig.tools.codex import listread
 from histmig.tools.claude_code import adapter as cc
 from histmig.tools.claude_family import listing as cc_listing
 from histmig.tools.claude_code.records import count_messages, records_from_lines
-from histmig.tools.codex import adapter as codex
+from histmig.tools.codex import lines
 
 FILLER = {"timestamp": TS, "type": "event_msg", "payload": {"type": "agent_message", "message": "y" * 4000}}
 
@@ -53,7 +54,7 @@ def big_rollout(n: int = 12, turns: int = 3) -> bytes:
 
 
 def full_count(path) -> int:
-    return sum(codex.is_conversation_message(ln.obj) for ln in read_lines(path) if not ln.opaque)
+    return sum(lines.is_conversation_message(ln.obj) for ln in read_lines(path) if not ln.opaque)
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def test_a_repeat_scan_reads_no_session_file_and_prints_the_same(sample_home, mo
 
     def no_read(*a, **k):
         raise AssertionError("an unchanged file was read again")
-    monkeypatch.setattr(codex, "head_lines", no_read)
+    monkeypatch.setattr(listread, "read", no_read)
     monkeypatch.setattr(cc_listing, "scan_ends", no_read)
     assert histmig("scan", "--json").stdout == cold
     assert histmig("scan").stdout == table
@@ -166,9 +167,7 @@ def test_two_scans_at_once_leave_a_valid_index(sample_home):
 def test_a_grown_rollout_is_counted_from_where_the_count_stopped(isolated_homes, monkeypatch):
     path = write_rollout(isolated_homes["CODEX_HOME"], tid(12), big_rollout())
     first = scan()[0]
-    starts = []
-    real = codex.count_from
-    monkeypatch.setattr(codex, "count_from", lambda p, start, n: starts.append(start) or real(p, start, n))
+    starts = _count_starts(monkeypatch)
     with open(path, "ab") as fh:
         fh.write(orjson.dumps({"timestamp": TS, "type": "response_item", "payload": {
             "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "more"}]}}) + b"\n")
@@ -185,10 +184,18 @@ def test_a_rewritten_file_that_grew_is_counted_whole(isolated_homes, monkeypatch
         data = fh.read().replace(b"/w/proj", b"/w/PROJ") + b"\n"
         fh.seek(0)
         fh.write(data)
-    starts = []
-    real = codex.count_from
-    monkeypatch.setattr(codex, "count_from", lambda p, start, n: starts.append(start) or real(p, start, n))
+    starts = _count_starts(monkeypatch)
     assert scan() == scan("--no-index") and starts[0] < len(big_rollout())    # from the head, not the old end
+
+
+def _count_starts(monkeypatch) -> list[int]:
+    """Where each Codex listing read starts its count: 0 from the head, else the stored end."""
+    from histmig.tools.codex import listread
+    starts: list[int] = []
+    real = listread.read
+    monkeypatch.setattr(listread, "read", lambda p, size, **kw: starts.append(
+        kw["resume"]["end"] if kw.get("resume") else 0) or real(p, size, **kw))
+    return starts
 
 
 def claude_big(n_fill: int = 300) -> list[dict]:
@@ -247,6 +254,8 @@ def test_claude_byte_count_equals_the_record_count(tmp_path_factory, kinds, chun
             lines.append(orjson.dumps({"type": "system", "content": "s" * pad}))
         elif kind == "broken":
             lines.append(b'{"type":"assistant","message":{"id":"m1"')
+        elif kind == "cut":          # broken, no marker: not parsed, named only as a torn last line
+            lines.append(b'{"timestamp":"x","type":"event_msg","payload":{"type":"tok' + b"t" * pad)
         elif kind == "blank":
             lines.append(b"")
         else:                        # JSON whitespace around the colon still counts
@@ -325,37 +334,22 @@ LINE_PIECES = st.sampled_from([b'{"a":1}', b'{"a": 1}', b'{"a":1,"a":2}', b"[1]"
                                b"\xef\xbb\xbf", b"\x00", b"\xff", b'"x"', b"7"])
 
 
-@settings(max_examples=200, deadline=None)
-@given(lines=st.lists(st.lists(LINE_PIECES, max_size=3).map(b"".join), min_size=1, max_size=12),
-       crlf=st.booleans(), terminated=st.booleans())
-def test_head_values_are_the_lenient_values_of_the_head_lines(tmp_path_factory, lines, crlf, terminated):
-    """The Codex head's one-read parse (marks.head_values) gives what jsonl's lines parsed leniently give."""
-    from histmig.jsonio.jsonl import head_lines, lenient
-    nl = b"\r\n" if crlf else b"\n"
-    data = nl.join(lines) + (nl if terminated else b"")
-    path = tmp_path_factory.mktemp("h") / "f.jsonl"
-    path.write_bytes(data)
-    got = marks.head_values(data, True, max_lines=200, max_bytes=1 << 20)
-    want = [(None if ln.opaque else ln.obj, ln.opaque)
-            for ln in lenient(head_lines(path, max_lines=200, max_bytes=1 << 20))]
-    assert got is not None and got[0] == want and got[1] == len(data)
-
-
 def _item(role: str, text: str) -> dict:
     return {"timestamp": TS, "type": "response_item", "payload": {
         "type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}}
 
 
 CODEX_KINDS = st.sampled_from(["user", "assistant", "developer", "injected", "spaced", "event_user", "event_agent",
-                               "reasoning", "legacy", "broken", "blank", "quoted"])
+                               "reasoning", "legacy", "broken", "cut", "blank", "quoted"])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.tuples(CODEX_KINDS, st.integers(0, 2000)), min_size=1, max_size=50),
        chunk=st.sampled_from([7, 64, 4096, 1 << 20]), unterminated=st.booleans())
 def test_codex_byte_count_equals_the_full_count(tmp_path_factory, kinds, chunk, unterminated):
-    """Lines found by the ``"message"`` token, then decided by the compact marker or the spaced pattern,
-    count what a full read counts (events quoting a "message" key, spaced writers, broken lines)."""
+    """Lines found by the message marker count what a full read counts (events quoting a "message" key,
+    spaced writers, broken lines), read whole or resumed from the stored end; the broken lines named
+    are the marker lines that do not parse and a torn last line (docs/scan-show.md)."""
     lines = []
     for kind, pad in kinds:
         if kind in ("user", "assistant", "developer"):
@@ -378,21 +372,28 @@ def test_codex_byte_count_equals_the_full_count(tmp_path_factory, kinds, chunk, 
                                                                                       "text": "l" * pad}]}))
         elif kind == "broken":
             lines.append(b'{"timestamp":"x","type":"response_item","payload":{"type":"message","role":"user"')
+        elif kind == "cut":          # broken, no marker: not parsed, named only as a torn last line
+            lines.append(b'{"timestamp":"x","type":"event_msg","payload":{"type":"tok' + b"t" * pad)
         elif kind == "blank":
             lines.append(b"")
         else:                        # the marker quoted inside a string: found, parsed, not a message
             lines.append(orjson.dumps({"type": "event_msg", "payload": {"type": "x", "t": '"type":"message"'}}))
-    data = b"\n".join(lines) + (b"" if unterminated else b"\n")
+    meta = orjson.dumps({"timestamp": TS, "type": "session_meta", "payload": {"id": "x", "cwd": "/w"}})
+    data = b"\n".join([meta] + lines) + (b"" if unterminated else b"\n")
     path = tmp_path_factory.mktemp("r") / "rollout.jsonl"
     path.write_bytes(data)
     old = marks.CHUNK
     marks.CHUNK = chunk
     try:
-        total, resume = codex.count_from(path, 0, 0)
-        again, _ = codex.count_from(path, resume["end"], resume["msgs"])
+        listed = listread.read(path, len(data))
+        again = listread.read(path, len(data), resume=listed.resume)
     finally:
         marks.CHUNK = old
-    assert total == full_count(path) == again
+    assert listed.messages == full_count(path) == again.messages
+    # the broken lines a listing names: those it parses (the marker lines) and a torn last line
+    torn = unterminated and kinds[-1][0] == "cut"
+    want = sum(k == "broken" for k, _ in kinds) + torn
+    assert listed.broken == want == again.broken
 
 
 # ---- Copilot CLI (events.jsonl + workspace.yaml) ------------------------------------------------

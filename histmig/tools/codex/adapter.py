@@ -2,9 +2,9 @@
 
 Every line becomes one Record whose ``raw`` is the exact source bytes, so ``serialize(read(f))`` is
 the file byte for byte: unknown line types (``token_usage_record``, ...) and damaged lines pass
-through untouched. Listing (``discover``) reads only the head of each file and, when the head did not
-reach the end, a 64 KB tail for the latest ``turn_context.cwd`` (what ``codex exec resume --last``
-matches on, docs/specs/codex.md §13).
+through untouched. Listing (``discover``, ``make_ref``) parses only the lines it shows something from
+(``listread``): line 1, the head's title and cwd, the 64 KB tail's latest ``turn_context.cwd`` (what
+``codex exec resume --last`` matches on, docs/specs/codex.md §13) and the message lines it counts.
 """
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from histmig.core.diagnostics import HistmigError, HistmigInputError
 from histmig.core.valueclass import FACTORY, value
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.codex import walk
-from histmig.jsonio.jsonl import Line, head_lines, is_zst, iter_lines, open_regular_fd, open_stream, read_lines
+from histmig.tools.codex.lines import (first_line, is_injected, line_type, message_text, meta_of, payload,
+                                       prompt_title, user_prompt)
+from histmig.jsonio.jsonl import Line, is_zst, iter_lines, open_regular_fd, open_stream, read_lines
 
 # histmig.core.model (value classes: ~1 ms of its own, ~12 ms with what it pulls in on a bare interpreter)
 # is imported by the functions that build sessions, not here: a flip dry run walks and reads line 1
@@ -33,9 +35,6 @@ if TYPE_CHECKING:
 
 NAME = "codex"
 ROLLOUT_RE = re.compile(r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-(.+)\.jsonl(\.zst)?$")
-# injected context that appears as role=user messages (docs/specs/codex.md §5): never a title
-INJECTED_PREFIXES = ("<environment_context", "# AGENTS.md instructions", "<permissions",
-                     "<user_instructions", "<INSTRUCTIONS>", "<user_shell_command")
 TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
               "image_generation_call"}
 TOOL_RESULTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
@@ -50,226 +49,6 @@ def parse_name(name: str) -> tuple[str, str, str | None] | None:
         return None
     ids = m.group(2).split("_", 1)
     return m.group(1), ids[0], ids[1] if len(ids) > 1 else None
-
-
-# ---- line classification --------------------------------------------------------------------
-
-def line_type(obj: Any) -> str | None:
-    """The envelope ``type`` of a parsed line, or ``"legacy:<type>"`` for pre-envelope lines."""
-    if not isinstance(obj, dict):
-        return None
-    if "payload" in obj and isinstance(obj.get("type"), str):
-        return obj["type"]
-    if "record_type" in obj:
-        return "legacy:state"
-    if isinstance(obj.get("type"), str):
-        return "legacy:" + obj["type"]
-    if "id" in obj and "timestamp" in obj:
-        return "legacy:session_meta"
-    return None
-
-
-def payload(obj: Any) -> dict:
-    p = obj.get("payload") if isinstance(obj, dict) else None
-    return p if isinstance(p, dict) else {}
-
-
-def message_text(item: dict) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
-
-
-def is_injected(text: str) -> bool:
-    return text.lstrip().startswith(INJECTED_PREFIXES)
-
-
-def user_prompt(obj: Any) -> str | None:
-    """The text of a real user prompt on this line, or None (injected context, developer, other)."""
-    t = line_type(obj)
-    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
-    if item is not None:
-        if item.get("type") == "message" and item.get("role") == "user":
-            text = message_text(item)
-            return None if is_injected(text) or not text.strip() else text
-        return None
-    if t == "event_msg" and payload(obj).get("type") == "user_message":
-        text = payload(obj).get("message")
-        return text if isinstance(text, str) and text.strip() and not is_injected(text) else None
-    return None
-
-
-def is_conversation_message(obj: Any) -> bool:
-    t = line_type(obj)
-    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
-    if not item or item.get("type") != "message" or item.get("role") not in ("user", "assistant"):
-        return False
-    return not (item.get("role") == "user" and is_injected(message_text(item)))
-
-
-# ---- heads: what a listing needs -------------------------------------------------------------
-
-FIRST_CHUNK = 64 * 1024
-FIRST_READ = 32 * 1024          # one read covers the usual ~20 KB line 1 (base instructions)
-
-
-def first_line(path: str | os.PathLike, *, limit: int = 64 * 1024 * 1024) -> bytes:
-    """The first line of a rollout (plain or ``.zst``), reading no further than needed.
-    A line with no newline within ``limit`` bytes (checked in 64 KB steps) is refused."""
-    return bytes(_first_line_view(path, limit))
-
-
-def _first_line_view(path, limit: int) -> bytes | memoryview:
-    """:func:`first_line` without copying the usual case (the line ends inside the first read)."""
-    if is_zst(path):
-        return _first_line_stream(path, limit)
-    fd = open_regular_fd(path)
-    try:
-        return _first_line_fd(fd, path, limit)
-    finally:
-        os.close(fd)
-
-
-def _first_line_fd(fd: int, path, limit: int) -> bytes | memoryview:
-    data = os.read(fd, FIRST_READ)
-    nl = data.find(b"\n")
-    if nl >= 0:
-        return _accept(memoryview(data)[:nl + 1], nl, path, limit)
-    parts, size = [data], len(data)
-    # then the 64 KB chunks of the stream reader, aligned as it reads them: a chunk is read when
-    # it starts at or before ``limit``, so both readers accept and refuse the same lines
-    while data and size // FIRST_CHUNK * FIRST_CHUNK <= limit:
-        data = os.read(fd, FIRST_CHUNK - size % FIRST_CHUNK)
-        nl = data.find(b"\n")
-        if nl >= 0:
-            parts.append(data[:nl + 1])
-            return _accept(b"".join(parts), size + nl, path, limit)
-        parts.append(data)
-        size += len(data)
-    if size > limit:
-        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
-    return b"".join(parts)
-
-
-def _accept(line, nl_at: int, path, limit: int):
-    """The limit rule of the 64 KB chunked reader: a newline is found when the chunk holding it
-    starts at or before ``limit``."""
-    if nl_at // FIRST_CHUNK * FIRST_CHUNK > limit:
-        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
-    return line
-
-
-def _first_line_stream(path, limit: int) -> bytes:
-    buf = bytearray()
-    with open_stream(path) as fh:
-        while len(buf) <= limit:
-            chunk = fh.read(FIRST_CHUNK)
-            if not chunk:
-                break
-            nl = chunk.find(b"\n")
-            if nl >= 0:
-                buf += chunk[:nl + 1]
-                return bytes(buf)
-            buf += chunk
-    if len(buf) > limit:
-        raise HistmigInputError(f"first line exceeds {limit} bytes", path=path)
-    return bytes(buf)
-
-
-def meta_of(obj: Any) -> dict | None:
-    """The SessionMeta payload of a parsed first line (envelope or pre-envelope)."""
-    t = line_type(obj)
-    if t == "session_meta":
-        return payload(obj)
-    if t == "legacy:session_meta":
-        return obj
-    return None
-
-
-def head_obj(path: Path) -> tuple[dict | None, dict | None, str | None]:
-    """``(line 1 object, session_meta payload, error)`` reading line 1 only: the cheap test a flip
-    dry run needs. Pre-envelope files give a payload with no envelope (``"payload" not in obj``)."""
-    body = _json_text(_first_line_view(path, 64 * 1024 * 1024))
-    try:                     # orjson alone: fast; the strict duplicate-key check runs only on failure
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        from histmig.jsonio.jsonl import parse_json
-        obj, err = parse_json(bytes(body))
-        return None, None, f"line 1 unreadable ({err or 'not valid JSON'})"
-    meta = meta_of(obj)
-    if meta is None:
-        return obj, None, "line 1 is not a session_meta"
-    return obj, meta, None
-
-
-def _json_text(line):
-    """``line.rstrip(b"\\r\\n").removeprefix(BOM)`` as a view: line 1 is ~20 KB, read thousands of times."""
-    end = len(line)
-    while end and line[end - 1] in (10, 13):
-        end -= 1
-    start = 3 if end >= 3 and line[:3] == b"\xef\xbb\xbf" else 0
-    return memoryview(line)[start:end]
-
-
-def head_meta(path: Path) -> tuple[dict | None, str | None]:
-    """``(session_meta payload, error)`` from line 1 only."""
-    _obj, meta, err = head_obj(path)
-    return meta, err
-
-
-def _ref_from_lines(path: Path, lines: list[Line], archived: bool, shadowed: Path | None) -> SessionRef:
-    return _ref_from_objs(path, [(None if ln.opaque else ln.obj, ln.opaque) for ln in lines], archived, shadowed)
-
-
-def _ref_from_objs(path: Path, objs: list[tuple[Any, bool]], archived: bool, shadowed: Path | None) -> SessionRef:
-    """The ref of a file from its head lines, each as ``(parsed value or None, opaque)``."""
-    from histmig.core.model import SessionRef
-    names = parse_name(path.name)
-    ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
-                     archived=archived, compressed=is_zst(path))
-    meta, meta_cwd, turn_cwd, broken, msgs = None, None, None, 0, 0
-    for obj, opaque in objs:
-        if opaque:
-            broken += 1
-            continue
-        t = line_type(obj)
-        if meta is None and t in ("session_meta", "legacy:session_meta"):
-            meta = meta_of(obj)
-        elif t == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-            turn_cwd = payload(obj)["cwd"]
-        if t == "response_item" or t == "event_msg":
-            # only a response_item "message" or an event_msg "user_message" can be a prompt or a message
-            # (``user_prompt``, ``is_conversation_message``): the other envelopes cost one lookup
-            if payload(obj).get("type") != ("message" if t == "response_item" else "user_message"):
-                continue
-        elif t is None or not t.startswith("legacy:"):
-            continue
-        if ref.title is None:      # (only these line types hold prompts and messages)
-            ref.title = prompt_title(user_prompt(obj))
-        msgs += is_conversation_message(obj)
-    if meta is not None:
-        ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
-        meta_cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
-        ref.provider = meta.get("model_provider") if isinstance(meta.get("model_provider"), str) else None
-        ref.created = meta.get("timestamp")
-        ref.extra = _ref_extra(meta, names)
-    else:
-        ref.error = "no session_meta at the start of the file"
-    ref.cwd = turn_cwd or meta_cwd
-    ref.messages = msgs
-    ref.state = _states(ref, objs[0][0], broken, shadowed, meta)
-    return ref
-
-
-def prompt_title(text: str | None) -> str | None:
-    if text is None:
-        return None
-    text = text.removeprefix("## My request for Codex:").strip()
-    first = text.splitlines()[0] if text else ""
-    return first[:120] or None
 
 
 def _ref_extra(meta: dict, names) -> dict:
@@ -304,125 +83,79 @@ def _states(ref: SessionRef, first: Any, broken: int, shadowed: Path | None, met
 
 
 def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None,
-             head_bytes: int = 128 * 1024, index: Any = None, count: bool = True) -> SessionRef:
+             index: Any = None, count: bool = True) -> SessionRef:
     """A listing entry for one rollout; a broken file gives a ref with ``error``, never an exception.
 
-    The head (200 lines or 128 KB) gives every field; beyond it, messages are counted by a byte
-    search (``count_from``) and the cwd comes from the 64 KB tail. ``index`` (a ``ScanIndex``)
-    answers for an unchanged file and resumes the count of one that only grew. ``count=False``
-    (``search``, which shows no counts): no count beyond the head, ``messages`` None then, nothing
-    stored in the index; every other field as listed (a ``.zst`` past its head is not decompressed
-    to its end)."""
+    ``listread.read`` parses only what the listing shows: line 1, the head's title and cwd, the 64 KB
+    tail's cwd, and the lines holding the message marker (the count, by a byte search of the whole
+    file). ``index`` (a ``ScanIndex``) answers for an unchanged file and resumes the count of one that
+    only grew. ``count=False`` (``search``, which shows no counts): no count past the head read,
+    ``messages`` None then, nothing stored in the index (a ``.zst`` is not decompressed to its end)."""
     from histmig.core.model import SessionRef
+    from histmig.tools.codex import listread
     try:
         st = path.stat()
         key = os.fspath(path)
-        ctx = [archived, None if shadowed is None else os.fspath(shadowed)]
+        ctx = [archived, None if shadowed is None else os.fspath(shadowed), LISTING_RULE]
         fields = index.hit(key, st, ctx, _FIELDS) if index is not None else None
         if fields is not None:
             return _cached_ref(path, st, fields, archived)
-        head = None if is_zst(path) else _plain_head(path, head_bytes)
-        if head is None:
-            lines = head_lines(path, max_lines=200, max_bytes=head_bytes)
-            head = ([(None if ln.opaque else ln.obj, ln.opaque) for ln in lines],
-                    lines[-1].offset + (lines[-1].length or 0) if lines else 0, _first_bytes(lines))
+        resume = None
+        if index is not None and count and not is_zst(path):
+            resume = _resume_point(index.grown(key, st, ctx), path)
+        listed = listread.read(path, st.st_size, count=count, resume=resume)
     except (HistmigError, OSError) as e:
         names = parse_name(path.name)
         return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
                           compressed=is_zst(path), error=str(e), state=["unreadable"])
-    objs, covered, first = head
-    if not objs:
+    if listed is None:
         return SessionRef(format=NAME, id=(parse_name(path.name) or ("", path.stem))[1], path=path,
                           archived=archived, compressed=is_zst(path), error="empty file", size=st.st_size)
-    ref = _ref_from_objs(path, objs, archived, shadowed)
+    ref = _ref_of(path, listed, archived, shadowed)
     ref.size, ref.updated = st.st_size, st.st_mtime
-    resume = None
-    if ref.compressed and (len(objs) >= 200 or covered >= head_bytes):
-        # st_size is compressed: a full head says "more"
-        ref.messages = _count_rest(path, covered, ref.messages)[0] if count else None
-    elif covered < st.st_size and not ref.compressed:
-        grown = index.grown(key, st, ctx) if index is not None and count else None
-        if not count:
-            ref.messages = None
-        elif grown is not None and grown[0].get("end", -1) >= covered and _same_head(first, grown[1]):
-            ref.messages, resume = _count_rest(path, grown[0]["end"], grown[0]["msgs"])   # only the new bytes
-        else:
-            ref.messages, resume = _count_rest(path, covered, ref.messages)
-        ref.cwd = _latest_turn_cwd(path) or ref.cwd   # (not for a .zst: its tail means decompressing it all)
     if index is not None and count and ref.error is None:
-        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=resume, first=first if resume else None)
+        keep = listed.resume if not ref.compressed else None
+        index.store(key, st, _ref_fields(ref), ctx=ctx, resume=keep, first=listed.head if keep else None)
     return ref
 
 
-def _plain_head(path: Path, head_bytes: int) -> tuple[list, int, bytes] | None:
-    """The head of a plain rollout from one read (``head_lines`` without a ``Line`` per line):
-    ``(values, offset where the head ends, first bytes)``; None for a head line over 8 MB (read by
-    ``head_lines``)."""
-    from histmig.jsonio.marks import head_values
+# Stored with every index record of a rollout: a record written under an older listing rule (the
+# head parsed whole, its broken lines counted) is read again, not trusted.
+LISTING_RULE = 2
+
+
+def _resume_point(grown: tuple[dict, str] | None, path: Path) -> dict | None:
+    """The stored count of a file that only grew, when its first 4 KiB are still the stored ones."""
+    if grown is None or not isinstance(grown[0].get("end"), int):
+        return None
     fd = open_regular_fd(path)
     try:
-        want = 2 * head_bytes
-        while want <= 8 << 20:
-            data = os.pread(fd, want, 0)
-            got = head_values(data, len(data) < want, max_lines=200, max_bytes=head_bytes)
-            if got is not None:
-                return got[0], got[1], data[:4096]
-            want *= 4
-        return None
+        first = os.pread(fd, 4096, 0)
     finally:
         os.close(fd)
+    return grown[0] if _same_head(first, grown[1]) else None
 
 
-# Every line ``is_conversation_message`` counts holds its ``"type":"message"`` (payload or
-# pre-envelope line): beyond the head, only lines with that marker are parsed.
-MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"message"')
+def _ref_of(path: Path, listed: Any, archived: bool, shadowed: Path | None) -> SessionRef:
+    """The ref of a file from what ``listread.read`` found in it."""
+    from histmig.core.model import SessionRef
+    names = parse_name(path.name)
+    ref = SessionRef(format=NAME, id=names[1] if names else path.stem, path=path,
+                     archived=archived, compressed=is_zst(path))
+    meta = listed.meta
+    if meta is not None:
+        ref.id = meta.get("id") if isinstance(meta.get("id"), str) else ref.id
+        ref.provider = meta.get("model_provider") if isinstance(meta.get("model_provider"), str) else None
+        ref.created = meta.get("timestamp")
+        ref.extra = _ref_extra(meta, names)
+    else:
+        ref.error = listed.meta_error
+    ref.cwd, ref.title, ref.messages = listed.cwd, listed.title, listed.messages
+    ref.state = _states(ref, listed.first, listed.broken, shadowed, meta)
+    return ref
+
+
 _FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
-
-
-def _count_rest(path: Path, start: int, counted: int) -> tuple[int | None, dict | None]:
-    try:
-        return count_from(path, start, counted)
-    except (HistmigError, OSError):
-        return None, None
-
-
-def count_from(path: Path, start: int, counted: int) -> tuple[int, dict]:
-    """Conversation messages of the whole file, given ``counted`` of them before offset ``start``
-    (a line boundary), and where a later count may resume (``end`` past the last newline)."""
-    from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
-    total = counted
-    with open_stream(path) as fh:
-        if start:
-            if is_zst(path):
-                _skip(fh, start)
-            else:
-                fh.seek(start)
-        lines = MarkedLines(fh, MESSAGE_MARK, start=start)
-        partial = 0
-        for offset, raw in lines:
-            hit = is_conversation_message(parse_line(offset, raw)[0])
-            total += hit
-            if not ends_line(raw):
-                partial = hit          # the unterminated last line is counted, not resumed past
-    return total, {"end": lines.end, "msgs": total - partial}
-
-
-def _skip(fh, n: int) -> None:
-    while n > 0:
-        chunk = fh.read(min(n, 1 << 20))
-        if not chunk:
-            return
-        n -= len(chunk)
-
-
-def _first_bytes(lines: list[Line]) -> bytes:
-    """The first 4 KiB of the file, from its head lines."""
-    out = b""
-    for ln in lines:
-        if len(out) >= 4096 or ln.raw is None:
-            break
-        out += ln.raw[:4096 - len(out)]
-    return out
 
 
 def _same_head(first: bytes, stored: str | None) -> bool:
@@ -442,37 +175,6 @@ def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
                fields)
     ref.size, ref.updated = st.st_size, st.st_mtime
     return ref
-
-
-def _latest_turn_cwd(path: Path) -> str | None:
-    """The cwd of the last ``turn_context`` among the complete lines of the last 64 KB (``tail_lines``)."""
-    try:
-        fd = open_regular_fd(path)
-        try:
-            size = os.fstat(fd).st_size
-            start = max(0, size - 64 * 1024)
-            data = os.pread(fd, size - start, start)
-        finally:
-            os.close(fd)
-    except (HistmigError, OSError):
-        return None
-    return tail_turn_cwd(data, start)
-
-
-def tail_turn_cwd(data: bytes, start: int, lo: int = 0) -> str | None:
-    """``_latest_turn_cwd`` of the file's last bytes ``data[lo:]``, read from offset ``start`` (a
-    line cut by that offset left out; ``lo``: a caller holding the whole file passes no copy)."""
-    from histmig.jsonio.marks import last_lines_with, parse_line
-    if start > 0:
-        nl = data.find(b"\n", lo)
-        if nl < 0:
-            return None
-        lo = nl + 1
-    for raw in last_lines_with(data, b'"turn_context"', lo):
-        obj = parse_line(1, raw)[0]        # never line 1 of the file: no BOM to strip
-        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-            return payload(obj)["cwd"]
-    return None
 
 
 # ---- reading a whole session ---------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from histmig.core.diagnostics import HistmigError, Skip, Warning
 from histmig.tools.codex import adapter as codex
+from histmig.tools.codex.lines import head_meta, head_obj
 from histmig.tools.codex import config as codex_config
 from histmig.tools.codex import state as codex_state
 from histmig.tools.codex import walk
@@ -81,7 +82,7 @@ def census(homes, old: str, default: str, *, archived: bool = True) -> Census:
     c = Census()
     for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived):
         try:
-            first, meta, err = codex.head_obj(path)
+            first, meta, err = head_obj(path)
         except (HistmigError, OSError) as e:
             first, meta, err = None, None, str(e)
         if meta is None:
@@ -135,7 +136,7 @@ def provider_census(homes, *, archived: bool = True) -> dict[str, Any]:
     assumed = 0
     for path, _a, _s in walk.rollouts(homes.codex, archived=archived):
         try:
-            meta, _ = codex.head_meta(path)
+            meta, _ = head_meta(path)
         except (HistmigError, OSError):
             meta = None
         if meta is None:

@@ -19,7 +19,7 @@ from histmig.core.diagnostics import HistmigInputError
 from histmig.core.plan import Fingerprint, Patch
 from histmig.jsonio.jsonl import open_stream, parse_json
 from histmig.jsonio.lineedit import INSERT, PAD, REPLACE, Edit, edit_appended, edit_line
-from histmig.tools.codex import adapter as codex
+from histmig.tools.codex.lines import line_type, payload
 from histmig.tools.codex.census import Target
 
 PROVIDER_MARKERS = (b'"session_meta"', b'"thread_settings_applied"')
@@ -84,8 +84,8 @@ def line_edits(obj: Any, t: Target, old: str, new: str, strip: bool) -> list[Edi
     and with ``strip`` the provider-bound items. ``old == new`` (``flip X X --strip-encrypted``) edits
     no provider value."""
     out: list[Edit] = []
-    ltype = codex.line_type(obj)
-    p = codex.payload(obj)
+    ltype = line_type(obj)
+    p = payload(obj)
     if old == new:
         pass
     elif ltype == "session_meta" and p.get("id") == t.thread_id:

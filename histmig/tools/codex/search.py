@@ -22,14 +22,12 @@ from histmig.core.model import SessionRef
 from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
-from histmig.jsonio.marks import last_lines_with
 from histmig.tools.codex import walk
-from histmig.tools.codex.adapter import (NAME, index_hit_shown, prompt_title, line_type, make_ref,
-                                         parse_name, payload, records_from_lines, tail_turn_cwd,
-                                         user_prompt)
+from histmig.tools.codex.adapter import NAME, index_hit_shown, make_ref, parse_name, records_from_lines
+from histmig.tools.codex.lines import line_type, payload, tail_turn_cwd
+from histmig.tools.codex.listread import HEAD_BYTES, HEAD_SLACK, TAIL_BYTES, head_end, head_fields
 from histmig.toolkit.search import JsonlSource
 
-HEAD_LINES, HEAD_BYTES = 200, 128 * 1024      # make_ref's head
 FIRST_READ = 64 * 1024                       # the first line (session_meta) fits in it, or make_ref lists the file
 FIRST_TRY = 32 * 1024       # read first: a session_meta line is ~20 KB (Codex's base instructions); the
                             # rest of FIRST_READ only when no line ends in it (half the bytes copied)
@@ -120,8 +118,8 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[
 
 
 def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | None = None) -> None:
-    """``cwd`` and ``title`` as ``make_ref`` lists them (``_ref_from_objs`` over the head, then the
-    tail's latest ``turn_context``), parsing only the head lines that hold them. ``first``: the file's
+    """``cwd`` and ``title`` as ``make_ref`` lists them (``listread.head_fields`` over the head, then
+    the tail's latest ``turn_context``), parsing only the head lines that hold them. ``first``: the file's
     first bytes when the caller has just read them (the whole file when it is that small: no read
     here); ``meta_cwd``: the first line's (``locate`` parsed it)."""
     got = _from_bytes(first) if first is not None and len(first) >= (ref.size or 0) else None
@@ -131,12 +129,12 @@ def complete(ref: SessionRef, first: bytes | None = None, *, meta_cwd: str | Non
         ref.cwd, ref.title = full.cwd, full.title
         return
     data, end, tail = got
-    ref.cwd, ref.title = _head_fields(data, end, tail, meta_cwd)
+    ref.cwd, ref.title = head_fields(data, end, tail, meta_cwd)
 
 
 def _from_bytes(data: bytes) -> tuple[bytes, int | None, str | None] | None:
     """``(head bytes, end of the head, the tail's cwd)`` of a file read whole into ``data``. The end
-    is None (found by ``_head_fields`` only if it needs it) when the file's last line starts past
+    is None (found by ``head_fields`` only if it needs it) when the file's last line starts past
     128 KB: the head ends before the file does, so the tail is read."""
     size = len(data)
     if not size:
@@ -144,7 +142,7 @@ def _from_bytes(data: bytes) -> tuple[bytes, int | None, str | None] | None:
     start = max(0, size - TAIL_BYTES)
     if data.rfind(b"\n", 0, size - 1) + 1 >= HEAD_BYTES:   # the last line's start (one memrchr)
         return data, None, tail_turn_cwd(data, start, start)
-    end = _head_end(data, True)
+    end = head_end(data, True)
     return data, end, tail_turn_cwd(data, start, start) if end < size else None
 
 
@@ -155,7 +153,7 @@ def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
         size = os.fstat(fd).st_size
         for want in (HEAD_BYTES + HEAD_SLACK, 2 * HEAD_BYTES):    # a head line past the first read: more
             data = os.pread(fd, want, 0)
-            end = _head_end(data, len(data) < want)
+            end = head_end(data, len(data) < want)
             if end is not None:
                 break
         if not end:
@@ -168,93 +166,6 @@ def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
         return data, end, tail
     finally:
         os.close(fd)
-
-
-TAIL_BYTES = 64 * 1024      # _latest_turn_cwd's
-HEAD_SLACK = 64 * 1024      # read past 128 KB for the end of the line that reaches it (most end in it)
-
-
-def _head_fields(data: bytes, end: int | None, tail_cwd: str | None,
-                 meta_cwd: str | None) -> tuple[str | None, str | None]:
-    """``(cwd, title)`` from a rollout's head (``data[:end]``: the lines ``head_values`` gives; its
-    first line the session_meta whose cwd is ``meta_cwd``; ``tail_cwd``, the tail's, wins). Only
-    lines holding a marker of a line type ``_ref_from_objs`` reads are parsed (the writer spells type
-    names as is): the last ``turn_context`` and the message lines up to the first prompt. ``end``
-    None: ``data`` is the whole file and its head ends before it; the lines before a prompt are
-    counted only up to it (``_head_end`` counts them all: 20 us a session)."""
-    first = data.find(b"\n")
-    if end is None and not tail_cwd:
-        end = _head_end(data, True)
-    turn = None
-    for raw in () if tail_cwd else last_lines_with(data[first + 1:end], b'"turn_context"'):
-        obj = _parse(raw, 0, len(raw))
-        if line_type(obj) == "turn_context" and isinstance(payload(obj).get("cwd"), str):
-            turn = payload(obj)["cwd"]
-            break
-    title, done = None, first + 1
-    stop = len(data) if end is None else end
-    lines, at = 0, 0                              # (end None) line ends counted before ``at``
-    for at_mark, mark_end in _prompt_marks(data, done, stop):
-        if at_mark < done:
-            continue                              # a second marker on a line already read
-        ls = data.rfind(b"\n", 0, at_mark) + 1
-        if end is None:                           # the line is in the head: it starts before 128 KB,
-            if ls >= HEAD_BYTES:                  # within the first 200 lines
-                break
-            while lines < HEAD_LINES and (nl := data.find(b"\n", at, ls)) >= 0:
-                lines, at = lines + 1, nl + 1
-            if lines >= HEAD_LINES:
-                break
-        done = min(stop, data.find(b"\n", mark_end) + 1 or stop)
-        obj = _parse(data, ls, done)
-        t = line_type(obj)
-        if t is not None and (t.startswith("legacy:") or t in ("response_item", "event_msg")):
-            title = prompt_title(user_prompt(obj))
-            if title is not None:
-                break
-    return tail_cwd or turn or meta_cwd, title
-
-
-PROMPT_MARKS = (b'"message"', b"user_message")
-
-
-def _prompt_marks(data: bytes, pos: int, stop: int) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each of :data:`PROMPT_MARKS` in ``data[pos:stop]``, in order: one ``find``
-    each (``re`` walks an alternation a byte at a time, 7 us to the usual first prompt). The two never
-    overlap (neither holds the other's first byte), so the first of them ends before the other starts."""
-    message, user = PROMPT_MARKS
-    while True:
-        a = data.find(message, pos, stop)
-        b = data.find(user, pos, stop if a < 0 else a)
-        if b >= 0:
-            pos = b + len(user)
-            yield b, pos
-        elif a >= 0:
-            pos = a + len(message)
-            yield a, pos
-        else:
-            return
-
-
-def _head_end(data: bytes, eof: bool) -> int | None:
-    """Where ``head_values``' lines end (200 lines, or the line that reaches 128 KB), or None when
-    ``data`` ends inside them (0: an empty file). One ``memchr`` per line, no parse."""
-    pos, size = 0, len(data)
-    for _ in range(HEAD_LINES):
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            return size if eof else None
-        pos = nl + 1
-        if pos >= HEAD_BYTES or pos >= size:
-            break
-    return pos
-
-
-def _parse(data: bytes, start: int, end: int) -> Any:
-    try:
-        return orjson.loads(memoryview(data)[start:end])
-    except orjson.JSONDecodeError:
-        return None
 
 
 # the ref's own Path (locate made it): a Path made again per session is a parse of its text
