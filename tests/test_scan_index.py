@@ -25,6 +25,7 @@ from histmig.core import scanindex
 from histmig.tools import resolve_homes
 from histmig.jsonio import marks
 from histmig.jsonio.jsonl import read_lines
+from histmig.tools.codex import adapter as codex_adapter
 from histmig.tools.codex import listread
 from histmig.tools.claude_code import adapter as cc
 from histmig.tools.claude_family import listing as cc_listing
@@ -74,6 +75,7 @@ def test_a_repeat_scan_reads_no_session_file_and_prints_the_same(sample_home, mo
     def no_read(*a, **k):
         raise AssertionError("an unchanged file was read again")
     monkeypatch.setattr(listread, "read", no_read)
+    monkeypatch.setattr(codex_adapter, "make_ref", no_read)      # the hit is index_hit's, not make_ref's
     monkeypatch.setattr(cc_listing, "scan_ends", no_read)
     assert histmig("scan", "--json").stdout == cold
     assert histmig("scan").stdout == table
@@ -190,7 +192,6 @@ def test_a_rewritten_file_that_grew_is_counted_whole(isolated_homes, monkeypatch
 
 def _count_starts(monkeypatch) -> list[int]:
     """Where each Codex listing read starts its count: 0 from the head, else the stored end."""
-    from histmig.tools.codex import listread
     starts: list[int] = []
     real = listread.read
     monkeypatch.setattr(listread, "read", lambda p, size, **kw: starts.append(

@@ -96,7 +96,7 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
     try:
         st = path.stat()
         key = os.fspath(path)
-        ctx = [archived, None if shadowed is None else os.fspath(shadowed), LISTING_RULE]
+        ctx = _index_ctx(archived, shadowed)
         fields = index.hit(key, st, ctx, _FIELDS) if index is not None else None
         if fields is not None:
             return _cached_ref(path, st, fields, archived)
@@ -122,6 +122,11 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
 # Stored with every index record of a rollout: a record written under an older listing rule (the
 # head parsed whole, its broken lines counted) is read again, not trusted.
 LISTING_RULE = 2
+
+
+def _index_ctx(archived: bool, shadowed: Path | None) -> list:
+    """What an index record of a rollout is stored and looked up with, beside the file's stat."""
+    return [archived, None if shadowed is None else os.fspath(shadowed), LISTING_RULE]
 
 
 def _resume_point(grown: tuple[dict, str] | None, path: Path) -> dict | None:
@@ -614,7 +619,7 @@ def _index_fields(entry: tuple, index: Any) -> tuple[os.stat_result, dict] | Non
         st = os.stat(path)
     except OSError:
         return None
-    fields = index.hit(os.fspath(path), st, [archived, None if shadowed is None else os.fspath(shadowed)], _FIELDS)
+    fields = index.hit(os.fspath(path), st, _index_ctx(archived, shadowed), _FIELDS)
     return None if fields is None else (st, fields)
 
 
