@@ -72,3 +72,28 @@ PARTS = st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("input_text"),
 def test_the_injected_check_of_a_count_equals_the_joined_texts_check(content):
     item = {"type": "message", "role": "user", "content": content}
     assert lines._opens_injected(item) == lines.is_injected(lines.message_text(item))
+
+
+def _counted_before(obj) -> bool:
+    """``is_conversation_message`` as it read before its fast path for envelope lines."""
+    t = lines.line_type(obj)
+    item = lines.payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
+    if not item or item.get("type") != "message" or item.get("role") not in ("user", "assistant"):
+        return False
+    return not (item.get("role") == "user" and lines.is_injected(lines.message_text(item)))
+
+
+SCALARS = st.one_of(st.none(), st.integers(), st.sampled_from(["message", "response_item", "user", "assistant",
+                                                               "developer", "event_msg", "x"]))
+ITEMS = st.fixed_dictionaries({}, optional={"type": SCALARS, "role": SCALARS, "content": st.one_of(PARTS, TEXTS)})
+LINES = st.one_of(
+    st.fixed_dictionaries({}, optional={"type": SCALARS, "payload": st.one_of(ITEMS, SCALARS), "timestamp": SCALARS,
+                                        "role": SCALARS, "content": st.one_of(PARTS, TEXTS), "record_type": SCALARS,
+                                        "id": SCALARS}),
+    SCALARS, st.lists(SCALARS, max_size=2))
+
+
+@settings(max_examples=500, deadline=None)
+@given(obj=LINES)
+def test_a_message_is_counted_as_before_its_fast_path(obj):
+    assert lines.is_conversation_message(obj) == _counted_before(obj)

@@ -69,11 +69,16 @@ def user_prompt(obj: Any) -> str | None:
 
 
 def is_conversation_message(obj: Any) -> bool:
-    t = line_type(obj)
-    item = payload(obj) if t == "response_item" else (obj if t == "legacy:message" else None)
-    if not item or item.get("type") != "message" or item.get("role") not in ("user", "assistant"):
+    if isinstance(obj, dict) and "payload" in obj and obj.get("type") == "response_item":
+        item = obj["payload"]             # (line_type's first case, asked of every line a listing counts)
+        if not isinstance(item, dict):
+            return False
+    else:
+        item = obj if line_type(obj) == "legacy:message" else None
+    if not item or item.get("type") != "message":
         return False
-    return not (item.get("role") == "user" and _opens_injected(item))
+    role = item.get("role")
+    return role == "assistant" or (role == "user" and not _opens_injected(item))
 
 
 def _opens_injected(item: dict) -> bool:
