@@ -326,6 +326,28 @@ def test_case6_claude_json_entry_of_a_live_folder_waits_with_it(tmp_path):
     assert list(json.loads(home.claude_json.read_text())["projects"]) == [new, new + "/pkg"]
 
 
+def test_case6_prompt_history_of_a_live_folder_waits_with_it(tmp_path):
+    """``history.jsonl`` lines of a project whose folder waits keep their ``project`` until the re-run
+    (the live session adds prompts under the old path meanwhile); the other projects' lines move."""
+    import json
+    home = h()
+    old, new = str(tmp_path / "w/app"), str(tmp_path / "work/app")
+    claude_session(home, old, 1)
+    claude_session(home, old + "/pkg", 2)
+    hist = home.claude / "history.jsonl"
+    lines = [{"display": "a", "project": old}, {"display": "b", "project": old + "/pkg"}]
+    hist.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    entry = register_live(home, sid(1), old)
+    assert histmig("move", old, new, "--apply").exit_code == 3
+    assert [json.loads(x)["project"] for x in hist.read_text().splitlines()] == [old, new + "/pkg"]
+    with hist.open("a") as fh:                  # the live session's next prompt, under the old path
+        fh.write(json.dumps({"display": "c", "project": old}) + "\n")
+    entry.unlink()
+    again = histmig("move", old, new, "--apply")
+    assert again.exit_code == 0, again.stderr
+    assert [json.loads(x)["project"] for x in hist.read_text().splitlines()] == [new, new + "/pkg", new]
+
+
 def test_case6_manifest_sessions_in_a_live_folder_wait_with_it(tmp_path):
     from test_move_fixtures import manifest_session
     home = h()

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 from typing import Any
 
 from histmig.tools.claude_family.live import claude_live_registry
@@ -60,6 +61,14 @@ def history_fields(obj: Any, pm: PathMap) -> list[FieldEdit]:
     return field_at(obj, ("project",), pm) if isinstance(obj, dict) else []
 
 
+def _held_history_fields(rebase):
+    """``history_fields`` with ``_unless_live``'s rebase: the prompts of a project whose folder waits
+    for a live session keep their ``project`` until the re-run moves the folder (the session goes on
+    adding prompts under the old path meanwhile)."""
+    paths = SimpleNamespace(rebase=rebase)             # (field_at asks only for ``rebase``)
+    return lambda obj, _pm: history_fields(obj, paths)
+
+
 def known_paths(homes, pm: PathMap) -> list[str]:
     """Paths whose folders may exist without a session naming them (memory-only folders are keyed
     by the git root, which ``~/.claude.json`` lists)."""
@@ -90,15 +99,16 @@ def plan_claude(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, 
                  split_shared=opts["split_shared"], rerun=opts["rerun"])
     if TOOL not in opts["tools"]:
         return
+    rebase = _unless_live(pm, tplan)
     with pm.reading(str(homes.claude_json)):        # a refused project key is named with ~/.claude.json
-        op, warnings, counts = claude_edits.claude_json_op(homes, _unless_live(pm, tplan), force=opts["force"])
+        op, warnings, counts = claude_edits.claude_json_op(homes, rebase, force=opts["force"])
     tplan.warnings += warnings
     if op is not None:
         tplan.other.append(op)
         tplan.count("config-keys", counts.get("keys", 0) + counts.get("repo-paths", 0))
     hist = claude_edits.history_file(homes)
     if hist.is_file():
-        scan = scan_file(str(hist), pm, history_fields)
+        scan = scan_file(str(hist), pm, _held_history_fields(rebase))
         if scan.skip:
             from histmig.core.diagnostics import Skip
             tplan.skips.append(Skip(str(hist), scan.skip))
