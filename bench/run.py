@@ -100,6 +100,33 @@ for top in sys.argv[1:]:
                 n += 1
 print(n)
 """
+# the cold Codex scan's necessary work (docs/scan-show.md, "What a Codex listing reads"), after the same
+# start-up, in one process: every file read whole, line 1 parsed, every line holding the compact message
+# marker found (bytes.find) and parsed, the last turn_context line parsed
+READ_NAMED_CLI = """import histmig.cli  # what every histmig command loads before it starts
+import os, sys, orjson
+n = 0
+def line(data, at):
+    start = data.rfind(b"\\n", 0, at) + 1
+    end = data.find(b"\\n", at)
+    return orjson.loads(data[start:len(data) if end < 0 else end])
+for top in sys.argv[1:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            if not name.endswith(".jsonl"):
+                continue
+            with open(os.path.join(d, name), "rb") as f:
+                data = f.read()
+            n += len(line(data, 0))
+            at = data.find(b'"type":"message"')
+            while at >= 0:
+                n += len(line(data, at))
+                at = data.find(b'"type":"message"', data.find(b"\\n", at) + 1 or len(data))
+            last = data.rfind(b'"turn_context"')
+            if last >= 0:
+                n += len(line(data, last))
+print(n)
+"""
 LAUNCH = '''import json, os, subprocess, sys, time
 cmd, shell, res = json.loads(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
 os.sync()      # not timed: no step pays for the dirty pages of the one before
@@ -221,20 +248,25 @@ def bench_reads(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
             Row("`doctor`, cold (no doctor index)", "`cat` of every file"),
             Row("`scan --json --no-index` (cold)", "`cat` of every file"),
             Row("`scan --json` (index present)", "walk + stat (Python)"),
-            Row("`scan --json` (index present)", "walk + stat after histmig's start-up")]
+            Row("`scan --json` (index present)", "walk + stat after histmig's start-up"),
+            Row("`scan --json --no-index` (cold)", "read + parse of the lines a listing names: line 1, the message "
+                "lines, the last `turn_context` (Python, after histmig's start-up)")]
     doctor_index = home.parent / "state" / "doctor-index.json"    # tools/codex/doctor_index.py
     walk = [sys.executable, "-c", WALK_STAT, str(home / ".codex")]
     walk_started = [sys.executable, "-c", WALK_STAT_CLI, str(home / ".codex")]
+    named = [sys.executable, "-c", READ_NAMED_CLI, str(home / ".codex")]
     for _ in range(pairs):
         warm = b.run(b.hm + ["scan", "--json"], home)     # the index is present after the first run
         rows[0].add(warm, b.run(cat, home, shell=True))
         rows[4].add(warm, b.run(walk, home))
         rows[5].add(warm, b.run(walk_started, home))
-        rows[3].add(b.run(b.hm + ["scan", "--json", "--no-index"], home), b.run(cat, home, shell=True))
+        cold = b.run(b.hm + ["scan", "--json", "--no-index"], home)
+        rows[3].add(cold, b.run(cat, home, shell=True))
+        rows[6].add(cold, b.run(named, home))
         doctor_index.unlink(missing_ok=True)            # not timed: the cold run reads every file, writes the index
         rows[2].add(b.run(b.hm + ["doctor"], home, ok=(0, 1, 3)), b.run(cat, home, shell=True))
         rows[1].add(b.run(b.hm + ["doctor"], home, ok=(0, 1, 3)), b.run(cat, home, shell=True))
-    return [rows[0], rows[3], rows[4], rows[5], rows[1], rows[2]]
+    return [rows[0], rows[3], rows[6], rows[4], rows[5], rows[1], rows[2]]
 
 
 def bench_flip(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
