@@ -16,9 +16,10 @@ BATCH = 1024
 
 def list_files(paths: Iterable[Any], index: Any, hit: Callable[[Any, Any], Any],
                make: Callable[[Any, Any], Any], path_of: Callable[[Any], Any] = lambda p: p) -> Iterator[Any]:
-    """``make(path, index)`` for each path (a ref), but ``hit(path, index)`` first when there is an
-    index (the ref of an unchanged file, or None). ``path_of``: the file behind an item of ``paths``
-    when an item carries more than its path (Codex: (path, archived, shadowed)), for its weight."""
+    """``make(path, index)`` for each path (a ref, or None for a file that is not the tool's), but
+    ``hit(path, index)`` first when there is an index (the ref of an unchanged file, or None).
+    ``path_of``: the file behind an item of ``paths`` when an item carries more than its path (Codex:
+    (path, archived, shadowed)), for its weight."""
     batch: list[Any] = []
     for path in paths:
         batch.append(path)
@@ -49,7 +50,7 @@ def _batch(batch: list[Any], index: Any, hit: Callable, make: Callable, path_of:
             yield ref
             continue
         ref, stored = next(read)
-        if index is not None:
+        if index is not None and ref is not None:        # (None: not the tool's file, no ref)
             index.touched.add(os.fspath(ref.path))
             if stored is not None:
                 index.store(*stored[0], **stored[1])

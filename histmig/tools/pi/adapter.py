@@ -179,11 +179,20 @@ def detect(path: Any) -> bool:
 
 
 def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
-    """Every session; ``index``: the scan index (histmig.core.scanindex) that answers for unchanged files."""
-    for path in all_session_files(homes):
-        ref = ref_for(path, index=index)
+    """Every session; ``index``: the scan index (histmig.core.scanindex) that answers for unchanged files.
+    The files to read are shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is
+    read here); a file that is not Pi's gives no ref."""
+    from histmig.toolkit.forklist import list_files
+    for ref in list_files(all_session_files(homes), index, _index_hit, lambda path, index: ref_for(path, index=index)):
         if ref is not None:
             yield ref
+
+
+def _index_hit(path: Path, index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
+    from histmig.core.scanindex import indexed
+    return indexed(index, path, None, FIELDS, lambda st: SessionRef(
+        format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))[0]
 
 
 def _ends(path: Path, size: int) -> tuple[list[Line], list[Line], bool]:
