@@ -183,13 +183,30 @@ def detect(path: Any) -> bool:
 
 
 def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
-    """Every session; ``index``: a ``ScanIndex`` (histmig/core/scanindex.py) that answers for unchanged files."""
+    """Every session; ``index``: a ``ScanIndex`` (histmig/core/scanindex.py) that answers for unchanged files.
+    The files to read are shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is
+    read here)."""
+    from histmig.toolkit.forklist import list_files
+    yield from list_files(_sessions(homes), index, _index_hit, lambda entry, index: ref_for(*entry, index=index),
+                          path_of=lambda entry: entry[0])
+
+
+def _sessions(homes: Any) -> Iterator[tuple[Path, str | None]]:
+    """``(chat file, project root)`` of every session, folder by folder."""
     gdir = files.gemini_dir(homes)
     registry = files.read_registry(gdir)
     for slug_dir in files.slug_dirs(gdir):
         cwd = files.project_root(slug_dir, registry)
         for path in files.chat_files(slug_dir):
-            yield ref_for(path, cwd, index=index)
+            yield path, cwd
+
+
+def _index_hit(entry: tuple[Path, str | None], index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
+    from histmig.core.scanindex import indexed
+    path, cwd = entry
+    return indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
+        format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))[0]
 
 
 FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
