@@ -69,11 +69,35 @@ def legacy_agents(folder: Path) -> dict[Path, Any]:
 # ---- one ref per session ----------------------------------------------------------------------
 
 def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
-    """Every listed session; ``index``: a ``ScanIndex`` that answers for unchanged files."""
+    """Every listed session; ``index``: a ``ScanIndex`` that answers for unchanged files. The files to
+    read are shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is read here)."""
+    from histmig.toolkit.forklist import list_files
+    yield from list_files(_sessions(homes), index, _index_hit, lambda entry, index: ref_for(*entry, index=index),
+                          path_of=lambda entry: entry[0])
+
+
+def _sessions(homes: Any) -> Iterator[tuple[Path, dict[Path, Any]]]:
+    """``(transcript, the folder's 2.0-era agent files)`` of every session, folder by folder."""
     for folder in subdirs(projects_root(homes)):
         legacy = legacy_agents(folder)
         for path in session_files(folder):
-            yield ref_for(path, legacy, index=index)
+            yield path, legacy
+
+
+def _index_hit(entry: tuple[Path, dict[Path, Any]], index: Any) -> SessionRef | None:
+    """The ref of an unchanged file from the scan index (``list_ends``' first step), or None."""
+    from histmig.core.scanindex import fill
+    path, legacy = entry
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    hit = index.hit(str(path), st, None, FIELDS)
+    if hit is None:
+        return None
+    ref = fill(SessionRef(format=NAME, id=path.stem, path=path, size=st.st_size, updated=st.st_mtime), hit)
+    _count_agents(ref, path, legacy)
+    return ref
 
 
 def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = None) -> SessionRef:
@@ -87,10 +111,15 @@ def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = N
         list_ends(ref, path, st, records_from_lines, summarize, index=index, fields=FIELDS)
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
+    _count_agents(ref, path, legacy)
+    return ref
+
+
+def _count_agents(ref: SessionRef, path: Path, legacy: dict[Path, Any] | None) -> None:
+    """``extra["subagents"]``: the walk's count, never cached."""
     agents = len(subagent_files(path, legacy)) if ref.error is None else 0
     if agents:
         ref.extra["subagents"] = agents
-    return ref
 
 
 def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bool) -> None:
