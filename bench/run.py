@@ -368,11 +368,13 @@ def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
 
 
 def bench_listings(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
-    """Pi and Gemini CLI (issue 16) against issue 15's scan rules: cold (``--no-index``: every file
-    read) against ``cat`` of the same files, warm (the scan index present) against a Python walk + stat."""
+    """Pi and Gemini CLI (issue 16) and Claude Code (the move tree's half) against issue 15's scan
+    rules: cold (``--no-index``: every file read) against ``cat`` of the same files, warm (the scan
+    index present) against a Python walk + stat."""
     rows = []
     for tool, top in (("pi", ".pi"), ("gemini", ".gemini")):
         rows += scan_rows(b, trees[tool] / "home", tool, top, pairs)
+    rows += scan_rows(b, b.fresh(trees["move"], "claude-scan"), "claude-code", ".claude", pairs)
     return rows + [startup_row(b, trees["pi"] / "home", pairs)]
 
 
