@@ -154,3 +154,25 @@ def test_a_stream_dropped_before_its_end_kills_its_worker(monkeypatch):
         list(next(stream))
     stream.close()
     assert kills == [True]
+
+
+def test_every_tools_listing_through_forked_workers_equals_the_one_process_listing(isolated_homes, monkeypatch):
+    """Codex, Claude Code, Qwen, Pi and Gemini share the files a scan reads out to workers
+    (histmig/toolkit/forklist.py): forced to fork at any size, every sample (damaged ones too) is listed
+    as one process lists it, cold and from the scan index."""
+    import json
+    from clirun import histmig
+    from histmig.cli import samples
+    samples.install(isolated_homes["HOME"], include_broken=True)
+    alone = [histmig("scan", "--json", *extra).stdout for extra in (["--no-index"], [])]
+    real = forkmap.fork_map
+    forked_calls = []
+
+    def always(fn, items, weights, **kw):
+        forked_calls.append(len(items))
+        return real(fn, items, weights, **{**kw, "min_weight": 0})
+    monkeypatch.setattr(forkmap, "fork_map", always)
+    (isolated_homes["HISTMIG_STATE_DIR"] / "scan-index.json").unlink()
+    forked = [histmig("scan", "--json", *extra).stdout for extra in (["--no-index"], [])]
+    assert forked == alone and json.loads(alone[0])["sessions"]
+    assert len(forked_calls) >= 5                     # one per tool at least, cold
