@@ -16,3 +16,16 @@ def open_read(name, *, dir_fd: int | None = None) -> int:
         return os.open(name, flags | NOATIME, dir_fd=dir_fd)
     except PermissionError:
         return os.open(name, flags, dir_fd=dir_fd)
+
+
+def read_full(fh, n: int) -> bytes:
+    """Up to ``n`` bytes from a stream, fewer only at its end (a decompressing reader may return less
+    than asked before it)."""
+    parts, got = [], 0
+    while got < n:
+        part = fh.read(n - got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Iterator
 
 import orjson
 
+from histmig.core.fsread import read_full
 from histmig.jsonio.jsonl import is_zst, open_stream
 from histmig.jsonio.marks import CHUNK, MarkedLines, ends_line, last_lines_with, parse_line
 from histmig.tools.codex.lines import (MESSAGE_MARK, head_obj, is_conversation_message, line_type,
@@ -73,22 +74,11 @@ def _head_bytes(fh: BinaryIO, size: int) -> tuple[bytes, bool]:
     longer than HEAD_MAX; ``(data, eof)``. A file up to a search chunk is read whole at once: its
     count then needs no second read, and no copy of a line cut by the first read's end."""
     want = max(HEAD_BYTES + HEAD_SLACK, min(size + 1, CHUNK))
-    data = _read_full(fh, want)
+    data = read_full(fh, want)
     while len(data) == want and head_end(data, False) is None and want < HEAD_MAX:
-        more = _read_full(fh, want)
+        more = read_full(fh, want)
         data, want = data + more, 2 * want
     return data, len(data) < want
-
-
-def _read_full(fh: BinaryIO, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        part = fh.read(n - got)
-        if not part:
-            break
-        parts.append(part)
-        got += len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _line_one(out: Listed, path: Any, data: bytes, nl: int, eof: bool) -> None:

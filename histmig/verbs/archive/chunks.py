@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from histmig.core.fsread import open_read
+from histmig.core.fsread import open_read, read_full
 from histmig.verbs.archive.store import Store
 from histmig.core.valueclass import value
 
@@ -55,7 +55,7 @@ def chunk_file(path: str, store: Store, prev: dict | None) -> Chunked | None:
         for digest, size in (prev or {}).get("chunks", ()):
             if size > left:
                 break
-            data = _read(fh, size)
+            data = read_full(fh, size)
             if hashlib.sha256(data).hexdigest() != digest:
                 fh.seek(-len(data), os.SEEK_CUR)
                 break
@@ -63,7 +63,7 @@ def chunk_file(path: str, store: Store, prev: dict | None) -> Chunked | None:
             chunks.append([digest, size])
             left -= size
         while left > 0:
-            data = _read(fh, min(CHUNK, left))
+            data = read_full(fh, min(CHUNK, left))
             if not data:
                 break
             whole.update(data)
@@ -71,17 +71,6 @@ def chunk_file(path: str, store: Store, prev: dict | None) -> Chunked | None:
             left -= len(data)
         size = sum(n for _, n in chunks)
     return Chunked(size, st.st_mtime_ns, st.st_mode & 0o7777, whole.hexdigest(), chunks, True)
-
-
-def _read(fh, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        b = fh.read(n - got)
-        if not b:
-            break
-        parts.append(b)
-        got += len(b)
-    return b"".join(parts)
 
 
 def _regular(mode: int) -> bool:
