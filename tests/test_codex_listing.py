@@ -97,3 +97,20 @@ LINES = st.one_of(
 @given(obj=LINES)
 def test_a_message_is_counted_as_before_its_fast_path(obj):
     assert lines.is_conversation_message(obj) == _counted_before(obj)
+
+
+PIECES = st.lists(st.sampled_from([b'"type"', b'"message"', b":", b" ", b"\t", b"\r", b"\n", b'"', b"x",
+                                   b'"subtype"', b'"messages"', b"{", b","]), max_size=30).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=PIECES, pos=st.integers(0, 10))
+def test_the_value_mark_finds_what_the_regex_finds_within_a_line(data, pos):
+    """``ValueMark`` is ``"type"[ \\t\\r]*:[ \\t\\r]*"message"`` (no newline inside a match: a line is
+    never cut), found from the value: the same spans as that regex."""
+    import re
+    from histmig.jsonio.marks import ValueMark
+    want = [m.span() for m in re.finditer(rb'"type"[ \t\r]*:[ \t\r]*"message"', data[:])
+            if m.start() >= pos]
+    assert list(ValueMark(b"type", b"message").spans(data, pos, len(data))) == want
+    assert list(ValueMark(b"type", b"message").spans(b'"type":"message"', 3, 16)) == []   # starts before pos
