@@ -49,19 +49,18 @@ def read(path: Any, size: int, *, count: bool = True, resume: dict | None = None
     the head read held the whole file. ``resume``: a stored count of this file's first
     ``resume["end"]`` bytes (a plain file that only grew): only the bytes past it are searched."""
     with open_stream(path) as fh:
-        data, eof = _head_bytes(fh, size)
+        data, eof, end = _head_bytes(fh, size)
         if not data:
             return None
         out = Listed()
         out.head = data[:4096]
-        end = head_end(data, eof)
         if end is None:                           # a head line past HEAD_MAX: the lines before it
             end = data.rfind(b"\n") + 1
         nl = data.find(b"\n")
         _line_one(out, path, data, nl, eof)
         tail_cwd = None
         if end < size and not is_zst(path):       # (a .zst's tail means decompressing it all)
-            tail_cwd = _tail_cwd(fh, data, size)
+            tail_cwd = tail_cwd_of(data, size, fh.fileno())
         meta_cwd = out.meta.get("cwd") if out.meta is not None else None
         out.cwd, out.title = head_fields(data, end, tail_cwd, meta_cwd if isinstance(meta_cwd, str) else None)
         if count or eof:
@@ -69,16 +68,16 @@ def read(path: Any, size: int, *, count: bool = True, resume: dict | None = None
     return out
 
 
-def _head_bytes(fh: BinaryIO, size: int) -> tuple[bytes, bool]:
-    """The file's first bytes, enough for its head (``head_end`` not None) unless a head line is
-    longer than HEAD_MAX; ``(data, eof)``. A file up to a search chunk is read whole at once: its
-    count then needs no second read, and no copy of a line cut by the first read's end."""
+def _head_bytes(fh: BinaryIO, size: int) -> tuple[bytes, bool, int | None]:
+    """The file's first bytes, enough for its head unless a head line is longer than HEAD_MAX:
+    ``(data, eof, where the head ends or None)``. A file up to a search chunk is read whole at once:
+    its count then needs no second read, and no copy of a line cut by the first read's end."""
     want = max(HEAD_BYTES + HEAD_SLACK, min(size + 1, CHUNK))
     data = read_full(fh, want)
-    while len(data) == want and head_end(data, False) is None and want < HEAD_MAX:
+    while (end := head_end(data, len(data) < want)) is None and want < HEAD_MAX:
         more = read_full(fh, want)
         data, want = data + more, 2 * want
-    return data, len(data) < want
+    return data, len(data) < want, end
 
 
 def _line_one(out: Listed, path: Any, data: bytes, nl: int, eof: bool) -> None:
@@ -95,11 +94,13 @@ def _line_one(out: Listed, path: Any, data: bytes, nl: int, eof: bool) -> None:
         out.meta_error = "no session_meta at the start of the file"
 
 
-def _tail_cwd(fh: BinaryIO, data: bytes, size: int) -> str | None:
+def tail_cwd_of(data: bytes, size: int, fd: int | None = None) -> str | None:
+    """The latest ``turn_context`` cwd of the last TAIL_BYTES of a file of ``size`` bytes
+    (``tail_turn_cwd``): from ``data``, its first bytes, when they reach its end, else read from ``fd``."""
     start = max(0, size - TAIL_BYTES)
     if len(data) >= size:
         return tail_turn_cwd(data, start, start)
-    return tail_turn_cwd(os.pread(fh.fileno(), size - start, start), start)
+    return tail_turn_cwd(os.pread(fd, size - start, start), start)
 
 
 def _count(out: Listed, fh: BinaryIO, data: bytes, eof: bool, resume: dict | None) -> None:

@@ -24,8 +24,8 @@ from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
 from histmig.tools.codex import walk
 from histmig.tools.codex.adapter import NAME, index_hit_shown, make_ref, parse_name, records_from_lines
-from histmig.tools.codex.lines import line_type, payload, tail_turn_cwd
-from histmig.tools.codex.listread import HEAD_BYTES, HEAD_SLACK, TAIL_BYTES, head_end, head_fields
+from histmig.tools.codex.lines import line_type, payload
+from histmig.tools.codex.listread import HEAD_BYTES, HEAD_SLACK, head_end, head_fields, tail_cwd_of
 from histmig.toolkit.search import JsonlSource
 
 FIRST_READ = 64 * 1024                       # the first line (session_meta) fits in it, or make_ref lists the file
@@ -139,11 +139,10 @@ def _from_bytes(data: bytes) -> tuple[bytes, int | None, str | None] | None:
     size = len(data)
     if not size:
         return None
-    start = max(0, size - TAIL_BYTES)
     if data.rfind(b"\n", 0, size - 1) + 1 >= HEAD_BYTES:   # the last line's start (one memrchr)
-        return data, None, tail_turn_cwd(data, start, start)
+        return data, None, tail_cwd_of(data, size)
     end = head_end(data, True)
-    return data, end, tail_turn_cwd(data, start, start) if end < size else None
+    return data, end, tail_cwd_of(data, size) if end < size else None
 
 
 def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
@@ -158,12 +157,7 @@ def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
                 break
         if not end:
             return None
-        tail = None
-        if end < size:
-            start = max(0, size - TAIL_BYTES)
-            last = data[start:size] if len(data) >= size else os.pread(fd, size - start, start)
-            tail = tail_turn_cwd(last, start)
-        return data, end, tail
+        return data, end, tail_cwd_of(data, size, fd) if end < size else None
     finally:
         os.close(fd)
 
