@@ -193,9 +193,9 @@ def test_a_rewritten_file_that_grew_is_counted_whole(isolated_homes, monkeypatch
 def _count_starts(monkeypatch) -> list[int]:
     """Where each Codex listing read starts its count: 0 from the head, else the stored end."""
     starts: list[int] = []
-    real = listread.read
-    monkeypatch.setattr(listread, "read", lambda p, size, **kw: starts.append(
-        kw["resume"]["end"] if kw.get("resume") else 0) or real(p, size, **kw))
+    real = listread._count
+    monkeypatch.setattr(listread, "_count", lambda out, fh, data, eof, resume: starts.append(
+        resume["end"] if resume else 0) or real(out, fh, data, eof, resume))
     return starts
 
 
@@ -387,7 +387,7 @@ def test_codex_byte_count_equals_the_full_count(tmp_path_factory, kinds, chunk, 
     marks.CHUNK = chunk
     try:
         listed = listread.read(path, len(data))
-        again = listread.read(path, len(data), resume=listed.resume)
+        again = listread.read(path, len(data), grown=(listed.resume, scanindex.head_hash(listed.head)))
     finally:
         marks.CHUNK = old
     assert listed.messages == full_count(path) == again.messages

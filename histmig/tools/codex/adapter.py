@@ -100,10 +100,8 @@ def make_ref(path: Path, *, archived: bool = False, shadowed: Path | None = None
         fields = index.hit(key, st, ctx, _FIELDS) if index is not None else None
         if fields is not None:
             return _cached_ref(path, st, fields, archived)
-        resume = None
-        if index is not None and count and not is_zst(path):
-            resume = _resume_point(index.grown(key, st, ctx), path)
-        listed = listread.read(path, st.st_size, count=count, resume=resume)
+        grown = index.grown(key, st, ctx) if index is not None and count and not is_zst(path) else None
+        listed = listread.read(path, st.st_size, count=count, grown=grown)
     except (HistmigError, OSError) as e:
         names = parse_name(path.name)
         return SessionRef(format=NAME, id=names[1] if names else path.stem, path=path, archived=archived,
@@ -129,18 +127,6 @@ def _index_ctx(archived: bool, shadowed: Path | None) -> list:
     return [archived, None if shadowed is None else os.fspath(shadowed), LISTING_RULE]
 
 
-def _resume_point(grown: tuple[dict, str] | None, path: Path) -> dict | None:
-    """The stored count of a file that only grew, when its first 4 KiB are still the stored ones."""
-    if grown is None or not isinstance(grown[0].get("end"), int):
-        return None
-    fd = open_regular_fd(path)
-    try:
-        first = os.pread(fd, 4096, 0)
-    finally:
-        os.close(fd)
-    return grown[0] if _same_head(first, grown[1]) else None
-
-
 def _ref_of(path: Path, listed: Any, archived: bool, shadowed: Path | None) -> SessionRef:
     """The ref of a file from what ``listread.read`` found in it."""
     from histmig.core.model import SessionRef
@@ -161,11 +147,6 @@ def _ref_of(path: Path, listed: Any, archived: bool, shadowed: Path | None) -> S
 
 
 _FIELDS = ("id", "cwd", "provider", "created", "title", "messages", "state", "error", "extra")
-
-
-def _same_head(first: bytes, stored: str | None) -> bool:
-    from histmig.core.scanindex import head_hash
-    return stored is not None and head_hash(first) == stored
 
 
 def _ref_fields(ref: SessionRef) -> dict:

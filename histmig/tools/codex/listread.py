@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, Iterator
 import orjson
 
 from histmig.core.fsread import read_full
+from histmig.core.scanindex import head_hash
 from histmig.jsonio.jsonl import is_zst, open_stream
 from histmig.jsonio.marks import CHUNK, MarkedLines, ends_line, last_lines_with, parse_line
 from histmig.tools.codex.lines import (MESSAGE_MARK, head_obj, is_conversation_message, line_type,
@@ -44,10 +45,11 @@ class Listed:
         self.head = b""                  # the first 4 KiB (the scan index's grow check)
 
 
-def read(path: Any, size: int, *, count: bool = True, resume: dict | None = None) -> Listed | None:
+def read(path: Any, size: int, *, count: bool = True, grown: tuple[dict, str] | None = None) -> Listed | None:
     """The listing of one rollout; None for an empty file. ``count=False`` (search): messages only when
-    the head read held the whole file. ``resume``: a stored count of this file's first
-    ``resume["end"]`` bytes (a plain file that only grew): only the bytes past it are searched."""
+    the head read held the whole file. ``grown``: the scan index's ``(resume, head hash)`` of a plain
+    file that only grew: when its first 4 KiB still hash so, the stored count of its first
+    ``resume["end"]`` bytes stands and only the bytes past it are searched."""
     with open_stream(path) as fh:
         data, eof, end = _head_bytes(fh, size)
         if not data:
@@ -64,8 +66,15 @@ def read(path: Any, size: int, *, count: bool = True, resume: dict | None = None
         meta_cwd = out.meta.get("cwd") if out.meta is not None else None
         out.cwd, out.title = head_fields(data, end, tail_cwd, meta_cwd if isinstance(meta_cwd, str) else None)
         if count or eof:
-            _count(out, fh, data, eof, resume)
+            _count(out, fh, data, eof, _resume_point(grown, out.head))
     return out
+
+
+def _resume_point(grown: tuple[dict, str] | None, head: bytes) -> dict | None:
+    """The stored count of a file that only grew, when ``head``, its first 4 KiB, is still the stored."""
+    if grown is None or not isinstance(grown[0].get("end"), int):
+        return None
+    return grown[0] if grown[1] is not None and head_hash(head) == grown[1] else None
 
 
 def _head_bytes(fh: BinaryIO, size: int) -> tuple[bytes, bool, int | None]:
