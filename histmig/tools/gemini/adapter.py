@@ -203,10 +203,14 @@ def _sessions(homes: Any) -> Iterator[tuple[Path, str | None]]:
 
 def _index_hit(entry: tuple[Path, str | None], index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
+    return _indexed(*entry, index)[0]
+
+
+def _indexed(path: Path, cwd: str | None, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
+    """``scanindex.indexed`` for a Gemini session (its record kept per file and cwd): ``(ref or None, stat)``."""
     from histmig.core.scanindex import indexed
-    path, cwd = entry
     return indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
-        format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))[0]
+        format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))
 
 
 FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
@@ -217,9 +221,7 @@ def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> Session
     changes the cwd through the markers, not the file)."""
     st = None
     if index is not None:
-        from histmig.core.scanindex import indexed
-        ref, st = indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
-            format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))
+        ref, st = _indexed(path, cwd, index)
         if ref is not None:
             return ref
     ref = SessionRef(format=NAME, id=path.stem, path=path, cwd=cwd)

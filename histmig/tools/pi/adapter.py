@@ -190,9 +190,14 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
 
 def _index_hit(path: Path, index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
+    return _indexed(path, index)[0]
+
+
+def _indexed(path: Path, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
+    """``scanindex.indexed`` for a Pi session: ``(ref or None, stat)``."""
     from histmig.core.scanindex import indexed
     return indexed(index, path, None, FIELDS, lambda st: SessionRef(
-        format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))[0]
+        format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))
 
 
 def _ends(path: Path, size: int) -> tuple[list[Line], list[Line], bool]:
@@ -214,9 +219,7 @@ def ref_for(path: Path, *, index: Any = None) -> SessionRef | None:
     first line is no header is not Pi's (None)."""
     st = None
     if index is not None:
-        from histmig.core.scanindex import indexed
-        ref, st = indexed(index, path, None, FIELDS, lambda st: SessionRef(
-            format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))
+        ref, st = _indexed(path, index)
         if ref is not None:
             return ref
     from histmig.core.scanindex import fields_of, head_hash
