@@ -138,9 +138,6 @@ class ValueMark:
             if k >= lo and buf.startswith(key, k):
                 yield k, pos
 
-    def search(self, buf: bytes) -> bool:
-        return next(self.spans(buf, 0, len(buf)), None) is not None
-
 
 _BLANKS = frozenset(b" \t\r")
 
