@@ -327,6 +327,7 @@ print(n)
     apply = Row("`move --apply`", "durable copy of the files it rewrites")
     hashed = Row("`move --apply`",
                  "read + sha256 of old and new bytes + temp + `syncfs` + rename of the files it rewrites (Python)")
+    undo = Row("`undo` of that move", "the move's own apply")
     listing = b.work / "move-files.txt"
     listing.write_text("\n".join(rewritten(b, src / "home", ["move", old, new])) + "\n")
     stage, in_copy = b.work / "move-stage", b.work / "move-files-in-copy.txt"    # (rewritten in b.fresh's copy)
@@ -343,10 +344,11 @@ print(n)
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
+        undo.add(b.run(b.hm + ["undo"], fresh), a)
         fresh = b.fresh(src, "move")
         shutil.rmtree(stage, ignore_errors=True)
         hashed.add(a, b.run([sys.executable, str(HERE / "rewrite_floor.py"), str(in_copy), str(stage)], fresh))
-    return [dry, parsed, apply, hashed]
+    return [dry, parsed, apply, hashed, undo]
 
 
 def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:

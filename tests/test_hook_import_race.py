@@ -1,6 +1,6 @@
 """A tool's hook asked for by two threads at once: the second waits for the first's import.
 
-Undo's diff threads (histmig/verbs/undo/__init__.py ``_replaced_ahead``) each build the flip's
+Undo's diff threads (histmig/verbs/undo/ahead.py ``replaced_ahead``) each build the flip's
 line edit for the lines appended to a rollout since the flip, and so each ask for the Codex flip
 hook on first use. A module another thread is still importing is already in ``sys.modules``, half
 run; taking it from there gave an undo of a flip with two continued rollouts an AttributeError

@@ -384,7 +384,7 @@ def test_diff_against_backup_restores_the_old_lines_and_keeps_the_tail(tmp_path,
         assert bytes(data) == old + b"".join(tail) and d.tail_start == len(new)
         assert d.sha256 == hashlib.sha256(new + b"".join(tail)).hexdigest()
     finally:
-        undo_diff.CHUNK, undo_diff.SMALL = 1 << 20, 1 << 14
+        undo_diff.CHUNK, undo_diff.SMALL = 1 << 20, 1 << 16
 
 
 def test_case2_claude_json_saved_by_claude_since_the_move_gets_only_its_project_key_back(tmp_path):
@@ -449,3 +449,22 @@ def test_case2_config_toml_rewritten_since_a_flip_with_set_config_gets_its_provi
     out = undo(h)
     assert out.exit_code == 0 and not out.skips
     assert cfg.read_text() == '# c, saved by a client\nmodel_provider = "openai"\n\n[model_providers.mine]\nname = "m"\n'
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), st.binary(max_size=600), st.binary(max_size=600), st.sampled_from([1, 4, 256]))
+def test_common_prefix_and_suffix_agree_with_a_byte_loop(head, a, b, xor_bytes):
+    """The diff's span finder (halving, then one XOR of the rest) against the obvious byte loop,
+    whatever the stretch it hands to the XOR."""
+    from histmig.verbs.undo import diff as undo_diff
+    x, y = head + a + head, head + b + head
+    n = min(len(x), len(y))
+    pre = next((i for i in range(n) if x[i] != y[i]), n)
+    suf = next((i for i in range(n) if x[len(x) - 1 - i] != y[len(y) - 1 - i]), n)
+    saved, undo_diff._XOR_BYTES = undo_diff._XOR_BYTES, xor_bytes
+    try:
+        assert undo_diff.common_prefix(x, y, n) == pre
+        assert undo_diff.common_suffix(x, y, n) == suf
+        assert undo_diff.common_suffix(x, y, n - pre) == min(suf, n - pre)
+    finally:
+        undo_diff._XOR_BYTES = saved

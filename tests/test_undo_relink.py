@@ -211,3 +211,68 @@ def test_a_rename_the_file_system_refuses_is_retried_as_a_temp(flipped):
     assert out.state == "undone" and out.exit_code == 0
     assert all(p.read_bytes() == sessions[t] for t, p in paths.items())
     assert len(_backups(folder)) == len(paths)               # every file written as a temp
+
+
+def test_a_moved_project_folders_sessions_get_their_original_inodes_back(tmp_path, monkeypatch):
+    """A move rewrites a Claude session (one edit per line: too many to journal) and then renames its
+    project folder. The apply's stat of the file (``settled``) is taken in the folder's new place, so
+    undo trusts the file it left there, diffs it without hashing and renames the original inode back
+    (histmig/apply/batch.py ``_settled_stat``, histmig/verbs/undo/files.py ``_original``)."""
+    import uuid as uuidlib
+    from test_move_fixtures import claude_records, claude_session, homes, jl, sid
+    h = homes()
+    old, new = str(tmp_path / "A"), str(tmp_path / "B2")     # (not the same length: not written in place)
+    os.makedirs(new)
+    path = claude_session(h, old, 1)
+    extra = [dict(claude_records(sid(1), old)[1], uuid=str(uuidlib.UUID(int=i))) for i in range(100)]
+    mtime = os.lstat(path).st_mtime_ns
+    path.write_bytes(path.read_bytes() + jl(extra))
+    os.utime(path, ns=(mtime, mtime))
+    before, ino = path.read_bytes(), os.lstat(path).st_ino
+    folder = h.state / "tx" / api.apply(api.plan_move(h, old, new), h).txid
+    assert not path.exists()
+    intent = next(r for r in _records(folder) if r["kind"] == "intent" and r["method"] == "replace")
+    assert "patches" not in intent                       # over EDITS_MAX: undo must diff the file
+    settled = next(r for r in _records(folder) if r["kind"] == "settled")
+    assert [f[0] for f in settled["files"]] == [intent["n"]]     # found in the renamed folder
+    stat_later(folder, SECOND)
+    written = []
+    real = batch._fill_temp
+    monkeypatch.setattr(batch, "_fill_temp", lambda ctx, it: (written.append(it.label), real(ctx, it)))
+    out = undo(h)
+    assert out.state == "undone" and written == []
+    st = os.lstat(path)
+    assert path.read_bytes() == before and st.st_ino == ino and st.st_mtime_ns == mtime and st.st_nlink == 1
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_forked_diffs_plan_the_undo_the_threads_plan(tmp_path, monkeypatch, grown):
+    """Files to diff adding up to ``FORK_MIN`` go to forked workers (histmig/verbs/undo/ahead.py);
+    their patches come back through a pipe as plain lists. The inverse plan is byte for byte the
+    one the threads make, for files as the apply left them and for files a client appended to."""
+    import uuid as uuidlib
+    from histmig.core import forkmap
+    from histmig.verbs.undo import ahead
+    from test_move_fixtures import claude_records, claude_session, homes, jl, sid
+    from test_undo_settled import plan_bytes
+    h = homes()
+    old, new = str(tmp_path / "A"), str(tmp_path / "B2")
+    os.makedirs(new)
+    for n in range(1, 5):
+        path = claude_session(h, old, n)
+        extra = [dict(claude_records(sid(n), old)[1], uuid=str(uuidlib.UUID(int=i))) for i in range(50 * n)]
+        path.write_bytes(path.read_bytes() + jl(extra))
+    folder = h.state / "tx" / api.apply(api.plan_move(h, old, new), h).txid
+    stat_later(folder, SECOND)
+    if grown:
+        moved = sorted((h.claude / "projects").glob("*B2/*.jsonl"))[1]
+        with open(moved, "ab") as fh:
+            fh.write(jl([claude_records(sid(2), new)[1]]))
+    threads = plan_bytes(h, folder)
+    monkeypatch.setattr(ahead, "FORK_MIN", 0)
+    monkeypatch.setattr(ahead, "cpus", lambda: 2)
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    spawned = []
+    real = forkmap._spawn
+    monkeypatch.setattr(forkmap, "_spawn", lambda *a, **k: (spawned.append(1), real(*a, **k))[1])
+    assert plan_bytes(h, folder) == threads and spawned

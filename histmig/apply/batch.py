@@ -318,11 +318,24 @@ def settle(ctx: Ctx) -> None:
     files = []
     for n, path in ctx.settle:
         try:
-            st = os.lstat(path)
+            st = _settled_stat(path, ctx.renamed)
         except OSError:
             continue
         files.append([n, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
     ctx.journal.append_many([("settled", {"t_s": t_s, "res": res, "files": files})], sync=False)
+
+
+def _settled_stat(path: str, renamed: list[tuple[str, str]]) -> os.stat_result:
+    """The replaced file's lstat, found in its folder's new place when a later rename of this apply
+    moved the folder (a move renames a Claude project folder after rewriting its sessions): the
+    rename leaves the file's inode and times as they were."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        for src, dst in renamed:
+            if path.startswith(src + os.sep):
+                path = dst + path[len(src):]
+        return os.lstat(path)
 
 
 def _write_temps(ctx: Ctx, live: list[Item]) -> list[Item]:

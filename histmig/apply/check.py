@@ -455,7 +455,7 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
             and prep.base_size == prep.st.st_size):
         prep.method = "inplace"
     if _streamable(prep, op):
-        return _check_spans(prep, src)
+        return _check_spans(prep, src, read=not (opts.trust_plan_hash and op.expect.sha256))
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, opts, stale=Stale)
     if op.expect.sha256 and prep.base_size == prep.st.st_size and prep.pre_sha != op.expect.sha256:
         raise Stale(f"{op.path}: content changed since plan (sha256)")
@@ -491,12 +491,16 @@ def _streamable(prep: Prepared, op: WriteFile) -> bool:
             and bool(op.patches) and prep.base_size == prep.st.st_size)
 
 
-def _check_spans(prep: Prepared, src: int) -> None:
+def _check_spans(prep: Prepared, src: int, *, read: bool = True) -> None:
     """Each patch's old bytes are still there (a small read each); the whole-file hash is compared
-    with the plan's while the temp is written, before anything is replaced."""
+    with the plan's while the temp is written, before anything is replaced. Not read (``read``
+    False) for a plan this process made from the file moments ago (undo's inverse plan,
+    ``ApplyOptions.trust_plan_hash``) while the file's ctime is still the plan's: its bytes are the
+    ones the plan hashed, and a move's undo would otherwise pay one read per line it puts back. The
+    temp's writer checks every patch's old bytes as it copies (histmig/apply/content.py)."""
     op: WriteFile = prep.op
     for p in op.patches:
-        if p.offset + len(p.old) > prep.base_size or os.pread(src, len(p.old), p.offset) != p.old:
+        if p.offset + len(p.old) > prep.base_size or (read and os.pread(src, len(p.old), p.offset) != p.old):
             raise Stale(f"{op.path}: content changed since plan (bytes at offset {p.offset})")
     prep.streamed = True
     prep.pre_sha = op.expect.sha256

@@ -88,6 +88,8 @@ def _run(plan, homes: Homes, todo: list[Prepared], opts: ApplyOptions, result: A
             else:
                 result.done.append(prep.path)
                 takeback.note_done(ctx, prep)
+                if prep.method == "rename":
+                    ctx.renamed.append((prep.path, prep.op.dst))
                 if opts.on_commit is not None and prep.method != "sql":
                     opts.on_commit(prep.path)
         batch.final_sweep(ctx)

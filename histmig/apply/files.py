@@ -42,6 +42,7 @@ class Ctx:
     swept: float = 0.0            # time.monotonic() of the last /proc scan for open writers
     replaced: dict = field(default_factory=dict)  # (dev, ino) of each replaced file's old inode -> its path
     settle: list = field(default_factory=list)    # (n, path) of each replaced file: stat-ed before commit
+    renamed: list = field(default_factory=list)   # (src, dst) of each rename done: where settle finds a file
     skipped_units: set = field(default_factory=set)  # sessions and project folders skipped while applying
     unit_done: dict = field(default_factory=dict)  # session or folder -> its finished file operations (takeback)
 

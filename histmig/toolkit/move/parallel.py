@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from histmig.core.forkmap import cpus, file_size, fork_map
 from histmig.toolkit.move.scan import FileScan
-from histmig.core.plan import Patch
+from histmig.core.plan import pack_patches, unpack_patches
 
 Task = tuple[Callable[..., FileScan], tuple, dict]      # (scanner, args, kwargs)
 
@@ -43,19 +43,11 @@ def _run(task: Task) -> FileScan:
 # ---- compact transfer: one shared copy of each recurring value, plain ints for offsets ---------
 
 def _pack(scan: FileScan) -> tuple:
-    values: dict[bytes, int] = {}
-    offsets, olds, news = [], [], []
-    for p in scan.patches:
-        offsets.append(p.offset)
-        olds.append(values.setdefault(p.old, len(values)))
-        news.append(values.setdefault(p.new, len(values)))
-    return (scan.path, list(values), offsets, olds, news, scan.fields, scan.content, scan.lines,
+    return (scan.path, pack_patches(scan.patches), scan.fields, scan.content, scan.lines,
             scan.fingerprint, scan.compressed, scan.skip, scan.warnings, scan.first, scan.refused)
 
 
 def _unpack(t: tuple) -> FileScan:
-    path, values, offsets, olds, news, fields, content, lines, fp, compressed, skip, warnings, first, refused = t
-    patches = [Patch(o, values[a], values[b]) for o, a, b in zip(offsets, olds, news)]
-    return FileScan(path=path, patches=patches, fields=fields, content=content, lines=lines, fingerprint=fp,
-                    compressed=compressed, skip=skip, warnings=warnings, first=first, refused=refused)
-
+    path, packed, fields, content, lines, fp, compressed, skip, warnings, first, refused = t
+    return FileScan(path=path, patches=unpack_patches(packed), fields=fields, content=content, lines=lines,
+                    fingerprint=fp, compressed=compressed, skip=skip, warnings=warnings, first=first, refused=refused)

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import orjson
 
@@ -23,6 +23,7 @@ from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
 from histmig.apply.journal import TAKEN_BACK, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
+from histmig.verbs.undo.ahead import replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo import coverage
@@ -220,7 +221,7 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
-    ahead, pool = _replaced_ahead(env, intents)
+    ahead, pool = replaced_ahead(env, intents)
     try:
         for rec in intents:
             method = rec["method"]
@@ -247,31 +248,6 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     _keep_folders_of_kept(units)
     _collapse_renames(units, renames, live=set().union(*(h.live_sessions(homes) for h in hooks.values())))
     return units
-
-
-def _replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], Any]:
-    """The inverse of every rewritten file still at its path, computed on two threads while the
-    loop goes on (by ``id`` of its intent: a future of the Member, or of the exception to raise in
-    its turn; and the pool, for the caller to shut down). Only reads: the diff's reads and sha256
-    release the GIL, so both CPUs read and hash the files and their backups while the main thread
-    inverts the database rows (a flip's rows intent: after the first file's in older journals, after every file's now).
-    A file still as the apply left it (:func:`~histmig.verbs.undo.files.as_left`) is not read: its
-    inverse is the journaled edits reversed, a few stats, cheaper than a hand-off to a thread
-    (which only adds locks and GIL switches), so the loop makes it in its turn."""
-    todo = [r for r in intents if r["method"] == "replace" and os.path.lexists(r["path"])
-            and uf.as_left(r["path"], r) is None]
-    if len(todo) < 2:
-        return {}, None
-    from concurrent.futures import ThreadPoolExecutor
-    from histmig.apply.check import WORKERS
-
-    def one(rec: dict) -> Any:
-        try:
-            return uf.inverse_replace(env, rec)
-        except Exception as e:       # raised where the sequential loop would have raised it
-            return e
-    pool = ThreadPoolExecutor(min(2, WORKERS))
-    return {id(r): pool.submit(one, r) for r in todo}, pool
 
 
 def _session_of(m: uf.Member) -> dict | None:

@@ -31,7 +31,6 @@ class Member:
     path: str
     ops: list[Op] = field(default_factory=list)
     problem: tuple[str, str] | None = None          # (reason, code): the unit is kept whole
-    edits: list[tuple[int, int]] = field(default_factory=list)  # (offset, length delta) of the ops
     grown: bool = False           # a file a client appended to since the apply
     warnings: list = field(default_factory=list)
     offsets: bool = False         # a journaled byte-offset row (thread_history_1.sqlite)
@@ -40,6 +39,13 @@ class Member:
     @classmethod
     def kept(cls, path: str, reason: str, code: str) -> "Member":
         return cls(path, problem=(reason, code))
+
+    @property
+    def edits(self) -> list[tuple[int, int]]:
+        """(offset, length delta) of its rewrite's patches: asked only of a file a client appended to
+        (a tool's offset rows are recomputed from them), so a move's undo does not hold a second
+        record per line it puts back."""
+        return [(p.offset, p.delta) for op in self.ops if isinstance(op, WriteFile) for p in op.patches if p.delta]
 
 
 @dataclass
@@ -109,7 +115,7 @@ def inverse_replace(env: Env, rec: dict) -> Member:
         # apply may rename the backup, the original inode, into place instead (histmig/apply/batch.py)
         op = _write(path, rec, back, _fingerprint(left, post["sha256"]), False, "undo",
                     restore_from=(backup, pre["sha256"], pre["size"]) if pre.get("sha256") else None)
-        return Member(path, [op], edits=[(p.offset, p.delta) for p in back if p.delta], warnings=notes)
+        return Member(path, [op], warnings=notes)
     try:
         d = diff_against_backup(path, backup, post.get("size", 0), post.get("sha256"), pre["size"],
                                 salvaged=bool(rec.get("salvaged_raw")), backup_trusted=trusted,
@@ -135,8 +141,21 @@ def inverse_replace(env: Env, rec: dict) -> Member:
     tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
     patches = d.patches + tail
     grown = d.size > post.get("size", 0)
-    op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""))
-    return Member(path, [op], edits=[(p.offset, p.delta) for p in patches if p.delta], grown=grown, warnings=notes)
+    op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""),
+                restore_from=_original(rec, backup, left, trusted, grown))
+    return Member(path, [op], grown=grown, warnings=notes)
+
+
+def _original(rec: dict, backup: str, left: os.stat_result | None, trusted: bool,
+              grown: bool) -> tuple[str, str, int] | None:
+    """The backup to rename into place (``WriteFile.restore_from``) when the diffed file is still
+    the apply's bytes (``left``, nothing appended) and the backup its original inode (``trusted``):
+    the inverse patches then turn it into exactly those bytes, as for a journaled inverse (a move's
+    one edit per line is never journaled: histmig/apply/batch.py ``EDITS_MAX``)."""
+    pre = rec["pre"]
+    if left is None or not trusted or grown or not pre.get("sha256"):
+        return None
+    return backup, pre["sha256"], pre["size"]
 
 
 def put_back(path: str, rec: dict, backup: str) -> bool:
@@ -318,7 +337,7 @@ def inverse_inplace(env: Env, rec: dict) -> Member:
     if not patches and not tail:
         return Member(path)
     op = _write(path, rec, patches + tail, _fingerprint(st, h.hexdigest()), size > post_size, "undo", in_place_ok=True)
-    return Member(path, [op], edits=[(p.offset, p.delta) for p in tail if p.delta], grown=size > post_size)
+    return Member(path, [op], grown=size > post_size)
 
 
 # -- created, deleted, renamed ---------------------------------------------------------------------

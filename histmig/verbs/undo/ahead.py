@@ -1,0 +1,79 @@
+"""The inverses of the rewritten files, made before the planning loop reaches them.
+
+A file that must be read (diffed against its backup, or hashed) is the expensive part of an undo:
+a move's undo diffs every transcript it rewrote, one patch per line. Files that add up to
+``FORK_MIN`` bytes are shared out to forked workers, one per CPU (histmig/core/forkmap.py: the
+line pairing holds the GIL, so threads share one core); fewer go to two threads, whose reads and
+hashes release the GIL while the main thread inverts the database rows. A file still as the apply
+left it with its edits journaled (:func:`~histmig.verbs.undo.files.as_left`) is not read at all:
+its inverse is a few stats, cheaper than a hand-off, so the loop makes it in its turn.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from histmig.core.forkmap import cpus, file_size, fork_map
+from histmig.core.plan import WriteFile, pack_patches, unpack_patches
+from histmig.verbs.undo import files as uf
+
+FORK_MIN = 32 << 20      # bytes to read under which a fork costs more than it saves
+
+
+class _Done:
+    """A worker's result where the loop expects a future."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+def replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], Any]:
+    """By ``id`` of its intent: a future of the file's Member (or of the exception to raise in its
+    turn); and the thread pool, for the caller to shut down (None when forked workers did it)."""
+    todo = [(r, path) for r in intents if r["method"] == "replace" and (path := env.locate(r["path"])) is not None
+            and not (r.get("patches") and uf.as_left(path, r) is not None)]
+    weights = [file_size(path) for _, path in todo]
+    if len(todo) >= 2 and cpus() > 1 and sum(weights) >= FORK_MIN:
+        recs = [r for r, _ in todo]
+        out = fork_map(functools.partial(_one, env), recs, weights, min_weight=FORK_MIN, encode=_pack, decode=_unpack)
+        return {id(r): _Done(m) for r, m in zip(recs, out)}, None
+    # the threads take what they read and hash: files not provably as the apply left them
+    todo = [(r, path) for r, path in todo if path == r["path"] and uf.as_left(path, r) is None]
+    if len(todo) < 2:
+        return {}, None
+    from concurrent.futures import ThreadPoolExecutor
+    from histmig.apply.check import WORKERS
+    pool = ThreadPoolExecutor(min(2, WORKERS))
+    return {id(r): pool.submit(_one, env, r) for r, _ in todo}, pool
+
+
+def _one(env: uf.Env, rec: dict) -> Any:
+    try:
+        return uf.inverse_replace(env, rec)
+    except Exception as e:       # raised where the sequential loop would have raised it
+        return e
+
+
+def _pack(m: Any) -> tuple:
+    """A Member with its rewrites' patches as plain lists (:func:`~histmig.core.plan.pack_patches`)."""
+    if not isinstance(m, uf.Member):
+        return m, []
+    packed = []
+    for i, op in enumerate(m.ops):
+        if isinstance(op, WriteFile) and op.patches:
+            packed.append((i, pack_patches(op.patches)))
+            m.ops[i] = dataclasses.replace(op, patches=())
+    return m, packed
+
+
+def _unpack(t: tuple) -> Any:
+    m, packed = t
+    for i, patches in packed:
+        m.ops[i] = dataclasses.replace(m.ops[i], patches=tuple(unpack_patches(patches)))
+    return m
