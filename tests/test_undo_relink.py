@@ -33,16 +33,35 @@ def _backups(folder) -> list[str]:
     return sorted(n for n in os.listdir(folder / "b") if n in names) if (folder / "b").is_dir() else []
 
 
-def test_an_untouched_file_gets_its_original_inode_back_and_nothing_is_written(flipped, monkeypatch):
-    h, paths, sessions, folder, old = flipped
-    originals = {r["path"]: r["pre"]["ino"] for r in _records(folder) if r["kind"] == "intent"
-                 and r["method"] == "replace"}
+def _undo_writing_nothing(h, folder, monkeypatch):
+    """Undo the transaction (its stats as if taken a second later), asserting no temp is written."""
     stat_later(folder, SECOND)
     written = []
     real = batch._fill_temp
     monkeypatch.setattr(batch, "_fill_temp", lambda ctx, it: (written.append(it.label), real(ctx, it)))
     out = undo(h)
     assert out.state == "undone" and written == []
+    return out
+
+
+def _long_session(h, old: str, n: int, lines: int):
+    """Claude session ``n`` in ``old`` with ``lines`` more user records (a move edits each: too many
+    edits to journal), its mtime kept."""
+    import uuid as uuidlib
+    from test_move_fixtures import claude_records, claude_session, jl, sid
+    path = claude_session(h, old, n)
+    extra = [dict(claude_records(sid(n), old)[1], uuid=str(uuidlib.UUID(int=i))) for i in range(lines)]
+    mtime = os.lstat(path).st_mtime_ns
+    path.write_bytes(path.read_bytes() + jl(extra))
+    os.utime(path, ns=(mtime, mtime))
+    return path
+
+
+def test_an_untouched_file_gets_its_original_inode_back_and_nothing_is_written(flipped, monkeypatch):
+    h, paths, sessions, folder, old = flipped
+    originals = {r["path"]: r["pre"]["ino"] for r in _records(folder) if r["kind"] == "intent"
+                 and r["method"] == "replace"}
+    out = _undo_writing_nothing(h, folder, monkeypatch)
     for t, p in paths.items():
         st = os.lstat(p)
         assert p.read_bytes() == sessions[t] and st.st_mtime_ns == old
@@ -218,29 +237,20 @@ def test_a_moved_project_folders_sessions_get_their_original_inodes_back(tmp_pat
     project folder. The apply's stat of the file (``settled``) is taken in the folder's new place, so
     undo trusts the file it left there, diffs it without hashing and renames the original inode back
     (histmig/apply/batch.py ``_settled_stat``, histmig/verbs/undo/files.py ``_original``)."""
-    import uuid as uuidlib
-    from test_move_fixtures import claude_records, claude_session, homes, jl, sid
+    from test_move_fixtures import homes
     h = homes()
     old, new = str(tmp_path / "A"), str(tmp_path / "B2")     # (not the same length: not written in place)
     os.makedirs(new)
-    path = claude_session(h, old, 1)
-    extra = [dict(claude_records(sid(1), old)[1], uuid=str(uuidlib.UUID(int=i))) for i in range(100)]
-    mtime = os.lstat(path).st_mtime_ns
-    path.write_bytes(path.read_bytes() + jl(extra))
-    os.utime(path, ns=(mtime, mtime))
-    before, ino = path.read_bytes(), os.lstat(path).st_ino
+    path = _long_session(h, old, 1, 100)
+    before, st0 = path.read_bytes(), os.lstat(path)
+    ino, mtime = st0.st_ino, st0.st_mtime_ns
     folder = h.state / "tx" / api.apply(api.plan_move(h, old, new), h).txid
     assert not path.exists()
     intent = next(r for r in _records(folder) if r["kind"] == "intent" and r["method"] == "replace")
     assert "patches" not in intent                       # over EDITS_MAX: undo must diff the file
     settled = next(r for r in _records(folder) if r["kind"] == "settled")
     assert [f[0] for f in settled["files"]] == [intent["n"]]     # found in the renamed folder
-    stat_later(folder, SECOND)
-    written = []
-    real = batch._fill_temp
-    monkeypatch.setattr(batch, "_fill_temp", lambda ctx, it: (written.append(it.label), real(ctx, it)))
-    out = undo(h)
-    assert out.state == "undone" and written == []
+    _undo_writing_nothing(h, folder, monkeypatch)
     st = os.lstat(path)
     assert path.read_bytes() == before and st.st_ino == ino and st.st_mtime_ns == mtime and st.st_nlink == 1
 
@@ -250,18 +260,15 @@ def test_forked_diffs_plan_the_undo_the_threads_plan(tmp_path, monkeypatch, grow
     """Files to diff adding up to ``FORK_MIN`` go to forked workers (histmig/verbs/undo/ahead.py);
     their patches come back through a pipe as plain lists. The inverse plan is byte for byte the
     one the threads make, for files as the apply left them and for files a client appended to."""
-    import uuid as uuidlib
     from histmig.core import forkmap
     from histmig.verbs.undo import ahead
-    from test_move_fixtures import claude_records, claude_session, homes, jl, sid
+    from test_move_fixtures import claude_records, homes, jl, sid
     from test_undo_settled import plan_bytes
     h = homes()
     old, new = str(tmp_path / "A"), str(tmp_path / "B2")
     os.makedirs(new)
     for n in range(1, 5):
-        path = claude_session(h, old, n)
-        extra = [dict(claude_records(sid(n), old)[1], uuid=str(uuidlib.UUID(int=i))) for i in range(50 * n)]
-        path.write_bytes(path.read_bytes() + jl(extra))
+        _long_session(h, old, n, 50 * n)
     folder = h.state / "tx" / api.apply(api.plan_move(h, old, new), h).txid
     stat_later(folder, SECOND)
     if grown:
