@@ -10,13 +10,13 @@ import pytest
 
 from histmig.apply import content, fsio
 from histmig.apply.options import ApplyOptions
-from histmig.core.plan import Patch
+from histmig.core.plan import Patch, PatchList
 
 MIB = 1 << 20
 
 
 def _prep(size: int, patches: list[Patch]):
-    return types.SimpleNamespace(content=None, base_size=size, patches=patches,
+    return types.SimpleNamespace(content=None, base_size=size, patches=PatchList(patches),
                                  op=types.SimpleNamespace(paths=lambda: ["f.jsonl"]))
 
 

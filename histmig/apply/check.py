@@ -133,11 +133,8 @@ def _sql_columns(op) -> list[str]:
 
 
 def _check_patches(op: WriteFile) -> None:
-    end = 0
-    for p in op.patches:
-        if p.offset < end:
-            raise _invalid(f"{op.path}: patches overlap or are not sorted")
-        end = p.offset + len(p.old)
+    if not op.patches.ordered():
+        raise _invalid(f"{op.path}: patches overlap or are not sorted")
     if op.patches and op.new_bytes is not None:
         raise _invalid(f"{op.path}: both patches and new_bytes")
 
@@ -450,7 +447,7 @@ def _digest(prep: Prepared, src: int, opts: ApplyOptions) -> None:
     if op.new_bytes is not None:
         prep.content = op.new_bytes
     prep.patches = op.patches
-    same_len = all(len(p.old) == len(p.new) for p in op.patches)
+    same_len = op.patches.same_length()
     if (op.in_place_ok and same_len and op.patches and prep.content is None
             and prep.base_size == prep.st.st_size):
         prep.method = "inplace"
@@ -499,13 +496,18 @@ def _check_spans(prep: Prepared, src: int, *, read: bool = True) -> None:
     ones the plan hashed, and a move's undo would otherwise pay one read per line it puts back. The
     temp's writer checks every patch's old bytes as it copies (histmig/apply/content.py)."""
     op: WriteFile = prep.op
-    for p in op.patches:
-        if p.offset + len(p.old) > prep.base_size or (read and os.pread(src, len(p.old), p.offset) != p.old):
-            raise Stale(f"{op.path}: content changed since plan (bytes at offset {p.offset})")
+    pl = op.patches
+    if pl and pl.old_end(len(pl) - 1) > prep.base_size:    # sorted, apart: the last one tells, the first is named
+        first = next(k for k in range(len(pl)) if pl.old_end(k) > prep.base_size)
+        raise Stale(f"{op.path}: content changed since plan (bytes at offset {pl.offsets[first]})")
+    if read:
+        for offset, old, _ in pl.rows():
+            if os.pread(src, len(old), offset) != old:
+                raise Stale(f"{op.path}: content changed since plan (bytes at offset {offset})")
     prep.streamed = True
     prep.pre_sha = op.expect.sha256
     prep.post_sha = None
-    prep.post_size = prep.base_size + sum(len(p.new) - len(p.old) for p in op.patches)
+    prep.post_size = prep.base_size + pl.delta()
     if op.restore_from is not None and op.restore_from[2] == prep.post_size:
         prep.restore = op.restore_from
 

@@ -71,15 +71,15 @@ def segments(prep: Prepared, win: Window, cur_size: int, opts: ApplyOptions, *, 
         yield 0, prep.base_size, prep.content
     else:
         pos = 0
-        for p in prep.patches:
-            end = p.offset + len(p.old)
+        for offset, old, new in prep.patches.rows():
+            end = offset + len(old)
             if end > prep.base_size:
-                raise stale(f"{prep.op.paths()[0]}: patch at offset {p.offset} beyond the planned size")
-            if p.offset > pos:
-                yield pos, p.offset, None
-            if win.read(p.offset, end) != p.old:
-                raise stale(_changed(prep, p.offset))
-            yield p.offset, end, p.new
+                raise stale(f"{prep.op.paths()[0]}: patch at offset {offset} beyond the planned size")
+            if offset > pos:
+                yield pos, offset, None
+            if win.read(offset, end) != old:
+                raise stale(_changed(prep, offset))
+            yield offset, end, new
             pos = end
         if prep.base_size > pos:
             yield pos, prep.base_size, None
@@ -177,7 +177,7 @@ def _patches_inside(patches, size: int) -> bool:
     """Every patch replaces bytes that lie before ``size`` (an insertion at the very end, or a
     patch past it, takes the general path, which reports it). Patches are sorted and do not
     overlap (``validate_plan``): the last one tells."""
-    return not patches or (patches[-1].offset < size and patches[-1].offset + len(patches[-1].old) <= size)
+    return not patches or (patches.offsets[-1] < size and patches.old_end(len(patches) - 1) <= size)
 
 
 def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, label: str,
@@ -197,26 +197,24 @@ def _stream_patched(fs: fsio.FS, prep: Prepared, src: int, tmp: int, size: int, 
     pos, written = 0, 0
     while pos < size:
         end = min(size, pos + WINDOW)
-        j = i
-        while j < len(patches) and patches[j].offset < end:
-            j += 1
-        if j > i and patches[j - 1].offset + len(patches[j - 1].old) > end:   # crosses the end
-            if patches[j - 1].offset > pos:
+        j = patches.first_at(end, i)             # the patches that start before the window's end
+        if j > i and patches.old_end(j - 1) > end:   # crosses the end
+            if patches.offsets[j - 1] > pos:
                 j -= 1
-                end = patches[j].offset
+                end = patches.offsets[j]
             else:
-                end = patches[j - 1].offset + len(patches[j - 1].old)
+                end = patches.old_end(j - 1)
         data = win.view(pos, end)      # one preadv; a patch longer than the window is read whole
         pre.update(data)
         if j == i:
             out = data
         else:
             pieces, cur = [], pos
-            for p in patches[i:j]:
-                stop = p.offset + len(p.old)
-                if data[p.offset - pos:stop - pos] != p.old:
-                    raise OSError(_changed(prep, p.offset))
-                pieces += (data[cur - pos:p.offset - pos], p.new)
+            for offset, old, new in patches.rows(i, j):
+                stop = offset + len(old)
+                if data[offset - pos:stop - pos] != old:
+                    raise OSError(_changed(prep, offset))
+                pieces += (data[cur - pos:offset - pos], new)
                 cur = stop
             pieces.append(data[cur - pos:])
             out = b"".join(pieces)

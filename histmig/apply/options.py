@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from histmig.core.diagnostics import EXIT_OK, EXIT_REFUSED, EXIT_SKIPPED, RefusedError, Skip, Warning
-from histmig.core.plan import Op, Patch
+from histmig.core.plan import Op, PatchList
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Prepared:
     st: os.stat_result | None = None
     pre_sha: str | None = None
     base_size: int = 0           # bytes of the original the patches cover; beyond it: appended tail
-    patches: tuple[Patch, ...] = ()
+    patches: PatchList = field(default_factory=PatchList)
     content: bytes | None = None  # whole new content (new_bytes)
     post_sha: str | None = None
     post_size: int | None = 0     # None: a recompressed .zst, whose size is known once written

@@ -13,28 +13,18 @@ patched spans, so flipping one value in a 500 MB file costs a copy, never a pars
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 from dataclasses import field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable
 
 import orjson
 
 from histmig.core.diagnostics import RefusedError, Skip, Warning
+from histmig.core.patches import Patch, PatchList, b64, compact, patch_list, unb64  # noqa: F401 (re-exported)
 from histmig.core.valueclass import FACTORY, value
 
 PLAN_SCHEMA = "histmig-plan/1"
-
-
-def b64(data: bytes) -> str:
-    import base64  # noqa: PLC0415 (lazy: only a plan holding bytes writes or reads them; doctor's dry run never)
-    return base64.b64encode(data).decode()
-
-
-def unb64(text: str) -> bytes:
-    import base64  # noqa: PLC0415
-    return base64.b64decode(text.encode())
 
 
 _set = object.__setattr__      # a frozen instance's own fields, set once by its __init__
@@ -102,59 +92,6 @@ class Fingerprint:
         return cls(**d)
 
 
-@functools.lru_cache(maxsize=4096)
-def compact(data: bytes) -> bytes:
-    """One shared, exact-size copy of a small byte string. Planners hold one patch per edited line
-    and the same old/new values recur; ``orjson.dumps`` results also keep a 1 KiB buffer whatever
-    their length, so 40,000 patches would otherwise cost 40 MB."""
-    return bytes(memoryview(data))
-
-
-@value(frozen=True)
-class Patch:
-    """Replace ``old`` at byte ``offset`` with ``new``. Offsets refer to the *original* content
-    (for a ``.jsonl.zst`` file: the decompressed content). Patches of one file never overlap."""
-
-    __slots__ = ("offset", "old", "new")
-    offset: int
-    old: bytes
-    new: bytes
-
-    def __init__(self, offset: int, old: bytes, new: bytes) -> None:
-        _set(self, "offset", offset)
-        _set(self, "old", old)
-        _set(self, "new", new)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "old": b64(self.old), "new": b64(self.new)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Patch":
-        return cls(d["offset"], unb64(d["old"]), unb64(d["new"]))
-
-    @property
-    def delta(self) -> int:
-        return len(self.new) - len(self.old)
-
-
-def pack_patches(patches) -> tuple:
-    """Patches as plain lists for a forked worker's pipe (histmig/core/forkmap.py): one copy of each
-    recurring value and ints for offsets, where pickling 200,000 :class:`Patch` objects costs a
-    second each way."""
-    values: dict[bytes, int] = {}
-    offsets, olds, news = [], [], []
-    for p in patches:
-        offsets.append(p.offset)
-        olds.append(values.setdefault(p.old, len(values)))
-        news.append(values.setdefault(p.new, len(values)))
-    return list(values), offsets, olds, news
-
-
-def unpack_patches(packed: tuple) -> list[Patch]:
-    values, offsets, olds, news = packed
-    return [Patch(o, values[a], values[b]) for o, a, b in zip(offsets, olds, news)]
-
-
 @value(frozen=True)
 class Op:
     """Base of every operation. ``session`` names the session the op belongs to
@@ -195,6 +132,8 @@ def _encode(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, bytes):
         return b64(value)
+    if isinstance(value, PatchList):
+        return [{"offset": o, "old": b64(a), "new": b64(b)} for o, a, b in value.rows()]
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
     return value
@@ -212,7 +151,7 @@ class WriteFile(Op):
     kind: ClassVar[str] = "write"
     path: str
     expect: Fingerprint
-    patches: tuple[Patch, ...] = ()
+    patches: PatchList = ()      # any iterable of Patch given: held as a PatchList (histmig/core/patches.py)
     new_bytes: bytes | None = None
     compression: str | None = None
     level: int = 3
@@ -226,11 +165,11 @@ class WriteFile(Op):
     # process's only: never in a plan file.
     restore_from: tuple[str, str, int] | None = None
 
-    def __init__(self, path: str, expect: Fingerprint, patches: tuple[Patch, ...] = (), new_bytes: bytes | None = None,
+    def __init__(self, path: str, expect: Fingerprint, patches: Iterable[Patch] = (), new_bytes: bytes | None = None,
                  compression: str | None = None, level: int = 3, in_place_ok: bool = False,
                  session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None,
                  restore_from: tuple[str, str, int] | None = None) -> None:
-        self.__dict__.update(path=path, expect=expect, patches=patches, new_bytes=new_bytes, compression=compression,
+        self.__dict__.update(path=path, expect=expect, patches=patch_list(patches), new_bytes=new_bytes, compression=compression,
                              level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
                              restore_from=restore_from)
 

@@ -20,7 +20,7 @@ from histmig.toolkit.move.lines import (FieldEdit, JsonPath, content_edits, cont
                                     line_patches, path_strings)
 from histmig.toolkit.move.scan import FieldsFn, FileScan, scan_file
 from histmig.core.paths import is_under, rebase, valid_cwd
-from histmig.core.plan import Fingerprint, WriteFile
+from histmig.core.plan import Fingerprint, WriteFile, patch_list
 from histmig.core.valueclass import FACTORY
 from histmig.core.valueclass import value as valueclass   # (``value`` is a loop variable below)
 
@@ -208,9 +208,9 @@ def make_pathmap(old: str, new: str) -> tuple[PathMap, list[Warning]]:
 
 
 def write_op(scan: FileScan, *, session: dict[str, str] | None, reason: str) -> WriteFile:
-    same_length = all(len(p.old) == len(p.new) for p in scan.patches)
-    return WriteFile(path=scan.path, expect=scan.fingerprint, patches=tuple(scan.patches),
-                     compression="zstd" if scan.compressed else None, in_place_ok=same_length,
+    patches = patch_list(scan.patches)
+    return WriteFile(path=scan.path, expect=scan.fingerprint, patches=patches,
+                     compression="zstd" if scan.compressed else None, in_place_ok=patches.same_length(),
                      session=session, reason=reason)
 
 

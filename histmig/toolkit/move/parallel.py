@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from histmig.core.forkmap import cpus, file_size, fork_map
 from histmig.toolkit.move.scan import FileScan
-from histmig.core.plan import pack_patches, unpack_patches
+from histmig.core.plan import patch_list
 
 Task = tuple[Callable[..., FileScan], tuple, dict]      # (scanner, args, kwargs)
 
@@ -40,14 +40,14 @@ def _run(task: Task) -> FileScan:
     return fn(*args, **kw)
 
 
-# ---- compact transfer: one shared copy of each recurring value, plain ints for offsets ---------
+# ---- compact transfer: the patches as columns (histmig/core/patches.py), the rest as plain values ---
 
 def _pack(scan: FileScan) -> tuple:
-    return (scan.path, pack_patches(scan.patches), scan.fields, scan.content, scan.lines,
+    return (scan.path, patch_list(scan.patches), scan.fields, scan.content, scan.lines,
             scan.fingerprint, scan.compressed, scan.skip, scan.warnings, scan.first, scan.refused)
 
 
 def _unpack(t: tuple) -> FileScan:
     path, packed, fields, content, lines, fp, compressed, skip, warnings, first, refused = t
-    return FileScan(path=path, patches=unpack_patches(packed), fields=fields, content=content, lines=lines,
+    return FileScan(path=path, patches=packed, fields=fields, content=content, lines=lines,
                     fingerprint=fp, compressed=compressed, skip=skip, warnings=warnings, first=first, refused=refused)

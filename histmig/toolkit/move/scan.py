@@ -15,7 +15,7 @@ import functools
 import hashlib
 import os
 from dataclasses import field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -23,7 +23,7 @@ from histmig.jsonio import jsonl
 from histmig.core.diagnostics import HistmigInputError, Warning
 from histmig.jsonio.jsonedit import EditError
 from histmig.toolkit.move.lines import content_edits, line_patches
-from histmig.core.plan import Fingerprint, Patch
+from histmig.core.plan import Fingerprint, Patch, PatchList, patch_list
 from histmig.core.valueclass import FACTORY, value
 
 FieldsFn = Callable[[Any, Any], list]
@@ -52,7 +52,7 @@ class FileScan:
     """What the scan of one file found. ``skip`` set means: leave the file alone, say why."""
 
     path: str
-    patches: list[Patch] = field(default_factory=list)
+    patches: PatchList = field(default_factory=PatchList)     # (a list of Patch when one line's)
     fields: int = 0                 # structured values rewritten
     content: int = 0                # text replacements (--rewrite-content)
     lines: int = 0                  # lines edited
@@ -64,12 +64,12 @@ class FileScan:
     # recorded paths under OLD left as they are (``PathMap.refused``): (value, why, "line N")
     refused: list[tuple[str, str, str | None]] = field(default_factory=list)
 
-    def __init__(self, path: str, patches: list[Patch] = FACTORY, fields: int = 0, content: int = 0, lines: int = 0,
+    def __init__(self, path: str, patches: Iterable[Patch] = FACTORY, fields: int = 0, content: int = 0, lines: int = 0,
                  fingerprint: Fingerprint | None = None, compressed: bool = False, skip: str | None = None,
                  warnings: list[Warning] = FACTORY, first: dict[str, Any] = FACTORY,
                  refused: list[tuple[str, str, str | None]] = FACTORY) -> None:
         self.path = path
-        self.patches = [] if patches is FACTORY else patches
+        self.patches = PatchList() if patches is FACTORY else patches
         self.fields = fields
         self.content = content
         self.lines = lines
@@ -83,7 +83,7 @@ class FileScan:
     @property
     def deltas(self) -> list[tuple[int, int]]:
         """``(offset in the original, length delta)`` per patch, for byte-offset shifting."""
-        return [(p.offset, p.delta) for p in self.patches if p.delta]
+        return list(patch_list(self.patches).deltas())
 
 
 class _HashingReader:

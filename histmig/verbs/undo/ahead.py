@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 from histmig.core.forkmap import cpus, file_size, fork_map
-from histmig.core.plan import WriteFile, pack_patches, unpack_patches
+from histmig.core.plan import WriteFile, patch_list
 from histmig.verbs.undo import files as uf
 
 FORK_MIN = 32 << 20      # bytes to read under which a fork costs more than it saves
@@ -61,13 +61,14 @@ def _one(env: uf.Env, rec: dict) -> Any:
 
 
 def _pack(m: Any) -> tuple:
-    """A Member with its rewrites' patches as plain lists (:func:`~histmig.core.plan.pack_patches`)."""
+    """A Member with its rewrites' patches as columns (histmig/core/patches.py: a ``PatchList`` pickles
+    as its arrays, where 200,000 :class:`Patch` objects cost a second each way)."""
     if not isinstance(m, uf.Member):
         return m, []
     packed = []
     for i, op in enumerate(m.ops):
         if isinstance(op, WriteFile) and op.patches:
-            packed.append((i, pack_patches(op.patches)))
+            packed.append((i, patch_list(op.patches)))
             m.ops[i] = dataclasses.replace(op, patches=())
     return m, packed
 
@@ -75,5 +76,5 @@ def _pack(m: Any) -> tuple:
 def _unpack(t: tuple) -> Any:
     m, packed = t
     for i, patches in packed:
-        m.ops[i] = dataclasses.replace(m.ops[i], patches=tuple(unpack_patches(patches)))
+        m.ops[i] = dataclasses.replace(m.ops[i], patches=patches)
     return m

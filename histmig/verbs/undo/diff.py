@@ -19,7 +19,7 @@ from typing import Callable
 
 from histmig.apply import fsio
 from histmig.apply.ranges import read_range, sha_range
-from histmig.core.plan import Patch, compact
+from histmig.core.plan import Patch, PatchList, compact
 
 
 class DiffError(Exception):
@@ -32,7 +32,7 @@ class LinesDiffer(Exception):
 
 @dataclass
 class Diff:
-    patches: list[Patch] = field(default_factory=list)
+    patches: PatchList = field(default_factory=PatchList)
     tail_start: int = 0           # where bytes appended after the apply begin
     size: int = 0                 # the file's size now
     sha256: str = ""              # of the whole file now
@@ -161,7 +161,7 @@ def _feed(h, chunks) -> None:
         h.update(chunk)
 
 
-def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: list[Patch],
+def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patches: PatchList,
                 old_h=None) -> tuple[int, int]:
     """Walk both files in step until either ends; returns the two positions reached. ``applied``
     gets the file's bytes up to the first position, ``old_h`` the backup's up to the second (so the
@@ -200,7 +200,7 @@ def _pair_lines(cfd: int, ofd: int, post_size: int, pre_size: int, applied, patc
     return pos, opos
 
 
-def _pair_block(a: bytes, b: bytes, start: int, base: int, patches: list[Patch]) -> tuple[int, int]:
+def _pair_block(a: bytes, b: bytes, start: int, base: int, patches: PatchList) -> tuple[int, int]:
     """Pair the whole lines both blocks hold from ``start`` (the i-th with the i-th), one patch per
     differing pair at its offset in the file (``base`` is the block's); returns how far each block
     was consumed (``start`` and ``start``: not one whole line in both)."""

@@ -19,7 +19,7 @@ from histmig.core.diagnostics import Warning
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.verbs.undo.diff import (Diff, DiffError, LinesDiffer, diff_against_backup, span_patch, stamp,
                                    starts_with, tail_patches, whole_patch)
-from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, Rename, WriteFile, unb64
+from histmig.core.plan import CreateFile, Delete, Fingerprint, MkDir, Op, Patch, PatchList, Rename, WriteFile, patch_list, unb64
 
 LineEdit = Callable[[Op, bytes], bytes]
 
@@ -45,7 +45,7 @@ class Member:
         """(offset, length delta) of its rewrite's patches: asked only of a file a client appended to
         (a tool's offset rows are recomputed from them), so a move's undo does not hold a second
         record per line it puts back."""
-        return [(p.offset, p.delta) for op in self.ops if isinstance(op, WriteFile) for p in op.patches if p.delta]
+        return [e for op in self.ops if isinstance(op, WriteFile) for e in op.patches.deltas()]
 
 
 @dataclass
@@ -84,8 +84,9 @@ def _fingerprint(st: os.stat_result, sha: str) -> Fingerprint:
 def _write(path: str, rec: dict, patches: list[Patch], expect: Fingerprint, tail: bool, reason: str,
            in_place_ok: bool = False, restore_from: tuple[str, str, int] | None = None) -> WriteFile:
     """The inverse rewrite; the old mtime comes back unless a client wrote to the file since."""
-    return WriteFile(path=path, expect=expect, patches=tuple(patches),
-                     in_place_ok=in_place_ok and all(not p.delta for p in patches),
+    patches = patch_list(patches)
+    return WriteFile(path=path, expect=expect, patches=patches,
+                     in_place_ok=in_place_ok and patches.same_length(),
                      session=rec.get("session"), reason=reason,
                      mtime_ns=None if tail else rec["pre"]["mtime_ns"], restore_from=restore_from)
 
@@ -128,7 +129,7 @@ def inverse_replace(env: Env, rec: dict) -> Member:
         if bad := verify_backup(env.folder, rec):
             return Member.kept(path, bad, "bad-backup")
         now = Fingerprint.of(path)          # stat, then hash: a change while hashing moves the ctime
-        d = Diff(patches=[whole_patch(path, backup, post["size"], pre["size"])], tail_start=post["size"],
+        d = Diff(patches=PatchList([whole_patch(path, backup, post["size"], pre["size"])]), tail_start=post["size"],
                  size=now.size, sha256=now.sha256)
         if d.patches[0].old and hashlib.sha256(d.patches[0].old).hexdigest() != post.get("sha256"):
             return _changed(env, rec, path, backup, "changed since the transaction (not only appended to)")
@@ -139,7 +140,8 @@ def inverse_replace(env: Env, rec: dict) -> Member:
             return Member.kept(path, bad, "bad-backup")
         expect = _fingerprint(d.st, d.sha256)
     tail = tail_patches(path, d.tail_start, d.size, _line_edit(env, rec))
-    patches = d.patches + tail
+    patches = d.patches
+    patches += tail
     grown = d.size > post.get("size", 0)
     op = _write(path, rec, patches, expect, grown, "undo" + (" (appended lines kept)" if grown else ""),
                 restore_from=_original(rec, backup, left, trusted, grown))

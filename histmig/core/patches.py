@@ -1,0 +1,208 @@
+"""Byte patches of one file: :class:`Patch` (offset, old bytes, new bytes) and :class:`PatchList`,
+the form a plan holds them in.
+
+A move or an undo of a transcript has one patch per line, and its values recur (one ``cwd`` per
+session). As a tuple of ``Patch`` objects each line cost about 90 bytes (the object, its offset as an
+int, a pointer), so a 400,000-line transcript held 35 MB of patches (docs/move.md, "Memory"). A
+``PatchList`` keeps them as columns instead: the offsets in an ``array('q')`` and, per patch, the
+index of its ``(old, new)`` pair in a table of the distinct pairs, 12 bytes a line. It is a sequence
+of ``Patch`` (made when one is asked for); the write path reads its columns (``rows``, ``offsets``)
+and asks it the facts it needs (``ordered``, ``same_length``, ``delta``) without making one.
+"""
+from __future__ import annotations
+
+import functools
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from typing import Any, Iterable, Iterator
+
+from histmig.core.valueclass import value
+
+_set = object.__setattr__      # a frozen instance's own fields, set once by its __init__
+
+
+def b64(data: bytes) -> str:
+    import base64  # noqa: PLC0415 (lazy: only a plan holding bytes writes or reads them; doctor's dry run never)
+    return base64.b64encode(data).decode()
+
+
+def unb64(text: str) -> bytes:
+    import base64  # noqa: PLC0415
+    return base64.b64decode(text.encode())
+
+
+@functools.lru_cache(maxsize=4096)
+def compact(data: bytes) -> bytes:
+    """One shared, exact-size copy of a small byte string. Planners hold one patch per edited line
+    and the same old/new values recur; ``orjson.dumps`` results also keep a 1 KiB buffer whatever
+    their length, so 40,000 patches would otherwise cost 40 MB."""
+    return bytes(memoryview(data))
+
+
+@value(frozen=True)
+class Patch:
+    """Replace ``old`` at byte ``offset`` with ``new``. Offsets refer to the *original* content
+    (for a ``.jsonl.zst`` file: the decompressed content). Patches of one file never overlap."""
+
+    __slots__ = ("offset", "old", "new")
+    offset: int
+    old: bytes
+    new: bytes
+
+    def __init__(self, offset: int, old: bytes, new: bytes) -> None:
+        _set(self, "offset", offset)
+        _set(self, "old", old)
+        _set(self, "new", new)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "old": b64(self.old), "new": b64(self.new)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Patch":
+        return cls(d["offset"], unb64(d["old"]), unb64(d["new"]))
+
+    @property
+    def delta(self) -> int:
+        return len(self.new) - len(self.old)
+
+
+class PatchList:
+    """One file's patches as columns (module docstring). Built by ``append``/``extend`` (or from any
+    iterable of ``Patch``), then read; equal to a tuple or list of the same patches."""
+
+    __slots__ = ("offsets", "which", "pairs", "_ids")
+
+    def __init__(self, patches: Iterable[Patch] = ()) -> None:
+        self.offsets = array("q")
+        self.which = array("I")                      # per patch: its pair's index in ``pairs``
+        self.pairs: list[tuple[bytes, bytes]] = []   # the distinct (old, new) pairs, in first use order
+        self._ids: dict[tuple[bytes, bytes], int] = {}
+        self.extend(patches)
+
+    def append(self, p: Patch) -> None:
+        self.add(p.offset, p.old, p.new)
+
+    def add(self, offset: int, old: bytes, new: bytes) -> None:
+        key = (old, new)
+        w = self._ids.get(key)
+        if w is None:
+            w = self._ids[key] = len(self.pairs)
+            self.pairs.append(key)
+        self.offsets.append(offset)
+        self.which.append(w)
+
+    def extend(self, patches: Iterable[Patch]) -> None:
+        rows = patches.rows() if isinstance(patches, PatchList) else ((p.offset, p.old, p.new) for p in patches)
+        ids, pairs, offsets, which = self._ids, self.pairs, self.offsets, self.which
+        for offset, old, new in rows:           # (``add`` inlined: a planner extends once per line)
+            key = (old, new)
+            w = ids.get(key)
+            if w is None:
+                w = ids[key] = len(pairs)
+                pairs.append(key)
+            offsets.append(offset)
+            which.append(w)
+
+    # ---- read without making a Patch ---------------------------------------------------------
+
+    def rows(self, i: int = 0, j: int | None = None) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(offset, old, new)`` of patches ``i`` to ``j`` (not included)."""
+        pairs = self.pairs
+        for offset, w in zip(self.offsets[i:j], self.which[i:j]):
+            old, new = pairs[w]
+            yield offset, old, new
+
+    def old_end(self, k: int) -> int:
+        """Where patch ``k``'s old bytes end."""
+        return self.offsets[k] + len(self.pairs[self.which[k]][0])
+
+    def first_at(self, offset: int, lo: int = 0) -> int:
+        """The index of the first patch at or after ``offset`` (from ``lo``; offsets are sorted)."""
+        return bisect_left(self.offsets, offset, lo)
+
+    def ordered(self) -> bool:
+        """Sorted by offset, none overlapping the next."""
+        lens = [len(old) for old, _ in self.pairs]
+        end = 0
+        for offset, w in zip(self.offsets, self.which):
+            if offset < end:
+                return False
+            end = offset + lens[w]
+        return True
+
+    def same_length(self) -> bool:
+        """Every patch keeps its length (the in-place path)."""
+        return all(len(old) == len(new) for old, new in self.pairs)
+
+    def delta(self) -> int:
+        """What the patches add to the file's length."""
+        if self.same_length():
+            return 0
+        pairs = self.pairs
+        return sum(n * (len(pairs[w][1]) - len(pairs[w][0])) for w, n in Counter(self.which).items())
+
+    def deltas(self) -> Iterator[tuple[int, int]]:
+        """``(offset, length change)`` of each patch that changes the length."""
+        change = [len(new) - len(old) for old, new in self.pairs]
+        return ((offset, change[w]) for offset, w in zip(self.offsets, self.which) if change[w])
+
+    # ---- a sequence of Patch -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [Patch(o, a, b) for o, a, b in self.rows(*_bounds(k, len(self)))]
+        old, new = self.pairs[self.which[k]]
+        return Patch(self.offsets[k], old, new)
+
+    def __iter__(self) -> Iterator[Patch]:
+        return (Patch(o, a, b) for o, a, b in self.rows())
+
+    def __add__(self, other: Iterable[Patch]) -> "PatchList":
+        out = PatchList(self)
+        out.extend(other)
+        return out
+
+    def __iadd__(self, other: Iterable[Patch]) -> "PatchList":
+        self.extend(other)
+        return self
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, PatchList):
+            return len(self) == len(other) and all(a == b for a, b in zip(self.rows(), other.rows()))
+        if isinstance(other, (tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"PatchList({list(self)!r})"
+
+    def __reduce__(self) -> tuple:
+        # the columns as they are (arrays pickle as their bytes): a worker's patches cross a pipe
+        # at memory speed (histmig/core/forkmap.py)
+        return _rebuild, (self.offsets, self.which, self.pairs)
+
+
+def _bounds(k: slice, n: int) -> tuple[int, int]:
+    start, stop, step = k.indices(n)
+    if step != 1:
+        raise ValueError("a PatchList slice has no step")
+    return start, max(start, stop)
+
+
+def _rebuild(offsets: array, which: array, pairs: list) -> PatchList:
+    out = PatchList()
+    out.offsets, out.which, out.pairs = offsets, which, [tuple(p) for p in pairs]
+    out._ids = {p: i for i, p in enumerate(out.pairs)}
+    return out
+
+
+def patch_list(patches: Iterable[Patch]) -> PatchList:
+    """``patches`` as a PatchList (itself when it is one)."""
+    return patches if isinstance(patches, PatchList) else PatchList(patches)
