@@ -6,9 +6,11 @@ import pickle
 import tracemalloc
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from histmig.core.diagnostics import RefusedError
 from histmig.core.plan import Fingerprint, Patch, PatchList, WriteFile, op_from_dict
 
 VALUES = st.sampled_from([b"", b"a", b"/old/p", b"/new/project", b"\x00\xff"])
@@ -80,3 +82,13 @@ def test_a_patch_per_line_costs_a_few_bytes():
         tracemalloc.stop()
     assert len(pl) == 100_000
     assert held < 100_000 * 16, held          # a tuple of Patch objects held ~90 bytes a line
+
+
+@pytest.mark.parametrize("offset", [2 ** 63, -(2 ** 63) - 1, 1.5, "7"])
+def test_a_plan_files_impossible_offset_is_refused(offset):
+    """A hand-edited plan: refused by name, never a traceback."""
+    fp = Fingerprint(dev=1, ino=2, size=3, mtime_ns=4, sha256="0" * 64).to_dict()
+    d = {"kind": "write", "path": "/h/f.jsonl", "expect": fp,
+         "patches": [{"offset": offset, "old": "", "new": "eA=="}]}
+    with pytest.raises(RefusedError, match="invalid plan"):
+        op_from_dict(d)

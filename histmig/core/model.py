@@ -8,6 +8,7 @@ That single rule is how an edit of one field leaves every other byte identical.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Literal
@@ -269,7 +270,7 @@ class SessionRef:
         self.extra = {} if extra is FACTORY else extra
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.format, "id": self.id, "path": str(self.path), "cwd": self.cwd,
+        return {"tool": self.format, "id": self.id, "path": os.fspath(self.__dict__["path"]), "cwd": self.cwd,
                 "provider": self.provider, "updated": self.updated, "created": self.created,
                 "title": self.title, "messages": self.messages, "size": self.size,
                 "state": self.state_text(), "archived": self.archived, "compressed": self.compressed,
@@ -297,6 +298,24 @@ def _set_title(ref: SessionRef, title: str | None) -> None:
 
 
 SessionRef.title = property(_get_title, _set_title)  # type: ignore[assignment]
+
+
+# A ref's ``path`` may be given as the walk's string: a warm listing of thousands of files reads each
+# ref's path only as text (its JSON, the index's key), and a ``Path`` made per file was a fifth of
+# its own time (docs/bench.md). Asked for, the path is a ``Path`` (made once, then kept).
+def _get_path(ref: SessionRef) -> Path:
+    path = ref.__dict__["path"]
+    if path.__class__ is str:
+        path = ref.__dict__["path"] = Path(path)
+    return path
+
+
+def _set_path(ref: SessionRef, path: Path | str) -> None:
+    ref.__dict__["path"] = path
+
+
+SessionRef.path = property(_get_path, _set_path)  # type: ignore[assignment]
+
 
 
 # ---- the core of a conversation ------------------------------------------------------------

@@ -431,7 +431,7 @@ def op_from_dict(d: dict[str, Any]) -> Op:
         raise RefusedError("invalid plan: a shift's edits are not [offset, delta] pairs of integers")
     try:
         return cls(**d)
-    except TypeError as e:
+    except (TypeError, OverflowError) as e:      # (an offset past 2**63: a patch list holds 64-bit offsets)
         raise RefusedError(f"invalid plan: {e}") from None
 
 

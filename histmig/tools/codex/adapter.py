@@ -564,13 +564,14 @@ def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterato
     listed in batches on every CPU (histmig/toolkit/forklist.py: a batch under 32 MB runs here), in
     walk order."""
     from histmig.toolkit.forklist import list_files
-    entries = ((Path(path), is_archived, Path(shadowed) if shadowed is not None else None)
-               for path, is_archived, shadowed in walk.rollouts(homes.codex, archived=archived))
+    # the walk's strings as they are: an index hit's ref keeps its path as text (core/model.py)
+    entries = walk.rollouts(homes.codex, archived=archived)
     yield from list_files(entries, index, index_hit, _entry_ref, path_of=lambda entry: entry[0])
 
 
 def _entry_ref(entry: tuple, index: Any) -> SessionRef:
-    return make_ref(entry[0], archived=entry[1], shadowed=entry[2], index=index)
+    path, archived, shadowed = entry
+    return make_ref(Path(path), archived=archived, shadowed=None if shadowed is None else Path(shadowed), index=index)
 
 
 def index_hit(entry: tuple, index: Any) -> SessionRef | None:

@@ -183,7 +183,7 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
     The files to read are shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is
     read here); a file that is not Pi's gives no ref."""
     from histmig.toolkit.forklist import list_files
-    for ref in list_files(all_session_files(homes), index, _index_hit, lambda path, index: ref_for(path, index=index)):
+    for ref in list_files(all_session_files(homes), index, _index_hit, lambda path, index: ref_for(Path(path), index=index)):
         if ref is not None:
             yield ref
 

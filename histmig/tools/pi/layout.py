@@ -56,7 +56,11 @@ def flat_dir(homes: Any) -> Path | None:
 
 def session_files(folder: Path) -> list[Path]:
     """``*.jsonl`` files directly in ``folder`` (Pi lists any whose first line is a header)."""
-    return [folder / name for name in _entries(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))]
+    return [folder / name for name in _session_names(folder)]
+
+
+def _session_names(folder: Path) -> list[str]:
+    return _entries(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
 
 
 def slug_dirs(root: Path) -> list[Path]:
@@ -73,10 +77,12 @@ def _entries(folder: Path, keep) -> list[str]:
         return []
 
 
-def all_session_files(homes: Any) -> list[Path]:
-    """Every session file Pi would list (``listAll``): each slug folder, then the flat dir."""
-    out = [f for d in slug_dirs(sessions_root(homes)) for f in session_files(d)]
+def all_session_files(homes: Any) -> list[str]:
+    """Every session file Pi would list (``listAll``): each slug folder, then the flat dir. As text: a
+    warm listing's ref keeps its path so (histmig/core/model.py), with no ``Path`` made per file."""
+    out = [os.path.join(d, name) for d in slug_dirs(sessions_root(homes)) for name in _session_names(d)]
     flat = flat_dir(homes)
     if flat is not None:
-        out += [f for f in session_files(flat) if f not in out]
+        seen = set(out)
+        out += [f for f in (os.path.join(flat, name) for name in _session_names(flat)) if f not in seen]
     return out
