@@ -317,6 +317,11 @@ def _set_path(ref: SessionRef, path: Path | str) -> None:
 SessionRef.path = property(_get_path, _set_path)  # type: ignore[assignment]
 
 
+def given_path(ref: SessionRef) -> str | os.PathLike:
+    """The ref's path as it was given (the walk's text, or a ``Path``): for a reader that opens it."""
+    return ref.__dict__["path"]
+
+
 
 # ---- the core of a conversation ------------------------------------------------------------
 

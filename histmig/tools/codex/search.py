@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from histmig.core.model import SessionRef
+from histmig.core.model import SessionRef, given_path
 from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.jsonl import BOM, is_zst, open_regular_fd
 from histmig.jsonio.regular import open_regular_stat
@@ -35,8 +35,8 @@ FIRST_TRY = 32 * 1024       # read first: a session_meta line is ~20 KB (Codex's
 
 def locate(homes: Any, index: Any = None) -> Iterator[tuple[SessionRef, Any]]:
     batch: list[tuple] = []
-    for path, archived, shadowed in walk.rollouts(homes.codex):
-        batch.append((Path(path), archived, Path(shadowed) if shadowed is not None else None))
+    for entry in walk.rollouts(homes.codex):      # paths as text: a ref makes its Path when asked
+        batch.append(entry)
         if len(batch) >= LOCATE_BATCH:
             yield from _locate_batch(batch, index)
             batch = []
@@ -75,10 +75,13 @@ def _locate_one(entry: tuple) -> SessionRef | tuple[str, int, float, str | None]
     """The listing's ref (``make_ref``, messages not counted: a search shows no counts) of an unusual
     file, or ``(id, size, mtime, cwd)`` read from the first line of a plain one (``_first_line_ref``)."""
     got = _first_line_ref(*entry)
-    return make_ref(entry[0], archived=entry[1], shadowed=entry[2], count=False) if got is None else got
+    if got is not None:
+        return got
+    path, archived, shadowed = entry
+    return make_ref(Path(path), archived=archived, shadowed=None if shadowed is None else Path(shadowed), count=False)
 
 
-def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[str, int, float, str | None] | None:
+def _first_line_ref(path: str, archived: bool, shadowed: str | None) -> tuple[str, int, float, str | None] | None:
     """``(id, size, updated, cwd)`` of a plain rollout whose first line is its ``session_meta`` (the
     id and cwd of that line, size and mtime as the listing gives them); None for anything else. One
     open, fstat and read per file (two reads for a first line past 32 KB)."""
@@ -109,8 +112,8 @@ def _first_line_ref(path: Path, archived: bool, shadowed: Path | None) -> tuple[
     meta = payload(obj)
     sid = meta.get("id")
     if not isinstance(sid, str):
-        names = parse_name(path.name)
-        sid = names[1] if names else path.stem
+        names = parse_name(os.path.basename(path))
+        sid = names[1] if names else Path(path).stem
     cwd = meta.get("cwd")
     return sid, st.st_size, st.st_mtime, cwd if isinstance(cwd, str) else None
 
@@ -162,6 +165,6 @@ def _from_file(path: Any) -> tuple[bytes, int, str | None] | None:
         os.close(fd)
 
 
-# the ref's own Path (locate made it): a Path made again per session is a parse of its text
-SEARCH = JsonlSource(files=lambda ref: (ref.path if isinstance(ref.path, Path) else Path(ref.path),),
+# the ref's path as locate gave it (the walk's text): no Path made per session searched
+SEARCH = JsonlSource(files=lambda ref: (given_path(ref),),
                      records=records_from_lines, locate=locate)

@@ -8,6 +8,7 @@ its decoded text, so JSON escapes never hide a phrase. Reads only; never prints.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -15,7 +16,7 @@ import orjson
 
 from histmig.core.diagnostics import HistmigError, Warning
 from histmig.core.ids import unique_prefixes
-from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult
+from histmig.core.model import Record, SessionRef, Text, ToolCall, ToolResult, given_path
 from histmig.tools import adapter, hook
 from histmig.tools.catalog import filter_refs, locate_all
 from histmig.verbs.search.finder import Finder
@@ -152,8 +153,10 @@ class Search:
             self.sources[ref.format] = hook(ref.format, "search")
         source = self.sources[ref.format]
         if source is not None:
+            own = given_path(ref)
             for path in source.files(ref):
-                for line in candidate_lines(path, self.finder, first if path is ref.path or path == ref.path else None):
+                is_own = path is own or os.fspath(path) == os.fspath(own)     # (the file ``first`` is of)
+                for line in candidate_lines(path, self.finder, first if is_own else None):
                     for rec in source.records([line]):
                         yield from self._record(rec, path, line.offset if not line.number else None)
             return
