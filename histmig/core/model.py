@@ -301,8 +301,8 @@ SessionRef.title = property(_get_title, _set_title)  # type: ignore[assignment]
 
 
 # A ref's ``path`` may be given as the walk's string: a warm listing of thousands of files reads each
-# ref's path only as text (its JSON, the index's key), and a ``Path`` made per file was a fifth of
-# its own time (docs/bench.md). Asked for, the path is a ``Path`` (made once, then kept).
+# ref's path only as text (its JSON, the index's key), and a ``Path`` made per file was a tenth of
+# its time (docs/scan-show.md, "The scan index"). Asked for, the path is a ``Path`` (made once, then kept).
 def _get_path(ref: SessionRef) -> Path:
     path = ref.__dict__["path"]
     if path.__class__ is str:
@@ -320,7 +320,6 @@ SessionRef.path = property(_get_path, _set_path)  # type: ignore[assignment]
 def given_path(ref: SessionRef) -> str | os.PathLike:
     """The ref's path as it was given (the walk's text, or a ``Path``): for a reader that opens it."""
     return ref.__dict__["path"]
-
 
 
 # ---- the core of a conversation ------------------------------------------------------------
