@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
 from histmig.core.diagnostics import HistmigError
-from histmig.tools.claude_family.blocks import first_timestamp, first_value
-from histmig.tools.claude_code.records import count_messages, records_from_lines, title_of
+from histmig.jsonio.jsonl import Line
+from histmig.tools.claude_family.blocks import first_timestamp, first_value, str_or_none
+from histmig.tools.claude_code.records import count_messages, line_groups, record_from_group, role_of, title_of
 from histmig.tools.claude_family.listing import (broken_lines_state, head_value, list_ends, mark_unreadable,
                                                  session_files, subdirs)
-from histmig.core.model import Record, SessionRef
+from histmig.core.model import Part, Record, SessionRef
 from histmig.core.paths import SLUG_MAX, claude_slug
 
 NAME = "claude-code"
@@ -62,7 +63,7 @@ def subagent_files(main: Path, legacy: dict[Path, Any] | None = None) -> list[Pa
 
 def legacy_agents(folder: Path) -> dict[Path, Any]:
     """2.0-era ``agent-*.jsonl`` files of a project folder and the session each one names."""
-    return {p: head_value(p, "sessionId", records_from_lines)
+    return {p: head_value(p, "sessionId", listed_records)
             for p in sorted(folder.glob("agent-*.jsonl")) if p.is_file()}
 
 
@@ -108,7 +109,7 @@ def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = N
     try:
         st = path.stat()
         ref.size, ref.updated = st.st_size, st.st_mtime
-        list_ends(ref, path, st, records_from_lines, summarize, index=index, fields=FIELDS)
+        list_ends(ref, path, st, listed_records, summarize, index=index, fields=FIELDS)
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
     _count_agents(ref, path, legacy)
@@ -139,6 +140,51 @@ def summarize(ref: SessionRef, head: list[Record], tail: list[Record], whole: bo
 
 
 FIELDS = ("cwd", "created", "title", "messages", "state", "error", "extra")
+
+
+def listed_records(lines: Iterable[Line]) -> Iterator[Record | ListedRecord]:
+    """``records_from_lines`` as ``summarize`` reads it: a blank or broken line's Record as is, each
+    other record a :class:`ListedRecord` (building every Record of a file's two ends was 70 % of a cold
+    listing's time: docs/scan-show.md, "What a Claude Code listing reads")."""
+    for unit in line_groups(lines):
+        yield unit if isinstance(unit, Record) else ListedRecord(unit)
+
+
+class ListedRecord:
+    """One record of ``records_from_lines`` as a listing reads it, its Record built only when asked.
+    ``role``, ``source_type``, ``timestamp``, ``opaque`` and ``raw`` are the Record's; ``extra`` is the
+    first line's object, whose keys are the Record's ``extra`` but for the named ones
+    (``records.NAMED_KEYS``) and ``message``, which ``summarize`` never looks up there. ``kind`` and
+    ``parts`` build the Record: ``first_prompt`` asks them of the user records before the first prompt.
+    tests/test_claude_listed.py compares ``summarize`` over both on every shape."""
+
+    __slots__ = ("group", "extra", "role", "source_type", "timestamp", "_record")
+    opaque = False                    # (a line that did not parse is a Record: ``line_groups``)
+
+    def __init__(self, group: list[tuple[Line, dict]]):
+        first = group[0][1]
+        t = first.get("type")
+        self.group, self.extra, self._record = group, first, None
+        self.role, self.source_type = role_of(t), t if isinstance(t, str) else None
+        self.timestamp = str_or_none(first.get("timestamp"))
+
+    @property
+    def raw(self) -> bytes:
+        return b"".join(ln.raw for ln, _ in self.group)
+
+    @property
+    def record(self) -> Record:
+        if self._record is None:
+            self._record = record_from_group(self.group)
+        return self._record
+
+    @property
+    def kind(self) -> str:
+        return self.record.kind
+
+    @property
+    def parts(self) -> list[Part]:
+        return self.record.parts
 
 
 def raw_cwd(records: list[Record]) -> str | None:
@@ -186,7 +232,7 @@ def project_dirs(root: Path, cwd: str) -> list[Path]:
 
 
 def folder_has_cwd(folder: Path, cwd: str) -> bool:
-    return any(head_value(p, "cwd", records_from_lines) == cwd for p in session_files(folder))
+    return any(head_value(p, "cwd", listed_records) == cwd for p in session_files(folder))
 
 
 def sessions_for_cwd(homes: Any, cwd: str) -> list[SessionRef]:

@@ -40,7 +40,7 @@ NAMED_KEYS = ("parentUuid", "type", "message", "uuid", "timestamp")
 
 # ---- lines → records --------------------------------------------------------------------------
 
-def _message_id(obj: dict) -> str | None:
+def message_id(obj: dict) -> str | None:
     msg = obj.get("message")
     if obj.get("type") == "assistant" and isinstance(msg, dict) and isinstance(msg.get("id"), str):
         return msg["id"]
@@ -78,21 +78,26 @@ def record_from_group(group: list[tuple[Line, dict]]) -> Record:
 def _role_kind(t: Any, parts: list[Part]) -> tuple[str | None, str]:
     if t in ("user", "assistant"):
         return t, kind_of(t, parts)
-    if t == "system":
-        return "system", "event"
-    if t == "summary":
-        return None, "summary"
-    return None, "event"
+    return role_of(t), "summary" if t == "summary" else "event"
 
 
-def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
+def role_of(t: Any) -> str | None:
+    """The Record's role for a line of type ``t`` (what ``_role_kind`` gives)."""
+    return t if t in ("user", "assistant", "system") else None
+
+
+def line_groups(lines: Iterable[Line]) -> Iterator[Record | list[tuple[Line, dict]]]:
+    """What each Record of ``records_from_lines`` is made of, before it is built: the Record of a blank
+    or broken line, or the ``(line, object)`` pairs of one record (one line, or adjacent assistant
+    lines sharing ``message.id``). A listing reads a few keys of the groups without building them
+    (claude_code/listing.py ``ListedRecord``)."""
     group: list[tuple[Line, dict]] = []
     group_id: str | None = None
     for line in lines:
         obj = None if line.blank else line.obj
-        mid = _message_id(obj) if isinstance(obj, dict) else None
+        mid = message_id(obj) if isinstance(obj, dict) else None
         if group and (mid is None or mid != group_id):
-            yield record_from_group(group)
+            yield group
             group, group_id = [], None
         unparsed = unparsed_record(line)
         if unparsed is not None:
@@ -101,9 +106,14 @@ def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
             group.append((line, obj))
             group_id = mid
         else:
-            yield record_from_group([(line, obj)])
+            yield [(line, obj)]
     if group:
-        yield record_from_group(group)
+        yield group
+
+
+def records_from_lines(lines: Iterable[Line]) -> Iterator[Record]:
+    for unit in line_groups(lines):
+        yield unit if isinstance(unit, Record) else record_from_group(unit)
 
 
 # ---- records → bytes --------------------------------------------------------------------------

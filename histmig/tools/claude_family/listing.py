@@ -48,16 +48,25 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def scan_ends(path: Path, size: int, parse: Parse) -> tuple[list[Record], list[Record], bool]:
-    """Records of the head and the tail (each ~64 KB) and whether that was the whole file; a
-    small file is read once, whole. Lines are parsed leniently (``jsonl.lenient``: a listing's
-    broken line is one orjson cannot parse, docs/scan-show.md)."""
+class Ends:
+    """What a listing reads of a file: the Records of its head and tail (each ~64 KB), whether that was
+    the whole file, and the lines they were read from (``lines``, each parsed once: the message count
+    takes their values, ``MessageCount.line``)."""
+    __slots__ = ("head", "tail", "whole", "head_lines", "tail_lines")
+
+    def __init__(self, head: list, tail: list, whole: bool, head_l: list[Line], tail_l: list[Line]):
+        self.head, self.tail, self.whole, self.head_lines, self.tail_lines = head, tail, whole, head_l, tail_l
+
+
+def scan_ends(path: Path, size: int, parse: Parse) -> Ends:
+    """The head and the tail of a file; a small file is read once, whole. Lines are parsed leniently
+    (``jsonl.lenient``: a listing's broken line is one orjson cannot parse, docs/scan-show.md)."""
     if size <= 2 * HEAD_TAIL:
-        return list(parse(lenient(read_lines(path)))), [], True
-    head_l = head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)
+        return Ends(list(parse(lenient(read_lines(path)))), [], True, [], [])
+    head_l = list(lenient(head_lines(path, max_lines=10**6, max_bytes=HEAD_TAIL)))
     end = max((ln.offset + (ln.length or 0) for ln in head_l), default=0)
-    tail_l = [ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end]
-    return list(parse(lenient(head_l))), list(parse(lenient(tail_l))), False
+    tail_l = list(lenient(ln for ln in tail_lines(path, max_bytes=HEAD_TAIL) if ln.offset >= end))
+    return Ends(list(parse(head_l)), list(parse(tail_l)), False, head_l, tail_l)
 
 
 def head_value(path: Path, key: str, parse: Parse, *, max_lines: int = 10**6) -> Any:
@@ -79,57 +88,113 @@ MESSAGE_MARK = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Callable[..., None], *,
               index: Any = None, fields: tuple[str, ...], grouped: bool = True) -> None:
     """Fill ``ref`` from the scan index (``index``, histmig.core.scanindex) when the file is unchanged,
-    else from its two ends (``summarize(ref, head, tail, whole)``) and, past 128 KB, a byte search for
-    the message count, resumed where it stopped when the file only grew. Raises what reading raises."""
+    else from its two ends (``summarize(ref, head, tail, whole)``) and, past 128 KB, the message count:
+    the lines of the two ends as they were parsed for ``summarize``, a byte search between them (each
+    line parsed once), resumed where it stopped when the file only grew. Raises what reading raises."""
     from histmig.core.scanindex import fields_of, fill, head_hash
     key = str(path)
     hit = index.hit(key, st, None, fields) if index is not None else None
     if hit is not None:
         fill(ref, hit)
         return
-    head, tail, whole = scan_ends(path, st.st_size, parse)
-    summarize(ref, head, tail, whole)
-    del head, tail                 # a first prompt may be tens of MB: not held through the count
+    ends = scan_ends(path, st.st_size, parse)
+    summarize(ref, ends.head, ends.tail, ends.whole)
+    count = MessageCount(grouped=grouped)
+    for line in ends.head_lines:
+        count.line(line.offset, line.length, line.obj, line.complete)
+    tail, whole = ends.tail_lines, ends.whole
+    del ends                       # a first prompt may be tens of MB: not held through the count
     resume = first = None
     if not whole:
         first = first_bytes(path)
         grown = index.grown(key, st) if index is not None else None
-        start = grown[0] if grown is not None and grown[1] == head_hash(first) else {}
         try:
-            ref.messages, resume = count_messages_from(path, **start, grouped=grouped)
+            if grown is not None and grown[1] == head_hash(first):
+                ref.messages, resume = count_messages_from(path, **grown[0], grouped=grouped)
+            else:
+                ref.messages, resume = count_past_head(path, count, tail)
         except (HistmigError, OSError):
             ref.messages = None        # (read a moment ago: the file went away meanwhile)
     if index is not None:
         index.store(key, st, fields_of(ref, fields), resume=resume, first=first)
 
 
+def count_past_head(path: Path, count: MessageCount, tail: list[Line]) -> tuple[int, dict]:
+    """``count`` (the head's lines counted) on to the end of the file: the lines between the two ends
+    by a byte search, then the tail's ``lines``, already parsed."""
+    search_messages(path, count, stop=tail[0].offset if tail else None)
+    for line in tail:
+        count.line(line.offset, line.length, line.obj, line.complete)
+    return count.done()
+
+
+class MessageCount:
+    """The user and assistant records of a file's lines, fed in order (``line``): a line that is no
+    such record (a blank or broken line, another type) ends an assistant message; ``grouped`` (Claude
+    Code): adjacent assistant lines sharing ``message.id`` are one message, as its
+    ``records_from_lines`` groups them (mini-cc has one record per line). A line the byte search does
+    not find need not be fed: it holds no record to count, and the line after it is not adjacent to
+    the last one fed. ``done`` gives the count and where a later count resumes: before a last line
+    without its newline (it may still be written), else past the last line."""
+
+    def __init__(self, end: int = 0, msgs: int = 0, mid: str | None = None, *, grouped: bool = True):
+        self.total, self.mid, self.grouped = msgs, mid, grouped
+        self.at = end if mid is not None else -1          # ``mid`` continues a message only at ``at``
+        self.end = end                                    # past the last complete line
+        self.pos = end                                    # past the last line
+        self.resume: dict | None = None
+
+    def line(self, offset: int, length: int, obj: Any, complete: bool) -> None:
+        if not complete:
+            self.resume = {"end": offset, "msgs": self.total, "mid": self.mid if self.at == offset else None}
+        t = obj.get("type") if isinstance(obj, dict) else None
+        msg = obj.get("message") if t == "assistant" else None
+        mid = msg["id"] if self.grouped and isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
+        if t in ("user", "assistant") and not (mid is not None and mid == self.mid and self.at == offset):
+            self.total += 1
+        self.mid, self.at = mid, offset + length
+        self.pos = self.at
+        if complete:
+            self.end = self.at
+
+    def done(self) -> tuple[int, dict]:
+        return self.total, self.resume or {"end": self.end, "msgs": self.total,
+                                           "mid": self.mid if self.at == self.end else None}
+
+
 def count_messages_from(path: Path, end: int = 0, msgs: int = 0, mid: str | None = None, *,
                         grouped: bool = True) -> tuple[int, dict]:
     """The user and assistant records of the whole file, by a byte search: ``msgs`` counted before
-    offset ``end`` (a line boundary), ``mid`` the ``message.id`` of the assistant line just before it.
-    ``grouped`` (Claude Code): adjacent assistant lines sharing ``message.id`` are one message, as its
-    ``records_from_lines`` groups them; mini-cc has one record per line. Returns the count and where a
-    later count resumes."""
+    offset ``end`` (a line boundary), ``mid`` the ``message.id`` of the assistant line just before it
+    (``MessageCount``). Returns the count and where a later count resumes."""
+    count = MessageCount(end, msgs, mid, grouped=grouped)
+    search_messages(path, count)
+    return count.done()
+
+
+def search_messages(path: Path, count: MessageCount, stop: int | None = None) -> None:
+    """Feed ``count`` the lines holding :data:`MESSAGE_MARK` past the last line it was fed (a line
+    boundary) to the end of the file, or to ``stop`` (a line boundary), each parsed."""
     from histmig.jsonio.jsonl import open_regular
     from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
-    total, at = msgs, end if mid is not None else -1      # ``mid`` continues a group only at ``at``
-    resume = None
     with open_regular(path) as fh:
-        fh.seek(end)
-        lines = MarkedLines(fh, MESSAGE_MARK, start=end)
+        fh.seek(count.pos)
+        lines = MarkedLines(fh if stop is None else _Upto(fh, stop - count.pos), MESSAGE_MARK, start=count.pos)
         for offset, raw in lines:
-            if not ends_line(raw):
-                resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
-            obj = parse_line(offset, raw)[0]
-            t = obj.get("type") if isinstance(obj, dict) else None
-            msg = obj.get("message") if t == "assistant" else None
-            new_mid = msg["id"] if grouped and isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
-            if t in ("user", "assistant") and not (new_mid is not None and new_mid == mid and at == offset):
-                total += 1
-            mid, at = new_mid, offset + len(raw)
-    if resume is None:
-        resume = {"end": lines.end, "msgs": total, "mid": mid if at == lines.end else None}
-    return total, resume
+            count.line(offset, len(raw), parse_line(offset, raw)[0], ends_line(raw))
+    count.end = max(count.end, lines.end)
+
+
+class _Upto:
+    """A file read up to ``left`` more bytes."""
+
+    def __init__(self, fh: Any, left: int):
+        self.fh, self.left = fh, left
+
+    def read(self, n: int) -> bytes:
+        data = self.fh.read(min(n, self.left))
+        self.left -= len(data)
+        return data
 
 
 def first_bytes(path: Path) -> bytes:
