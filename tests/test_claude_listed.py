@@ -18,7 +18,30 @@ from histmig.core.scanindex import ScanIndex
 from histmig.tools.claude_code import listing
 from histmig.tools.claude_code.records import records_from_lines
 from histmig.tools.claude_family import listing as family
+from histmig.tools.mini_cc import adapter as mini_cc
+from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
 from tests.test_claude_format import SID, assistant, claude_sample_files, conversation, user
+
+
+def old_count(path: Path, grouped: bool = True) -> tuple[int, dict]:
+    """The count and resume point as 1c64820 made them: one byte search from the first byte (a frozen
+    copy of its ``count_messages_from``)."""
+    total, mid, at, resume = 0, None, -1, None
+    with open(path, "rb") as fh:
+        lines = MarkedLines(fh, family.MESSAGE_MARK, start=0)
+        for offset, raw in lines:
+            if not ends_line(raw):
+                resume = {"end": offset, "msgs": total, "mid": mid if at == offset else None}
+            obj = parse_line(offset, raw)[0]
+            t = obj.get("type") if isinstance(obj, dict) else None
+            msg = obj.get("message") if t == "assistant" else None
+            new_mid = msg["id"] if grouped and isinstance(msg, dict) and isinstance(msg.get("id"), str) else None
+            if t in ("user", "assistant") and not (new_mid is not None and new_mid == mid and at == offset):
+                total += 1
+            mid, at = new_mid, offset + len(raw)
+    if resume is None:
+        resume = {"end": lines.end, "msgs": total, "mid": mid if at == lines.end else None}
+    return total, resume
 
 
 def reference(path: Path) -> dict:
@@ -30,9 +53,16 @@ def reference(path: Path) -> dict:
     ends = family.scan_ends(path, st_.st_size, records_from_lines)
     listing.summarize(ref, ends.head, ends.tail, ends.whole)
     if not ends.whole:
-        ref.messages = family.count_messages_from(path)[0]
+        ref.messages = old_count(path)[0]
     listing._count_agents(ref, path, None)
     return ref.to_dict()
+
+
+def stored_resume(path: Path, tmp_path: Path, ref_for=listing.ref_for) -> dict | None:
+    """The resume point a cold listing stores in the scan index."""
+    index = ScanIndex(str(tmp_path / "resume.idx"))
+    ref_for(path, index=index)
+    return index.records[str(path)][3]
 
 
 def listed(path: Path) -> dict:
@@ -108,7 +138,7 @@ def test_the_byte_search_runs_between_the_ends_and_the_index_resumes_as_before(t
     [(start, stop)] = spans
     size = path.stat().st_size
     assert family.HEAD_TAIL <= start < stop <= size - family.HEAD_TAIL + 2048   # each line parsed once
-    total, resume = family.count_messages_from(path)                           # from the first byte
+    total, resume = old_count(path)                                            # from the first byte
     assert index.records[str(path)][3] == resume and index.records[str(path)][2]["messages"] == total
 
 
@@ -120,13 +150,13 @@ def test_a_last_line_without_its_newline_is_where_a_later_count_resumes(tmp_path
     index = ScanIndex(str(tmp_path / "a.idx"))
     row = listing.ref_for(path, index=index).to_dict()
     assert row == reference(path)
-    assert index.records[str(path)][3] == family.count_messages_from(path)[1]
+    assert index.records[str(path)][3] == old_count(path)[1]
     assert index.records[str(path)][3]["end"] == len(data)
 
 
 KINDS = st.sampled_from(["user", "prompt", "meta", "command", "tool", "assistant", "blank", "broken",
                          "progress", "title", "ai-title", "last-prompt", "sidechain", "team", "sdk",
-                         "spaced", "raw-cwd", "no-cwd", "list"])
+                         "spaced", "raw-cwd", "no-cwd", "list", "long"])
 
 
 def line_of(kind: str, i: int, mid: str, pad: int) -> bytes:
@@ -159,6 +189,8 @@ def line_of(kind: str, i: int, mid: str, pad: int) -> bytes:
         o = {k: v for k, v in user(f"u{i}", None, text).items() if k != "cwd"}
     elif kind == "list":
         return b"[1, 2]\n"
+    elif kind == "long":                       # a line over the 64 KB an end is
+        o = user(f"u{i}", None, "L" * 70_000)
     elif kind == "blank":
         return b"  \n"
     elif kind == "broken":
@@ -185,3 +217,46 @@ def test_any_file_lists_as_before(tmp_path, items, variant):
         data = data[:-1]
     path = write(tmp_path, data)
     assert listed(path) == reference(path)
+    if len(data) > 2 * family.HEAD_TAIL:
+        assert stored_resume(path, tmp_path) == old_count(path)[1]
+
+
+def test_mini_cc_counts_every_assistant_line_as_before(tmp_path):
+    split = [assistant(f"a{i}", None, "msg_y", {"type": "text", "text": "z" * 2500}) for i in range(40)]
+    path = write(tmp_path, lines(split + big([]) + split + [user("last", None, "bye")]))
+    total, resume = old_count(path, grouped=False)
+    assert mini_cc.ref_for(path).messages == total == 40 + 160 + 40 + 1
+    assert stored_resume(path, tmp_path, mini_cc.ref_for) == resume
+
+
+@pytest.mark.parametrize("case", ["head-to-the-end", "unterminated-head-to-the-end", "no-tail-line"])
+def test_a_line_over_the_ends_lists_as_before(tmp_path, case):
+    long = lines([user("big", None, "L" * 200_000)])
+    if case == "head-to-the-end":
+        data = lines(conversation()) + long
+    elif case == "unterminated-head-to-the-end":
+        data = lines(conversation()) + long[:-1]
+    else:
+        data = lines(big(conversation())) + long[:-1]
+    path = write(tmp_path, data)
+    assert listed(path) == reference(path)
+    assert stored_resume(path, tmp_path) == old_count(path)[1]
+
+
+def test_a_head_line_finished_while_the_file_is_listed_is_counted_once(tmp_path, monkeypatch):
+    """The head was read to the end of a file whose last line was still being written; before the
+    tail is read, the writer ends it, adds a line and starts another: the count is the old one-pass
+    count of the file as it is then, and so is the stored resume point."""
+    big_line = lines([user("big", None, "L" * 200_000)])
+    path = write(tmp_path, lines(conversation()) + big_line[:150_000])       # cut inside its text
+    real = family.tail_lines
+
+    def growing(p, **kw):
+        with open(p, "ab") as fh:
+            fh.write(big_line[150_000:] + lines([user("next", None, "n")]) + b'{"type":"user","mess')
+        return real(p, **kw)
+    monkeypatch.setattr(family, "tail_lines", growing)
+    index = ScanIndex(str(tmp_path / "a.idx"))
+    ref = listing.ref_for(path, index=index)
+    total, resume = old_count(path)
+    assert ref.messages == total and index.records[str(path)][3] == resume

@@ -99,33 +99,39 @@ def list_ends(ref: SessionRef, path: Path, st: Any, parse: Parse, summarize: Cal
         return
     ends = scan_ends(path, st.st_size, parse)
     summarize(ref, ends.head, ends.tail, ends.whole)
-    count = MessageCount(grouped=grouped)
-    for line in ends.head_lines:
-        count.line(line.offset, line.length, line.obj, line.complete)
-    tail, whole = ends.tail_lines, ends.whole
+    if ends.whole:
+        if index is not None:
+            index.store(key, st, fields_of(ref, fields))
+        return
+    first = first_bytes(path)
+    grown = index.grown(key, st) if index is not None else None
+    start = grown[0] if grown is not None and grown[1] == head_hash(first) else None
+    count = None if start is not None else counted(MessageCount(grouped=grouped), ends.head_lines)
+    tail = ends.tail_lines
     del ends                       # a first prompt may be tens of MB: not held through the count
-    resume = first = None
-    if not whole:
-        first = first_bytes(path)
-        grown = index.grown(key, st) if index is not None else None
-        try:
-            if grown is not None and grown[1] == head_hash(first):
-                ref.messages, resume = count_messages_from(path, **grown[0], grouped=grouped)
-            else:
-                ref.messages, resume = count_past_head(path, count, tail)
-        except (HistmigError, OSError):
-            ref.messages = None        # (read a moment ago: the file went away meanwhile)
+    try:
+        if count is not None and count.resume is None and tail:
+            ref.messages, resume = count_past_head(path, count, tail)
+        else:                      # grown; or the head reached the end of the file: one pass, as it is now
+            ref.messages, resume = count_messages_from(path, **(start or {}), grouped=grouped)
+    except (HistmigError, OSError):
+        ref.messages, resume = None, None     # (read a moment ago: the file went away meanwhile)
     if index is not None:
         index.store(key, st, fields_of(ref, fields), resume=resume, first=first)
 
 
-def count_past_head(path: Path, count: MessageCount, tail: list[Line]) -> tuple[int, dict]:
-    """``count`` (the head's lines counted) on to the end of the file: the lines between the two ends
-    by a byte search, then the tail's ``lines``, already parsed."""
-    search_messages(path, count, stop=tail[0].offset if tail else None)
-    for line in tail:
+def counted(count: MessageCount, lines: list[Line]) -> MessageCount:
+    """``count`` fed ``lines``, already parsed."""
+    for line in lines:
         count.line(line.offset, line.length, line.obj, line.complete)
-    return count.done()
+    return count
+
+
+def count_past_head(path: Path, count: MessageCount, tail: list[Line]) -> tuple[int, dict]:
+    """``count`` (the head's complete lines counted) on to the end of the file: the lines between the
+    two ends by a byte search, then the ``tail``'s lines (at least one), already parsed."""
+    search_messages(path, count, stop=tail[0].offset)
+    return counted(count, tail).done()
 
 
 class MessageCount:

@@ -2,8 +2,8 @@
 read of the head (of the whole file, up to ``WHOLE_READ``), each line there parsed once with
 ``orjson.loads`` into a plain value (no ``Line``, no ``Record``), the tail's lines only checked for
 breakage, and past the head the messages counted by the byte search. Every answer is the one
-``_summarize`` in adapter.py gives from the Record readers over ``scan_ends`` and
-``count_messages_from`` (histmig/tools/claude_family/listing.py); a head with a line over ``MAX_HEAD``
+``_summarize`` in adapter.py gives from the Record readers over ``scan_ends`` and the count
+``list_ends`` makes (histmig/tools/claude_family/listing.py); a head with a line over ``MAX_HEAD``
 is left to them (``list_file`` returns None).
 """
 from __future__ import annotations
