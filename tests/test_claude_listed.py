@@ -130,7 +130,7 @@ def test_the_byte_search_runs_between_the_ends_and_the_index_resumes_as_before(t
     real = family.search_messages
 
     def spy(p, count, stop=None):
-        spans.append((count.pos, stop))
+        spans.append((count.at, stop))
         return real(p, count, stop)
     monkeypatch.setattr(family, "search_messages", spy)
     index = ScanIndex(str(tmp_path / "a.idx"))

@@ -145,9 +145,8 @@ class MessageCount:
 
     def __init__(self, end: int = 0, msgs: int = 0, mid: str | None = None, *, grouped: bool = True):
         self.total, self.mid, self.grouped = msgs, mid, grouped
-        self.at = end if mid is not None else -1          # ``mid`` continues a message only at ``at``
-        self.end = end                                    # past the last complete line
-        self.pos = end                                    # past the last line
+        self.at = end              # past the last line fed: ``mid`` continues a message only there
+        self.end = end             # past the last complete line
         self.resume: dict | None = None
 
     def line(self, offset: int, length: int, obj: Any, complete: bool) -> None:
@@ -159,7 +158,6 @@ class MessageCount:
         if t in ("user", "assistant") and not (mid is not None and mid == self.mid and self.at == offset):
             self.total += 1
         self.mid, self.at = mid, offset + length
-        self.pos = self.at
         if complete:
             self.end = self.at
 
@@ -184,8 +182,8 @@ def search_messages(path: Path, count: MessageCount, stop: int | None = None) ->
     from histmig.jsonio.jsonl import open_regular
     from histmig.jsonio.marks import MarkedLines, ends_line, parse_line
     with open_regular(path) as fh:
-        fh.seek(count.pos)
-        lines = MarkedLines(fh if stop is None else _Upto(fh, stop - count.pos), MESSAGE_MARK, start=count.pos)
+        fh.seek(count.at)
+        lines = MarkedLines(fh if stop is None else _Upto(fh, stop - count.at), MESSAGE_MARK, start=count.at)
         for offset, raw in lines:
             count.line(offset, len(raw), parse_line(offset, raw)[0], ends_line(raw))
     count.end = max(count.end, lines.end)
