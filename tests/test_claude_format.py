@@ -263,6 +263,31 @@ def test_subagent_files_are_attached_to_their_parent_and_never_listed(home):
     assert cc.detect(a) and cc.detect(c)
 
 
+def test_a_warm_listing_counts_subagents_as_the_walk_finds_them_now(home, tmp_path):
+    """A listing answered by the scan index counts sub-agents as a cold one does, and never from the
+    index: a ``<sid>/subagents/`` tree made after the index was written is counted; a session with
+    neither a ``<sid>`` entry nor a 2.0-era agent file beside it has none (no folder walked)."""
+    from histmig.core.scanindex import ScanIndex
+    main = write_jsonl(session_path(home), conversation())
+    folder = main.parent
+    lone = write_jsonl(folder / "11111111-1111-4111-8111-111111111111.jsonl", conversation())
+    side = dict(user("s1", None, "sub task"), isSidechain=True, agentId="a0123456789abcdef")
+    index = ScanIndex(str(tmp_path / "a.idx"))
+
+    def listed() -> dict:
+        cold = {os.fspath(r.path): r.extra.get("subagents") for r in cc.discover(home)}
+        warm = {os.fspath(r.path): r.extra.get("subagents") for r in cc.discover(home, index=index)}
+        assert warm == cold
+        return cold
+    assert listed() == {str(main): None, str(lone): None}
+    write_jsonl(folder / SID / "subagents" / "agent-a0123456789abcdef.jsonl", [side])
+    assert listed() == {str(main): 1, str(lone): None}
+    write_jsonl(folder / "agent-3569d9ad.jsonl", [side])                       # 2.0 era, names SID
+    assert listed() == {str(main): 2, str(lone): None}
+    from histmig.tools.claude_code.listing import FIELDS
+    assert index.hit(str(main), main.stat(), None, FIELDS) is not None         # the rows came from the index
+
+
 # ---- project folders ----------------------------------------------------------------------------
 
 LONG = "/home/user/" + "/".join(f"a-very-long-folder-name-{i:02d}" for i in range(9)) + "/app"

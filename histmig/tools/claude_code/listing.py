@@ -18,8 +18,8 @@ from histmig.core.diagnostics import HistmigError
 from histmig.jsonio.jsonl import Line
 from histmig.tools.claude_family.blocks import first_timestamp, first_value, str_or_none
 from histmig.tools.claude_code.records import count_messages, line_groups, record_from_group, role_of, title_of
-from histmig.tools.claude_family.listing import (broken_lines_state, head_value, list_ends, mark_unreadable,
-                                                 session_files, subdirs)
+from histmig.tools.claude_family.listing import (broken_lines_state, folder_entries, head_value, list_ends,
+                                                 mark_unreadable, session_files, subdirs)
 from histmig.core.model import Part, Record, SessionRef
 from histmig.core.paths import SLUG_MAX, claude_slug
 
@@ -77,34 +77,41 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
                           path_of=lambda entry: entry[0])
 
 
-def _sessions(homes: Any) -> Iterator[tuple[Path, dict[Path, Any]]]:
-    """``(transcript, the folder's 2.0-era agent files)`` of every session, folder by folder."""
+def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:
+    """``(transcript, the folder's 2.0-era agent files, whether a <sid> entry is beside it)`` of every
+    session, folder by folder: one ``scandir`` of a folder gives its transcripts and tells which of
+    them can have a ``<sid>/subagents/`` tree, so a warm listing walks no folder that is not there. The
+    path as text: a warm ref keeps it so (histmig/core/model.py), with no ``Path`` made per file."""
     for folder in subdirs(projects_root(homes)):
-        legacy = legacy_agents(folder)
-        for path in session_files(folder):
-            yield path, legacy
+        sessions, names = folder_entries(folder)
+        legacy = legacy_agents(folder) if any(n.startswith("agent-") and n.endswith(".jsonl") for n in names) else {}
+        for name in sessions:
+            yield os.path.join(folder, name), legacy, name[:-6] in names
 
 
-def _index_hit(entry: tuple[Path, dict[Path, Any]], index: Any) -> SessionRef | None:
+def _index_hit(entry: tuple[str, dict[Path, Any], bool], index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``list_ends``' first step), or None."""
     from histmig.core.scanindex import fill
-    path, legacy = entry
+    path, legacy, nested = entry
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
-    hit = index.hit(str(path), st, None, FIELDS)
+    hit = index.hit(path, st, None, FIELDS)
     if hit is None:
         return None
-    ref = fill(SessionRef(format=NAME, id=path.stem, path=path, size=st.st_size, updated=st.st_mtime), hit)
-    _count_agents(ref, path, legacy)
+    ref = fill(SessionRef(format=NAME, id=os.path.basename(path)[:-6], path=path, size=st.st_size,
+                          updated=st.st_mtime), hit)
+    _count_agents(ref, path, legacy, nested)
     return ref
 
 
-def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = None) -> SessionRef:
+def ref_for(path: str | Path, legacy: dict[Path, Any] | None = None, nested: bool = True, *,
+            index: Any = None) -> SessionRef:
     """List one session from its first and last 64 KB (and, past 128 KB, a byte search of the rest for
     the message count); a broken file gives a ref with ``error``. The sub-agent count is the walk's,
-    never cached."""
+    never cached; ``nested`` False: no ``<sid>`` entry is beside the file (``_sessions``)."""
+    path = Path(path)
     ref = SessionRef(format=NAME, id=path.stem, path=path)
     try:
         st = path.stat()
@@ -112,13 +119,16 @@ def ref_for(path: Path, legacy: dict[Path, Any] | None = None, *, index: Any = N
         list_ends(ref, path, st, listed_records, summarize, index=index, fields=FIELDS)
     except (HistmigError, OSError) as e:
         mark_unreadable(ref, e)
-    _count_agents(ref, path, legacy)
+    _count_agents(ref, path, legacy, nested)
     return ref
 
 
-def _count_agents(ref: SessionRef, path: Path, legacy: dict[Path, Any] | None) -> None:
-    """``extra["subagents"]``: the walk's count, never cached."""
-    agents = len(subagent_files(path, legacy)) if ref.error is None else 0
+def _count_agents(ref: SessionRef, path: str | Path, legacy: dict[Path, Any] | None, nested: bool = True) -> None:
+    """``extra["subagents"]``: the walk's count, never cached (none to walk for without a ``<sid>``
+    entry beside the file or a 2.0-era agent file in its folder)."""
+    if ref.error is not None or not (nested or legacy is None or legacy):
+        return
+    agents = len(subagent_files(Path(path), legacy))
     if agents:
         ref.extra["subagents"] = agents
 

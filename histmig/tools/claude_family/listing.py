@@ -29,16 +29,21 @@ def subdirs(root: Path) -> list[Path]:
 
 
 def session_files(folder: Path) -> list[Path]:
-    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1). (``scandir``: the folder
-    entry says whether a name is a folder, without a ``stat`` per file; a repeat scan is a walk and
-    one ``stat`` per session.)"""
+    """What Claude lists in a project folder: ``<uuid>.jsonl`` files (§5.1)."""
+    return [folder / name for name in folder_entries(folder)[0]]
+
+
+def folder_entries(folder: str | Path) -> tuple[list[str], frozenset[str]]:
+    """The names of the ``<uuid>.jsonl`` files Claude lists in ``folder`` (§5.1), sorted, and the names
+    of every entry there, from one ``scandir`` (the folder entry says whether a name is a folder,
+    without a ``stat`` per file: a repeat scan is a walk and one ``stat`` per session)."""
     try:
         with os.scandir(folder) as it:
-            names = sorted(e.name for e in it
-                           if e.name.endswith(".jsonl") and UUID_RE.match(e.name[:-6]) and not _is_dir(e))
+            entries = list(it)
     except OSError:
-        return []
-    return [folder / name for name in names]
+        return [], frozenset()
+    return (sorted(e.name for e in entries if e.name.endswith(".jsonl") and UUID_RE.match(e.name[:-6])
+                   and not _is_dir(e)), frozenset(e.name for e in entries))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -191,22 +191,23 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
                           path_of=lambda entry: entry[0])
 
 
-def _sessions(homes: Any) -> Iterator[tuple[Path, str | None]]:
-    """``(chat file, project root)`` of every session, folder by folder."""
+def _sessions(homes: Any) -> Iterator[tuple[str, str | None]]:
+    """``(chat file, project root)`` of every session, folder by folder (the file as text: a warm
+    listing's ref keeps its path so, histmig/core/model.py)."""
     gdir = files.gemini_dir(homes)
     registry = files.read_registry(gdir)
     for slug_dir in files.slug_dirs(gdir):
         cwd = files.project_root(slug_dir, registry)
-        for path in files.chat_files(slug_dir):
+        for path in files.chat_paths(slug_dir):
             yield path, cwd
 
 
-def _index_hit(entry: tuple[Path, str | None], index: Any) -> SessionRef | None:
+def _index_hit(entry: tuple[str, str | None], index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
     return _indexed(*entry, index)[0]
 
 
-def _indexed(path: Path, cwd: str | None, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
+def _indexed(path: str | Path, cwd: str | None, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
     """``scanindex.indexed`` for a Gemini session (its record kept per file and cwd): ``(ref or None, stat)``."""
     from histmig.core.scanindex import indexed
     return indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
@@ -216,10 +217,10 @@ def _indexed(path: Path, cwd: str | None, index: Any) -> tuple[SessionRef | None
 FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")
 
 
-def ref_for(path: Path, cwd: str | None = None, *, index: Any = None) -> SessionRef:
+def ref_for(path: str | Path, cwd: str | None = None, *, index: Any = None) -> SessionRef:
     """One session from its two ends (a small file: whole); the index keeps it per file and cwd (a move
     changes the cwd through the markers, not the file)."""
-    st = None
+    path, st = Path(path), None
     if index is not None:
         ref, st = _indexed(path, cwd, index)
         if ref is not None:

@@ -81,10 +81,16 @@ def slug_dirs(gdir: Path) -> list[Path]:
 
 def chat_files(slug_dir: Path) -> list[Path]:
     """``session-*.json[l]`` in ``<slug>/chats``, what Gemini's listing reads."""
-    chats = slug_dir / "chats"
+    return [Path(p) for p in chat_paths(slug_dir)]
+
+
+def chat_paths(slug_dir: str | Path) -> list[str]:
+    """``chat_files`` as text (a warm listing's ref keeps its path so: histmig/core/model.py)."""
+    chats = os.path.join(slug_dir, "chats")
     try:         # the entry's type answers is_file (a stat only for a link): a warm scan stats each file once
         with os.scandir(chats) as it:
-            return [chats / name for name in sorted(e.name for e in it if SESSION_RE.match(e.name) and e.is_file())]
+            return [os.path.join(chats, name) for name in sorted(e.name for e in it if SESSION_RE.match(e.name)
+                                                                 and e.is_file())]
     except OSError:
         return []
 

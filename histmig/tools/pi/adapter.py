@@ -11,7 +11,6 @@ from typing import Any, Container, Iterable, Iterator
 from histmig.toolkit.usage import add_usage
 from histmig.core.diagnostics import HistmigError
 from histmig.core.model import Record, RecordStream, Session, SessionRef, Text
-from histmig.core.treepath import branch_ids
 from histmig.jsonio.jsonl import Line, head_lines, read_lines, record_lines, tail_lines
 from histmig.jsonio.regular import open_or_stat
 from histmig.tools.base import FunctionAdapter
@@ -108,6 +107,7 @@ def active_path(path: Path) -> Container[str] | None:
         prev = rid
     if linear:
         return None
+    from histmig.core.treepath import branch_ids     # (SQLite: only for a branched file, not on every start)
     return branch_ids(_entry_ids(path))
 
 

@@ -200,12 +200,18 @@ def projects_root(homes: Any) -> Path:
 
 def chat_files(folder: Path) -> list[Path]:
     """``chats/<uuid>.jsonl`` and archived ``chats/archive/<uuid>.jsonl`` of one project folder."""
-    out = []
-    for d in (folder / "chats", folder / "chats" / "archive"):
+    return [Path(p) for p in chat_paths(folder)]
+
+
+def chat_paths(folder: str | Path) -> list[str]:
+    """``chat_files`` as text (a warm listing's ref keeps its path so: histmig/core/model.py)."""
+    out: list[str] = []
+    for d in (os.path.join(folder, "chats"), os.path.join(folder, "chats", "archive")):
         try:     # the entry's type says regular file (no stat and lstat per file: a warm scan stats each once)
             with os.scandir(d) as it:
-                out += [d / n for n in sorted(e.name for e in it if e.name.endswith(".jsonl")
-                                              and UUID_RE.match(e.name[:-6]) and e.is_file(follow_symlinks=False))]
+                out += [os.path.join(d, n) for n in sorted(e.name for e in it if e.name.endswith(".jsonl")
+                                                           and UUID_RE.match(e.name[:-6])
+                                                           and e.is_file(follow_symlinks=False))]
         except OSError:
             continue
     return out
@@ -222,17 +228,17 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
     """Every session; ``index``: a ``ScanIndex`` that answers for unchanged files. The files to read are
     shared out to every CPU (histmig/toolkit/forklist.py: a batch under 32 MB is read here)."""
     from histmig.toolkit.forklist import list_files
-    paths = (path for folder in subdirs(projects_root(homes)) for path in chat_files(folder))
+    paths = (path for folder in subdirs(projects_root(homes)) for path in chat_paths(folder))
     yield from list_files(paths, index, _index_hit, lambda path, index: ref_for(path, index=index))
 
 
-def _index_hit(path: Path, index: Any) -> SessionRef | None:
+def _index_hit(path: str, index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``ref_for``'s first step), or None."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
-    key = str(path)
+    key = path
     hit = index.hit(key, st, None, FIELDS)
     if hit is None:
         return None
@@ -248,10 +254,11 @@ def _index_hit(path: Path, index: Any) -> SessionRef | None:
 FIELDS = ("cwd", "created", "title", "messages", "state", "error")
 
 
-def ref_for(path: Path, *, index: Any = None) -> SessionRef:
+def ref_for(path: str | Path, *, index: Any = None) -> SessionRef:
     """One session from its two ends; past 128 KB the messages are counted by a byte search (the scan
     index answers for an unchanged file: docs/scan-show.md). The lines are read as bytes and parsed into
     plain values (listing.py); a head with a line over 8 MB goes through the Record reader."""
+    path = Path(path)
     ref = SessionRef(format=NAME, id=path.stem, path=path, archived=path.parent.name == "archive")
     try:
         st = path.stat()
