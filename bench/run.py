@@ -64,6 +64,25 @@ for d, _, names in os.walk(src):
                 w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
         i += 1
 '''
+# convert's floor with the least a crash-safe create adds (histmig/apply/creates.py): each new file
+# written to a temp, one ``syncfs``, each temp renamed into place, one more ``syncfs`` for the names
+CONVERT_DURABLE = '''import ctypes, os, sys, orjson
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+made = []
+for d, _, names in os.walk(src):
+    for name in sorted(names):
+        tmp = os.path.join(out, f".{len(made)}.tmp")
+        with open(os.path.join(d, name), "rb") as f, open(tmp, "xb") as w:
+            for line in f:
+                w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
+        made.append(tmp)
+fd = os.open(out, os.O_RDONLY)
+ctypes.CDLL(None).syncfs(fd)
+for i, tmp in enumerate(made):
+    os.rename(tmp, os.path.join(out, f"{i}.jsonl"))
+ctypes.CDLL(None).syncfs(fd)
+'''
 WALK_STAT = '''import os, sys
 n = 0
 for top in sys.argv[1:]:
@@ -470,13 +489,16 @@ def rewritten(b: Bench, home: Path, command: list[str]) -> list[str]:
 
 def bench_convert(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     row = Row("`convert --to claude-code --from codex --all --apply`", "orjson loads+dumps+write of the same lines")
+    durable = Row(row.command, "orjson loads+dumps+write of the same lines to temps + `syncfs` + rename + `syncfs`")
     for _ in range(pairs):
         home = b.fresh(trees["convert"], "convert")
         out = b.work / "convert-copy"
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["convert", "--to", "claude-code", "--from", "codex", "--all", "--apply"], home)
         row.add(a, b.run([sys.executable, "-c", CONVERT, str(home / ".codex" / "sessions"), str(out)], home))
-    return [row]
+        shutil.rmtree(out, ignore_errors=True)
+        durable.add(a, b.run([sys.executable, "-c", CONVERT_DURABLE, str(home / ".codex" / "sessions"), str(out)], home))
+    return [row, durable]
 
 
 def bench_pack(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
