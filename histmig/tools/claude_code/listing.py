@@ -85,8 +85,9 @@ def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:
     for folder in subdirs(projects_root(homes)):
         sessions, names = folder_entries(folder)
         legacy = legacy_agents(folder) if any(n.startswith("agent-") and n.endswith(".jsonl") for n in names) else {}
-        for name in sessions:
-            yield os.path.join(folder, name), legacy, name[:-6] in names
+        folded = {n.casefold() for n in names}      # (a folder whose name differs in case only is the same
+        for name in sessions:                       # one on a case-insensitive disk: walked, as before)
+            yield os.path.join(folder, name), legacy, name[:-6].casefold() in folded
 
 
 def _index_hit(entry: tuple[str, dict[Path, Any], bool], index: Any) -> SessionRef | None:
