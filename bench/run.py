@@ -53,35 +53,28 @@ for top in sys.argv[1:]:
                     n += chunk.count(b"\\n")
 print(n)
 '''
+# convert's floor: orjson loads + dumps + write of every line, one new file per session; with ``durable``
+# also the least a crash-safe create adds (histmig/apply/creates.py): each new file written to a temp,
+# one ``syncfs``, each temp renamed into place, one more ``syncfs`` for the names
 CONVERT = '''import os, sys, orjson
 src, out = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-i = 0
-for d, _, names in os.walk(src):
-    for name in sorted(names):
-        with open(os.path.join(d, name), "rb") as f, open(os.path.join(out, f"{i}.jsonl"), "wb") as w:
-            for line in f:
-                w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
-        i += 1
-'''
-# convert's floor with the least a crash-safe create adds (histmig/apply/creates.py): each new file
-# written to a temp, one ``syncfs``, each temp renamed into place, one more ``syncfs`` for the names
-CONVERT_DURABLE = '''import ctypes, os, sys, orjson
-src, out = sys.argv[1], sys.argv[2]
+durable = sys.argv[3:] == ["durable"]
 os.makedirs(out)
 made = []
 for d, _, names in os.walk(src):
     for name in sorted(names):
-        tmp = os.path.join(out, f".{len(made)}.tmp")
-        with open(os.path.join(d, name), "rb") as f, open(tmp, "xb") as w:
+        dest = os.path.join(out, f".{len(made)}.tmp" if durable else f"{len(made)}.jsonl")
+        with open(os.path.join(d, name), "rb") as f, open(dest, "xb" if durable else "wb") as w:
             for line in f:
                 w.write(orjson.dumps(orjson.loads(line)) + b"\\n")
-        made.append(tmp)
-fd = os.open(out, os.O_RDONLY)
-ctypes.CDLL(None).syncfs(fd)
-for i, tmp in enumerate(made):
-    os.rename(tmp, os.path.join(out, f"{i}.jsonl"))
-ctypes.CDLL(None).syncfs(fd)
+        made.append(dest)
+if durable:
+    import ctypes
+    fd = os.open(out, os.O_RDONLY)
+    ctypes.CDLL(None).syncfs(fd)
+    for i, tmp in enumerate(made):
+        os.rename(tmp, os.path.join(out, f"{i}.jsonl"))
+    ctypes.CDLL(None).syncfs(fd)
 '''
 WALK_STAT = '''import os, sys
 n = 0
@@ -497,7 +490,8 @@ def bench_convert(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
         a = b.run(b.hm + ["convert", "--to", "claude-code", "--from", "codex", "--all", "--apply"], home)
         row.add(a, b.run([sys.executable, "-c", CONVERT, str(home / ".codex" / "sessions"), str(out)], home))
         shutil.rmtree(out, ignore_errors=True)
-        durable.add(a, b.run([sys.executable, "-c", CONVERT_DURABLE, str(home / ".codex" / "sessions"), str(out)], home))
+        durable.add(a, b.run([sys.executable, "-c", CONVERT, str(home / ".codex" / "sessions"), str(out), "durable"],
+                             home))
     return [row, durable]
 
 
