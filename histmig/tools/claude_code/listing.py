@@ -61,8 +61,11 @@ def subagent_files(main: Path, legacy: dict[Path, Any] | None = None) -> list[Pa
     return out + [p for p, owner in legacy.items() if owner == sid]
 
 
-def legacy_agents(folder: Path) -> dict[Path, Any]:
-    """2.0-era ``agent-*.jsonl`` files of a project folder and the session each one names."""
+def legacy_agents(folder: Path, names: Iterable[str] | None = None) -> dict[Path, Any]:
+    """2.0-era ``agent-*.jsonl`` files of a project folder and the session each one names; ``names``
+    (the folder's entries, when the caller has listed it): none of them such a file, none is looked for."""
+    if names is not None and not any(n.startswith("agent-") and n.endswith(".jsonl") for n in names):
+        return {}
     return {p: head_value(p, "sessionId", listed_records)
             for p in sorted(folder.glob("agent-*.jsonl")) if p.is_file()}
 
@@ -84,7 +87,7 @@ def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:
     path as text: a warm ref keeps it so (histmig/core/model.py), with no ``Path`` made per file."""
     for folder in subdirs(projects_root(homes)):
         sessions, names = folder_entries(folder)
-        legacy = legacy_agents(folder) if any(n.startswith("agent-") and n.endswith(".jsonl") for n in names) else {}
+        legacy = legacy_agents(folder, names)
         folded = {n.casefold() for n in names}      # (a folder whose name differs in case only is the same
         for name in sessions:                       # one on a case-insensitive disk: walked, as before)
             yield os.path.join(folder, name), legacy, name[:-6].casefold() in folded
