@@ -68,3 +68,37 @@ def test_choosing_sessions_refuses_what_does_not_mix(homes, kw, msg):
     from histmig.core.diagnostics import UsageError
     with pytest.raises(UsageError, match=msg):
         api.convert_sessions(homes, "codex", **kw)
+
+
+def test_without_cwd_each_codex_session_is_read_once_with_the_listing_s_skips(homes, proj, monkeypatch):
+    """--all / --from without --cwd: the rollouts are taken as found (nothing listed), read once when
+    converted, and a file the listing would flag is skipped for the listing's reason."""
+    from histmig.tools.codex import listread
+    from histmig.verbs.convert import select
+    good = write_codex(homes.codex, proj)
+    (good.parent / "rollout-2026-06-05T04-58-21-019e9625-802f-7e91-840a-00000000000e.jsonl").write_bytes(b"")
+    not_meta = good.parent / "rollout-2026-06-05T04-58-22-019e9625-802f-7e91-840a-00000000000f.jsonl"
+    not_meta.write_bytes(b"".join(good.read_bytes().splitlines(keepends=True)[1:]))
+    listed = list(select.discover(homes, ["codex"]))
+    opts = ConvertOptions("claude-code", seed=1)
+    want = [o.to_dict() for o in plan_convert(homes, listed, opts)[1]]
+    monkeypatch.setattr(listread, "read", lambda *a, **k: pytest.fail("listed"))
+    refs = api.convert_sessions(homes, "claude-code", from_tool="codex")
+    assert [r.path for r in refs] == [r.path for r in listed]
+    got = [o.to_dict() for o in plan_convert(homes, refs, opts)[1]]
+    assert got == want
+    assert sorted(o["reason"] for o in got if o["status"] == "skip") == [
+        "empty file", "no session_meta at the start of the file"]
+
+
+def test_without_cwd_each_claude_session_is_read_once(homes, proj, monkeypatch):
+    from histmig.tools.claude_code import listing
+    from histmig.verbs.convert import select
+    write_claude(homes.claude, proj)
+    listed = list(select.discover(homes, ["claude-code"]))
+    opts = ConvertOptions("codex", seed=1, now=1_780_000_000.0)   # uuid7 ids: a fixed clock
+    want = [o.to_dict() for o in plan_convert(homes, listed, opts)[1]]
+    monkeypatch.setattr(listing, "ref_for", lambda *a, **k: pytest.fail("listed"))
+    refs = api.convert_sessions(homes, "codex", all_=True)
+    assert [r.path for r in refs] == [r.path for r in listed] and len(refs) == 1
+    assert [o.to_dict() for o in plan_convert(homes, refs, opts)[1]] == want

@@ -67,7 +67,7 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
                        apply_batch=apply_batch, options=current_options() if apply else None)
     _finish(ctx, done, outcomes, apply, as_json)
     if made and done.code != EXIT_REFUSED:         # a failed batch rolled back: no hints for what it held
-        _resume_hints(ctx, refs, made, target)
+        _resume_hints(ctx, made, target)
     return done.exit_code
 
 
@@ -77,11 +77,10 @@ def _remember(made: list, show, out) -> None:
     show(out)
 
 
-def _resume_hints(ctx, refs, made, target: str) -> None:
+def _resume_hints(ctx, made, target: str) -> None:
     """How to open each new session (docs/convert.md, "Resuming a converted session")."""
     from histmig import api
-    cwd = {(r.format, r.id): r.cwd for r in refs}
-    lines = [line for o in made if (line := api.resume_command(target, cwd.get((o.tool, o.source_id)), o.new_id))]
+    lines = [line for o in made if (line := api.resume_command(target, o.cwd, o.new_id))]
     if lines:
         info(ctx, "resume with:")
         shown = lines if ctx.verbose else lines[:10]

@@ -80,6 +80,14 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
                           path_of=lambda entry: entry[0])
 
 
+def paths(homes: Any) -> Iterator[SessionRef]:
+    """The transcripts :func:`discover` lists, in its order, each a ref of its path alone: nothing is
+    read (``convert --all``/``--from`` reads each session once, when it converts it; a listing flags
+    nothing here that the read does not raise)."""
+    for path, _legacy, _nested in _sessions(homes):
+        yield SessionRef(format=NAME, id=os.path.basename(path)[:-6], path=Path(path))
+
+
 def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:
     """``(transcript, the folder's 2.0-era agent files, whether a <sid> entry is beside it)`` of every
     session, folder by folder: one ``scandir`` of a folder gives its transcripts and tells which of

@@ -569,6 +569,29 @@ def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterato
     yield from list_files(entries, index, index_hit, _entry_ref, path_of=lambda entry: entry[0])
 
 
+def paths(homes: Any) -> Iterator[SessionRef]:
+    """The rollouts ``discover`` lists, in its order, each a ref of its walk entry alone: nothing is
+    read (``convert --all``/``--from``, which reads each session once, whole, when it converts it;
+    what the listing would have flagged there comes from :func:`listing_error` of that read)."""
+    from histmig.core.model import SessionRef
+    for path, archived, _shadowed in walk.rollouts(homes.codex):
+        p = Path(path)
+        names = parse_name(p.name)
+        yield SessionRef(format=NAME, id=names[1] if names else p.stem, path=p, archived=archived,
+                         compressed=is_zst(p))
+
+
+def listing_error(session: Session) -> str | None:
+    """The error ``make_ref`` gives the file of a session read whole (``stream``): none, or no line,
+    or no session_meta as line 1 (a convert of a ref from :func:`paths` skips it for that reason)."""
+    first = next(iter(session.records), None)
+    if first is None:
+        return "empty file"
+    if meta_of(first.extra.get("envelope")) is None:
+        return "no session_meta at the start of the file"
+    return None
+
+
 def _entry_ref(entry: tuple, index: Any) -> SessionRef:
     path, archived, shadowed = entry
     return make_ref(Path(path), archived=archived, shadowed=None if shadowed is None else Path(shadowed), index=index)
@@ -618,7 +641,7 @@ def usage_of(rec: Record) -> dict | None:
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
-                          usage_of=usage_of)
+                          usage_of=usage_of, paths=paths, listing_error=listing_error)
 # a Codex session's model names a model a converted session can record (convert's Target.model)
 ADAPTER.lends_model = True
 # discover takes ``index=`` (the scan index, histmig.core.scanindex)

@@ -67,10 +67,11 @@ class Outcome:
     code: str = ""
     title: str | None = None
     bytes: int = 0
+    cwd: str | None = None            # the folder the new session was written for (its resume line)
 
     def __init__(self, tool: str, source_id: str, source_path: str, status: str, new_id: str | None = None,
                  paths: list[str] = FACTORY, loss: LossReport = FACTORY, reason: str = "", code: str = "",
-                 title: str | None = None, bytes: int = 0) -> None:
+                 title: str | None = None, bytes: int = 0, cwd: str | None = None) -> None:
         self.tool = tool
         self.source_id = source_id
         self.source_path = source_path
@@ -82,6 +83,7 @@ class Outcome:
         self.code = code
         self.title = title
         self.bytes = bytes
+        self.cwd = cwd
 
     def to_dict(self) -> dict[str, Any]:
         d = {"tool": self.tool, "id": self.source_id, "path": self.source_path, "status": self.status,
@@ -122,8 +124,11 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     tool = registry.adapter(ref.format)
     try:     # stream(): the records are read again from the file when flattened, one at a time
         session = getattr(tool, "stream", tool.read)(ref)
+        flagged = tool.listing_error(session) if hasattr(tool, "listing_error") else None
     except (HistmigError, OSError) as e:
         return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+    if flagged:     # a ref of select.files (nothing listed): what its listing would have said
+        return _skip(out, "unreadable", flagged), []
     out.source_id = session.id or ref.id
     if not _sane_id(out.source_id):
         return _skip(out, "invalid-session-id", "invalid session id"), []
@@ -182,7 +187,7 @@ def _write(run: Run, session: Any, conv: Any, cwd: str, out: Outcome) -> tuple[O
                      for p, data in w.files]
     if run.tables is not None:
         ops += run.tables.inserts(w, t, updated=(mtime / 1e9 if mtime else run.now()), tag=tag)
-    out.status, out.new_id, out.loss, out.title = "convert", sid, conv.loss, w.title
+    out.status, out.new_id, out.loss, out.title, out.cwd = "convert", sid, conv.loss, w.title, cwd
     out.paths, out.bytes = [str(p) for p, _ in w.files], sum(size_of(d) for _, d in w.files) + w.row_bytes
     if not out.paths and w.location:      # a target whose session is rows only (its tables' inserts)
         out.paths = [w.location]

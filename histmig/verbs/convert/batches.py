@@ -74,8 +74,9 @@ def choose(homes: Any, target: str, sessions: Iterable[str] = (), *, from_tool: 
     tools = select.tools_for(from_tool, target)
     if sessions:
         return select.resolve(homes, sessions, tools)
-    refs = select.discover(homes, tools)
-    return list(select.by_cwd(refs, cwd) if cwd else refs)
+    if cwd:
+        return list(select.by_cwd(select.discover(homes, tools), cwd))
+    return list(select.files(homes, tools))      # read once, when converted (select.files)
 
 
 def refuse_lossy(homes: Any, refs: list[SessionRef], opts: ConvertOptions) -> None:

@@ -1,5 +1,6 @@
 """Which sessions a ``convert`` run takes: named ones (id, id prefix or path), ``--from TOOL
-[--cwd PATH]``, or ``--all``. Discovery is the adapters' own (lazy, head-only)."""
+[--cwd PATH]``, or ``--all``. Discovery is the adapters' own (lazy, head-only); without ``--cwd``
+nothing needs to be listed, so the files are taken as they are found (:func:`files`)."""
 from __future__ import annotations
 
 import os
@@ -22,6 +23,15 @@ def tools_for(from_tool: str | None, target: str) -> list[str]:
 def discover(homes: Any, tools: list[str]) -> Iterator[SessionRef]:
     for name in tools:
         yield from registry.adapter(name).discover(homes)
+
+
+def files(homes: Any, tools: list[str]) -> Iterator[SessionRef]:
+    """:func:`discover`'s sessions, each tool's as its files alone where its adapter can (``paths``:
+    nothing read; the conversion reads each session once and skips it for what the listing would
+    have flagged, ``listing_error``); a tool without ``paths`` is listed by ``discover``."""
+    for name in tools:
+        adapter = registry.adapter(name)
+        yield from getattr(adapter, "paths", adapter.discover)(homes)
 
 
 def by_cwd(refs: Iterator[SessionRef], cwd: str) -> Iterator[SessionRef]:
