@@ -247,12 +247,18 @@ def new_plan(run: Run) -> Plan:
                 summary={"sessions": 0, "converted": 0, "already": 0, "skipped": 0, "loss": {}})
 
 
-def add_outcome(plan: Plan, out: Outcome, ops: list[Op]) -> None:
+def add_outcome(plan: Plan, out: Outcome, ops: list[Op], loss: LossReport | None = None) -> None:
+    """One session's outcome counted into ``plan``'s summary, its ops added. ``loss``: the plan's loss
+    summed there instead, written into the summary by the caller once (:func:`set_loss`): rebuilding
+    the summary's sorted dict per session was an eighth of a streamed run's own work."""
     s = plan.summary
     s["sessions"] += 1
     if out.status == "convert":
         s["converted"] += 1
         plan.operations += ops
+        if loss is not None:
+            loss.merge(out.loss)
+            return
         total = LossReport.from_dict(s["loss"])
         total.merge(out.loss)
         s["loss"] = total.to_dict()
@@ -261,3 +267,9 @@ def add_outcome(plan: Plan, out: Outcome, ops: list[Op]) -> None:
     else:
         s["skipped"] += 1
         plan.skips.append(Skip(out.source_path, out.reason, out.code))
+
+
+def set_loss(plan: Plan, loss: LossReport) -> Plan:
+    """The loss :func:`add_outcome` summed apart, as ``plan``'s summary shows it."""
+    plan.summary["loss"] = loss.to_dict()
+    return plan

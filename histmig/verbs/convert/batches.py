@@ -21,7 +21,9 @@ from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, RefusedError, UsageE
 from histmig.core.model import SessionRef
 from histmig.core.plan import Plan
 from histmig.toolkit.convert.sink import Hold, Sink, SpoolDir
-from histmig.verbs.convert import ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan
+from histmig.toolkit.convert.loss import LossReport
+from histmig.verbs.convert import (ConvertOptions, Outcome, Run, add_outcome, iter_convert, new_plan,
+                                     set_loss)
 from histmig.verbs.convert import select
 from histmig.verbs.convert.shared import converted
 from histmig.core.valueclass import FACTORY, value
@@ -103,14 +105,14 @@ def whole_plan(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, name
                on_outcome: OnOutcome | None = None) -> Plan:
     """The plan file carries every new file's bytes: kept in memory, each up to BATCH_BYTES."""
     run = _run(homes, opts, functools.partial(Sink, "memory", cap=BATCH_BYTES))
-    plan = new_plan(run)
+    plan, loss = new_plan(run), LossReport()
     for out, ops in iter_convert(run, refs):
         _check_named(out, named)
-        add_outcome(plan, out, ops)
+        add_outcome(plan, out, ops, loss)
         if on_outcome:
             on_outcome(out)
     plan.warnings += run.warnings
-    return plan
+    return set_loss(plan, loss)
 
 
 def plan_convert(homes: Any, refs: Iterable[SessionRef], opts: ConvertOptions) -> tuple[Plan, list[Outcome]]:
@@ -139,24 +141,25 @@ def stream(homes: Any, refs: list[SessionRef], opts: ConvertOptions, *, apply: b
 def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply_batch, options,
             hold: Hold | None = None) -> Converted:
     run = _run(homes, opts, sink)
-    done = Converted(new_plan(run))
-    batch, size = new_plan(run), 0
+    done, loss = Converted(new_plan(run)), LossReport()
+    batch, batch_loss, size = new_plan(run), LossReport(), 0
     for out, ops in converted(run, refs):     # on two CPUs when there are many (verbs/convert/shared.py)
         _check_named(out, named)
-        add_outcome(done.total, out, [])
+        add_outcome(done.total, out, [], loss)
         if on_outcome:
             on_outcome(out)
         if apply and ops:
-            add_outcome(batch, out, ops)
+            add_outcome(batch, out, ops, batch_loss)
             size += out.bytes
             if size >= BATCH_BYTES:
-                done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
-                batch, size = new_plan(run), 0
+                done.code = max(done.code, _apply(homes, set_loss(batch, batch_loss), apply_batch, options, done))
+                batch, batch_loss, size = new_plan(run), LossReport(), 0
                 if hold is not None:
                     hold.release()
     if apply and batch.operations:
-        done.code = max(done.code, _apply(homes, batch, apply_batch, options, done))
+        done.code = max(done.code, _apply(homes, set_loss(batch, batch_loss), apply_batch, options, done))
     done.total.warnings += run.warnings
+    set_loss(done.total, loss)
     return done
 
 
