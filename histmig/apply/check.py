@@ -140,10 +140,12 @@ def _check_patches(op: WriteFile) -> None:
 
 
 def root_of(path: str, roots: dict[str, str]) -> tuple[str, list[str]]:
-    """(real folder to walk from, components below it) for ``path``'s parent."""
+    """(real folder to walk from, components below it) for ``path``'s parent. ``validate_plan`` saw
+    both normalised (``_clean``), so what follows the root's text is the relative path (``relpath``
+    was most of a large create plan's precheck)."""
     given = max((r for r in roots if _under(path, r)), key=len)
     real = roots[given]
-    rel = os.path.relpath(path, given)
+    rel = path[len(given):].lstrip("/") or "."
     if rel == ".":  # the root is the file itself (~/.claude.json)
         return os.path.dirname(real), []
     parts = rel.split(os.sep)[:-1]
@@ -162,10 +164,11 @@ def precheck(plan: Plan, homes: Homes, roots: dict[str, str], opts: ApplyOptions
     plan expected (grew, changed, missing, path changed) is skipped and named, and its whole session
     and folder with it; the rest of the plan applies. Only plan-level problems refuse (raise)."""
     dsts: dict[str, str] = {}
+    folders: dict[tuple, list[str]] = {}     # creates in one folder: its missing part looked up once
 
     def one(n: int, op: Op) -> Prepared:
         try:
-            return _prepare(n, op, roots, opts, dsts, homes)
+            return _prepare(n, op, roots, opts, dsts, homes, folders)
         except Stale as e:
             return _stale_skip(n, op, roots, e)
     ops = list(enumerate(plan.operations))
@@ -233,13 +236,19 @@ def parallel_map(fn, items: list, *, workers: int = WORKERS) -> list:
         return list(ex.map(fn, items))
 
 
-def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes) -> Prepared:
+def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes, folders: dict | None = None) -> Prepared:
     if isinstance(op, WriteFile):
         return _prepare_write(n, op, roots, opts)
     if isinstance(op, CreateFile):
-        path = real_target(op.path, roots)
-        base, parts = root_of(op.path, roots)
-        return Prepared(n, op, "create", path, base, dirs=_missing_root(base, homes) + _missing_dirs(op.path, base, parts))
+        base, parts = root_of(op.path, roots)     # real_target's, once (a convert prepares thousands)
+        path = os.path.join(base, *parts, os.path.basename(op.path))
+        key = (base, *parts)
+        dirs = None if folders is None else folders.get(key)
+        if dirs is None:
+            dirs = _missing_root(base, homes) + _missing_dirs(op.path, base, parts)
+            if folders is not None:
+                folders[key] = dirs
+        return Prepared(n, op, "create", path, base, dirs=list(dirs))
     if isinstance(op, MkDir):
         path = real_target(op.path, roots)
         base, parts = root_of(op.path, roots)
