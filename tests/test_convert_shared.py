@@ -38,7 +38,7 @@ def _mode(monkeypatch, share: bool) -> list[int]:
     pids: list[int] = []
     monkeypatch.setattr(shared, "MIN_SESSIONS", 2 if share else 10**9)
     monkeypatch.setattr(forkmap, "cpus", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.5, 0.5))        # a machine with a CPU to spare
+    monkeypatch.setattr(shared, "runnable", lambda: 1)        # a machine with a CPU to spare
     real, here = shared.convert_one, os.getpid()
 
     def convert_one(run, ref):
@@ -133,11 +133,29 @@ def test_small_runs_seeded_runs_and_targets_with_tables_are_not_shared(homes, ma
     monkeypatch.setattr(shared, "MIN_SESSIONS", N + 1)
     assert api.convert(homes, many, ConvertOptions("mini-cc"), apply=False).total.summary["converted"] == N
     monkeypatch.setattr(shared, "MIN_SESSIONS", 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.5, 0.5))        # no CPU to spare
+    monkeypatch.setattr(shared, "runnable", lambda: 2)        # no CPU to spare: a second task ready to run
     assert api.convert(homes, many, ConvertOptions("mini-cc"), apply=False).total.summary["converted"] == N
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.4, 0.5, 0.5))
+    looks = iter([2, 1, 2])                                    # the least of three looks
+    monkeypatch.setattr(shared, "runnable", lambda: next(looks))
     with pytest.raises(AssertionError, match="shared"):
         api.convert(homes, many, ConvertOptions("mini-cc"), apply=False)
+
+
+def test_a_cpu_is_spare_by_the_tasks_ready_now_not_by_the_last_minute(monkeypatch):
+    assert shared.runnable() >= 1                               # this process, at least (Linux)
+    monkeypatch.setattr(forkmap, "cpus", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.9, 1.9))     # a busy command just ended
+    monkeypatch.setattr(shared, "runnable", lambda: 1)
+    assert shared.spare_cpu()
+    monkeypatch.setattr(shared, "runnable", lambda: 2)
+    assert not shared.spare_cpu()
+
+    def unreadable():
+        raise OSError("no /proc")
+    monkeypatch.setattr(shared, "runnable", unreadable)         # then the load average decides
+    assert not shared.spare_cpu()
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.4, 0.5, 0.5))
+    assert shared.spare_cpu()
 
 
 MARKED = (b'{"timestamp":"2026-06-05T04:58:20.653Z","type":"session_meta","payload":{"id":"019e9625-802f-7e91-840a-'

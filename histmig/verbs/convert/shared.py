@@ -16,9 +16,10 @@ What a sequential run carries from one session to the next is re-established in 
 
 Not shared: a target with tables (a Codex ``threads`` row, OpenCode rows, Gemini project markers keep
 state across sessions), seeded ids (tests: one generator, drawn in order), small runs (a fork costs
-more than it saves), and a run on a machine with no CPU to spare (a load average of one less than
-its CPUs or more): there the worker only competes for the same CPUs, and the fork, its copied pages
-and the pickled outcomes cost ~15 % more CPU for no gain in time (docs/bench.md, "convert").
+more than it saves), and a run on a machine with no CPU to spare (as many tasks ready to run as it
+has CPUs, this one included: :func:`spare_cpu`): there the worker only competes for the same CPUs,
+and the fork, its copied pages and the pickled outcomes cost ~15 % more CPU for no gain in time
+(docs/bench.md, "convert").
 """
 from __future__ import annotations
 
@@ -76,13 +77,26 @@ def converted(run: Run, refs: list[SessionRef]) -> Iterator[tuple[Outcome, list[
 
 
 def spare_cpu() -> bool:
-    """Whether a second process would find a CPU to itself (the last minute's load average, which
-    counts this process, is below the CPUs minus one half)."""
+    """Whether a second process would find a CPU to itself: fewer tasks ready to run than CPUs, this
+    process included, at the least of three looks (``/proc/loadavg``'s runnable count). The last
+    minute's load average, the test before and the fallback where that count cannot be read, still
+    counts processes that ended seconds ago: a run right after a busy command converted alone, 0.37 s
+    against 0.33 s for 500 sessions (docs/bench.md, run 21)."""
     from histmig.core.forkmap import cpus
+    try:
+        return min(runnable() for _ in range(3)) < cpus()
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return os.getloadavg()[0] < cpus() - 0.5
     except OSError:
         return True
+
+
+def runnable() -> int:
+    """Tasks running or ready to run on the machine now, this one included (Linux)."""
+    with open("/proc/loadavg", "rb") as f:
+        return int(f.read().split()[3].split(b"/")[0])
 
 
 class _Raised:
