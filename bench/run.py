@@ -508,7 +508,8 @@ def floor_folder(home: Path) -> Path:
     """Where convert's floor writes: a new folder beside the ones convert writes into, in a fresh copy
     of the tree as convert's own run had. Where a new folder lies decides what a create costs on ext4
     (the inode allocator searches the parent's block group first): on the bench VM 2,000 creates in a
-    new folder under the copied tree took 160-180 us each, under /tmp 35 us (docs/bench.md, run 21)."""
+    new folder under the copied tree took 160-180 us each, under /tmp 30-40 us (docs/bench.md, the
+    run 22 paragraph)."""
     return home / ".claude" / "projects" / "-floor"
 
 

@@ -81,7 +81,7 @@ def spare_cpu() -> bool:
     process included, at the least of three looks (``/proc/loadavg``'s runnable count). The last
     minute's load average, the test before and the fallback where that count cannot be read, still
     counts processes that ended seconds ago: a run right after a busy command converted alone, 0.37 s
-    against 0.33 s for 500 sessions (docs/bench.md, run 21)."""
+    against 0.33 s for 500 sessions (docs/bench.md, the run 22 paragraph)."""
     from histmig.core.forkmap import cpus
     try:
         return min(runnable() for _ in range(3)) < cpus()
