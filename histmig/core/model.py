@@ -322,6 +322,13 @@ def given_path(ref: SessionRef) -> str | os.PathLike:
     return ref.__dict__["path"]
 
 
+class PathRef(SessionRef):
+    """A session's file as a listing's walk finds it, nothing read (an adapter's ``paths``): its
+    format, the id its name gives, its path. ``convert`` reads each session whole anyway and asks the
+    adapter's ``listed`` for the listing's own ref of the file only where the read leaves something
+    the listing decides: an error, a cwd (histmig/verbs/convert/__init__.py)."""
+
+
 # ---- the core of a conversation ------------------------------------------------------------
 
 def core(session: Session) -> list[tuple]:

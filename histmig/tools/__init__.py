@@ -55,10 +55,11 @@ The adapter protocol (``ADAPTER`` in ``<pkg>/adapter.py``):
 - ``read(path_or_ref) -> Session``: the whole session; every line kept (opaque ones too)
 - ``serialize(session) -> bytes``: the main file's bytes; records with ``raw`` are emitted verbatim,
   so ``serialize(read(f)) == f.read_bytes()`` for every file of the format
-- optional ``paths(homes) -> Iterator[SessionRef]``: the files ``discover`` lists, in its order, as refs
-  of their paths alone (nothing read): ``convert`` without ``--cwd`` reads each session once
-- optional ``listing_error(session) -> str | None``: what ``discover`` would have flagged as ``error``
-  in the file of a session read whole (a ``paths`` ref carries none)
+- optional ``paths(homes) -> Iterator[PathRef]``: the files ``discover`` lists, in its order, as refs
+  of their paths alone (nothing read): ``convert`` without ``--cwd`` reads each session once; with it
+  ``listed(ref) -> SessionRef``, the ref ``discover`` gives that file, asked for where the read leaves
+  something to the listing (it raised, it found no cwd, or the optional ``may_flag(session)`` says
+  the listing might flag the file)
 """
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from typing import Any, Iterator
 
 from histmig.tools.base import FunctionAdapter
 from histmig.tools.claude_family.blocks import broken_warnings, first_prompt, first_timestamp, first_value, last_model
-from histmig.tools.claude_code.listing import (discover, is_agent_file, paths, project_dirs, projects_root,
-                                            ref_for, sessions_for_cwd, subagent_files)
+from histmig.tools.claude_code.listing import (discover, is_agent_file, listed, paths, project_dirs,
+                                            projects_root, ref_for, sessions_for_cwd, subagent_files)
 from histmig.tools.claude_code.records import (count_messages, encode_record, records_from_lines, serialize, title_of,
                                               type_name)
 from histmig.tools.claude_family.listing import HEAD_TAIL, UUID_RE
@@ -135,6 +135,6 @@ def detect(path: str | os.PathLike) -> bool:
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "tool_call", "tool_result", "attachment"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
                           encode_record=encode_record, project_dirs=project_dirs,
-                          type_name=type_name, paths=paths)
+                          type_name=type_name, paths=paths, listed=listed)
 # discover takes ``index=`` (the scan index, histmig.core.scanindex)
 ADAPTER.indexed = True

@@ -20,7 +20,7 @@ from histmig.tools.claude_family.blocks import first_timestamp, first_value, str
 from histmig.tools.claude_code.records import count_messages, line_groups, record_from_group, role_of, title_of
 from histmig.tools.claude_family.listing import (broken_lines_state, folder_entries, head_value, list_ends,
                                                  mark_unreadable, session_files, subdirs)
-from histmig.core.model import Part, Record, SessionRef
+from histmig.core.model import Part, PathRef, Record, SessionRef
 from histmig.core.paths import SLUG_MAX, claude_slug
 
 NAME = "claude-code"
@@ -81,11 +81,16 @@ def discover(homes: Any, index: Any = None) -> Iterator[SessionRef]:
 
 
 def paths(homes: Any) -> Iterator[SessionRef]:
-    """The transcripts :func:`discover` lists, in its order, each a ref of its path alone: nothing is
-    read (``convert --all``/``--from`` reads each session once, when it converts it; a listing flags
-    nothing here that the read does not raise)."""
+    """The transcripts :func:`discover` lists, in its order, each a ``PathRef`` of its path alone:
+    nothing is read (``convert --all``/``--from`` reads each session once, when it converts it)."""
     for path, _legacy, _nested in _sessions(homes):
-        yield SessionRef(format=NAME, id=os.path.basename(path)[:-6], path=Path(path))
+        yield PathRef(format=NAME, id=os.path.basename(path)[:-6], path=path)
+
+
+def listed(ref: SessionRef) -> SessionRef:
+    """The ref ``discover`` gives the file of a ref from :func:`paths` (read again, cold; a listing
+    flags a file only for what reading it raises)."""
+    return ref_for(ref.path)
 
 
 def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:

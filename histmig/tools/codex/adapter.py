@@ -570,26 +570,27 @@ def discover(homes: Any, *, archived: bool = True, index: Any = None) -> Iterato
 
 
 def paths(homes: Any) -> Iterator[SessionRef]:
-    """The rollouts ``discover`` lists, in its order, each a ref of its walk entry alone: nothing is
-    read (``convert --all``/``--from``, which reads each session once, whole, when it converts it;
-    what the listing would have flagged there comes from :func:`listing_error` of that read)."""
-    from histmig.core.model import SessionRef
-    for path, archived, _shadowed in walk.rollouts(homes.codex):
-        p = Path(path)
-        names = parse_name(p.name)
-        yield SessionRef(format=NAME, id=names[1] if names else p.stem, path=p, archived=archived,
-                         compressed=is_zst(p))
+    """The rollouts ``discover`` lists, in its order, each a ``PathRef`` of its walk entry alone:
+    nothing is read (``convert --all``/``--from`` reads each session once, whole, when it converts it)."""
+    from histmig.core.model import PathRef
+    for path, archived, shadowed in walk.rollouts(homes.codex):
+        names = parse_name(os.path.basename(path))
+        yield PathRef(format=NAME, id=names[1] if names else Path(path).stem, path=path, archived=archived,
+                      compressed=is_zst(path), extra={} if shadowed is None else {"shadowed_zst": shadowed})
 
 
-def listing_error(session: Session) -> str | None:
-    """The error ``make_ref`` gives the file of a session read whole (``stream``): none, or no line,
-    or no session_meta as line 1 (a convert of a ref from :func:`paths` skips it for that reason)."""
+def listed(ref: SessionRef) -> SessionRef:
+    """The ref ``discover`` gives the file of a ref from :func:`paths` (read again, cold)."""
+    shadowed = ref.extra.get("shadowed_zst")
+    return make_ref(Path(ref.path), archived=ref.archived, shadowed=None if shadowed is None else Path(shadowed))
+
+
+def may_flag(session: Session) -> bool:
+    """Whether :func:`make_ref` might flag the file of a session read whole (``stream``): it has no
+    record, or its line 1 is not a session_meta as read strictly (the listing reads line 1 leniently,
+    so it decides)."""
     first = next(iter(session.records), None)
-    if first is None:
-        return "empty file"
-    if meta_of(first.extra.get("envelope")) is None:
-        return "no session_meta at the start of the file"
-    return None
+    return first is None or meta_of(first.extra.get("envelope")) is None
 
 
 def _entry_ref(entry: tuple, index: Any) -> SessionRef:
@@ -641,7 +642,7 @@ def usage_of(rec: Record) -> dict | None:
 
 ADAPTER = FunctionAdapter(NAME, frozenset({"text", "reasoning", "tool_call", "tool_result"}),
                           detect=detect, discover=discover, read=read, stream=stream, serialize=serialize,
-                          usage_of=usage_of, paths=paths, listing_error=listing_error)
+                          usage_of=usage_of, paths=paths, listed=listed, may_flag=may_flag)
 # a Codex session's model names a model a converted session can record (convert's Target.model)
 ADAPTER.lends_model = True
 # discover takes ``index=`` (the scan index, histmig.core.scanindex)

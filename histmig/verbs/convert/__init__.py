@@ -20,7 +20,7 @@ from histmig.toolkit.convert.ids import UUID_RE, Ids
 from histmig.toolkit.convert.loss import LossReport
 from histmig.toolkit.convert.sink import Sink, SpoolError, Spooled, TooLargeToEmbed, discard, size_of
 from histmig.core.diagnostics import HistmigError, Skip, Warning
-from histmig.core.model import SessionRef
+from histmig.core.model import PathRef, SessionRef
 from histmig.core.paths import safe_component, valid_cwd
 from histmig.core.plan import CreateFile, Op, Plan
 from histmig.core.valueclass import FACTORY, value
@@ -124,13 +124,19 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     tool = registry.adapter(ref.format)
     try:     # stream(): the records are read again from the file when flattened, one at a time
         session = getattr(tool, "stream", tool.read)(ref)
-        flagged = tool.listing_error(session) if hasattr(tool, "listing_error") else None
     except (HistmigError, OSError) as e:
-        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
-    if flagged:     # a ref of select.files (nothing listed): what its listing would have said
-        return _skip(out, "unreadable", flagged), []
+        if isinstance(ref, PathRef):    # nothing was listed (select.files): the listing's reason, if it has one
+            ref = tool.listed(ref)
+            out.source_id = ref.id
+        return _skip(out, "unreadable", ref.error or _describe(e)), []
+    if isinstance(ref, PathRef) and (not session.cwd or getattr(tool, "may_flag", _never)(session)):
+        ref = tool.listed(ref)      # nothing was listed: where the listing decides (an error, a cwd), it does
+        if ref.error:
+            out.source_id = ref.id
+            return _skip(out, "unreadable", ref.error), []
     out.source_id = session.id or ref.id
-    if not _sane_id(out.source_id):
+    if not isinstance(out.source_id, str) or not _sane_id(out.source_id):
+        out.source_id = str(out.source_id)
         return _skip(out, "invalid-session-id", "invalid session id"), []
     cwd = session.cwd or ref.cwd
     if not cwd or not valid_cwd(cwd) or ".." in Path(cwd).parts:
@@ -155,6 +161,14 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
         # a memory-mode run (tests) gets here; what it held is freed, so the next session can go on
         return _skip(out, "too-large", "not enough memory to build the converted session "
                      f"({_size(ref.path)} bytes of source)"), []
+
+
+def _describe(e: BaseException) -> str:
+    return e.describe() if isinstance(e, HistmigError) else str(e)
+
+
+def _never(session: Any) -> bool:
+    return False
 
 
 def _size(path: Any) -> int:

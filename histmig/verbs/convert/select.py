@@ -27,8 +27,9 @@ def discover(homes: Any, tools: list[str]) -> Iterator[SessionRef]:
 
 def files(homes: Any, tools: list[str]) -> Iterator[SessionRef]:
     """:func:`discover`'s sessions, each tool's as its files alone where its adapter can (``paths``:
-    nothing read; the conversion reads each session once and skips it for what the listing would
-    have flagged, ``listing_error``); a tool without ``paths`` is listed by ``discover``."""
+    ``PathRef``s, nothing read; the conversion reads each session once and asks the adapter's
+    ``listed`` only where the read leaves something to the listing); a tool without ``paths`` is
+    listed by ``discover``."""
     for name in tools:
         adapter = registry.adapter(name)
         yield from getattr(adapter, "paths", adapter.discover)(homes)

@@ -78,13 +78,16 @@ def converted(run: Run, refs: list[SessionRef]) -> Iterator[tuple[Outcome, list[
 
 def spare_cpu() -> bool:
     """Whether a second process would find a CPU to itself: fewer tasks ready to run than CPUs, this
-    process included, at the least of three looks (``/proc/loadavg``'s runnable count). The last
+    process included, at the least of three looks (``/proc/loadavg``'s runnable count: machine-wide,
+    as the load average is, so a container limited to some CPUs of a busy host rarely shares). The last
     minute's load average, the test before and the fallback where that count cannot be read, still
     counts processes that ended seconds ago: a run right after a busy command converted alone, 0.37 s
     against 0.33 s for 500 sessions (docs/bench.md, the run 22 paragraph)."""
     from histmig.core.forkmap import cpus
     try:
-        return min(runnable() for _ in range(3)) < cpus()
+        least = min(runnable() for _ in range(3))
+        if least >= 1:          # 0: a /proc that does not count (gVisor, WSL 1), as if unreadable
+            return least < cpus()
     except (OSError, ValueError, IndexError):
         pass
     try:
