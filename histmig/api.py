@@ -162,7 +162,9 @@ def plan_move(homes, old: str, new: str, **options: Any) -> Plan:
 
 def convert_sessions(homes, target: str, sessions: Iterable[str] = (), *, from_tool: str | None = None,
                      cwd: str | None = None, all_: bool = False) -> list[SessionRef]:
-    """The sessions a conversion to ``target`` takes: named ones, ``from_tool`` [``cwd``], or all."""
+    """The sessions a conversion to ``target`` takes: named ones, ``from_tool`` [``cwd``], or all.
+    Without ``cwd``, a tool whose adapter can gives its files alone (``PathRef``: nothing read yet;
+    each is read once, when converted: docs/convert.md, "Choosing sessions")."""
     from histmig.verbs.convert.batches import choose
     return choose(homes, target, sessions, from_tool=from_tool, cwd=cwd, all_=all_)
 
