@@ -236,18 +236,16 @@ def parallel_map(fn, items: list, *, workers: int = WORKERS) -> list:
         return list(ex.map(fn, items))
 
 
-def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes, folders: dict | None = None) -> Prepared:
+def _prepare(n: int, op: Op, roots, opts, dsts, homes: Homes, folders: dict) -> Prepared:
     if isinstance(op, WriteFile):
         return _prepare_write(n, op, roots, opts)
     if isinstance(op, CreateFile):
         base, parts = root_of(op.path, roots)     # real_target's, once (a convert prepares thousands)
         path = os.path.join(base, *parts, os.path.basename(op.path))
         key = (base, *parts)
-        dirs = None if folders is None else folders.get(key)
+        dirs = folders.get(key)
         if dirs is None:
-            dirs = _missing_root(base, homes) + _missing_dirs(op.path, base, parts)
-            if folders is not None:
-                folders[key] = dirs
+            dirs = folders[key] = _missing_root(base, homes) + _missing_dirs(op.path, base, parts)
         return Prepared(n, op, "create", path, base, dirs=list(dirs))
     if isinstance(op, MkDir):
         path = real_target(op.path, roots)

@@ -581,8 +581,7 @@ def paths(homes: Any) -> Iterator[SessionRef]:
 
 def listed(ref: SessionRef) -> SessionRef:
     """The ref ``discover`` gives the file of a ref from :func:`paths` (read again, cold)."""
-    shadowed = ref.extra.get("shadowed_zst")
-    return make_ref(Path(ref.path), archived=ref.archived, shadowed=None if shadowed is None else Path(shadowed))
+    return _entry_ref((ref.path, ref.archived, ref.extra.get("shadowed_zst")), None)
 
 
 def may_flag(session: Session) -> bool:

@@ -155,7 +155,7 @@ def convert_one(run: Run, ref: SessionRef) -> tuple[Outcome, list[Op]]:
     except (TooLargeToEmbed, SpoolError):    # the run's own limits, not this session's: stop, exit 1
         raise
     except (HistmigError, OSError) as e:    # a streamed file that changed, or a record over the limit
-        return _skip(out, "unreadable", e.describe() if isinstance(e, HistmigError) else str(e)), []
+        return _skip(out, "unreadable", _describe(e)), []
     except MemoryError:
         # source and target stream (one record, one line at a time): only a single huge record or
         # a memory-mode run (tests) gets here; what it held is freed, so the next session can go on
