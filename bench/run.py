@@ -3,6 +3,7 @@
     python bench/run.py                       # 500 sessions, 5 pairs; writes the table into docs/bench.md
     python bench/run.py --sessions 2000       # (8000: needs ~4 GB in the work dir)
     python bench/run.py --quick --doc OUT.md  # a tiny tree, 1 pair: a smoke run (tests/test_bench_runner.py)
+    python bench/run.py --scale 500,2000,8000 # every step at each size: histmig's time and memory across them
 
 Each command and its floor run in fresh processes, one after the other, ``--pairs`` times (A, B, A,
 B, ...); every process starts after a ``sync`` (not timed), so no step pays for the dirty pages of
@@ -40,6 +41,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 BEGIN, END = "<!-- bench/run.py: begin -->", "<!-- bench/run.py: end -->"
+SCALE_MARKS = ("<!-- bench/run.py --scale: begin -->", "<!-- bench/run.py --scale: end -->")
 PROVIDER = '[model_providers.my-provider]\nname = "My provider"\n'
 
 # Floors: the least a program doing the same job does, run the same way (a fresh process).
@@ -167,6 +169,11 @@ class Row:
     command: str
     floor: str
     pairs: list[tuple[float, float, float]] = field(default_factory=list)   # (histmig s, floor s, RSS MB)
+    key: str = ""       # the command across tree sizes (--scale), when its text names a count; else the text
+
+    def histmig(self) -> tuple[float, float]:
+        """histmig's median wall seconds and largest peak RSS (MB) over the pairs."""
+        return statistics.median(p[0] for p in self.pairs), max(p[2] for p in self.pairs)
 
     def add(self, a: tuple[float, float], b: tuple[float, float]) -> None:
         self.pairs.append((a[0], b[0], a[1]))
@@ -481,6 +488,9 @@ def rewritten(b: Bench, home: Path, command: list[str]) -> list[str]:
     return sorted({op["path"] for op in ops if op.get("kind") == "write" and os.path.isfile(op.get("path", ""))})
 
 
+SHARE = {"convert": "a quarter of the sessions", "convert-all": "every session"}
+
+
 def convert_counts(sessions: int) -> dict[str, int]:
     """The convert trees: a quarter of the run's sessions (the row of earlier runs) and all of them
     (issue 15 states convert's memory target at 2,000 sessions; a start-up weighs less there)."""
@@ -491,8 +501,10 @@ def bench_convert(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
     rows = []
     for name, count in convert_counts(b.sessions).items():
         command = f"`convert --to claude-code --from codex --all --apply`, {count:,} sessions"
-        row = Row(command, "orjson loads+dumps+write of the same lines")
-        durable = Row(command, "orjson loads+dumps+write of the same lines to temps + `syncfs` + rename + `syncfs`")
+        key = f"`convert --to claude-code --from codex --all --apply`, {SHARE[name]}"
+        row = Row(command, "orjson loads+dumps+write of the same lines", key=key)
+        durable = Row(command, "orjson loads+dumps+write of the same lines to temps + `syncfs` + rename + `syncfs`",
+                      key=key)
         for _ in range(pairs):
             a = b.run(b.hm + ["convert", "--to", "claude-code", "--from", "codex", "--all", "--apply"],
                       b.fresh(trees[name], "convert"))
@@ -538,12 +550,13 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r.cells()) + " |" for r in rows])
 
 
-def write_doc(doc: Path, text: str) -> None:
-    """Replace the runner's part of ``doc`` (between its markers), or add it after the first paragraph."""
-    block = f"{BEGIN}\n{text}\n{END}"
+def write_doc(doc: Path, text: str, marks: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the runner's part of ``doc`` (between its markers), or add it at the end."""
+    begin, end = marks
+    block = f"{begin}\n{text}\n{end}"
     old = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END):]
+    if begin in old and end in old:
+        new = old[:old.index(begin)] + block + old[old.index(end) + len(end):]
     else:
         new = old.rstrip("\n") + "\n\n" + block + "\n"
     doc.write_text(new)
@@ -552,6 +565,8 @@ def write_doc(doc: Path, text: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=500, help="sessions per tree (500, 2000, 8000)")
+    ap.add_argument("--scale", help="several sizes, e.g. 500,2000,8000: every step at each (trees built and "
+                    "removed in turn) and one table of histmig's time and memory across them")
     ap.add_argument("--mb", type=float, help="MB of the Codex and move trees (default: 0.4 MB per session)")
     ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per command (at least 5 for a result)")
     ap.add_argument("--quick", action="store_true", help="a tiny tree and 1 pair: a smoke run, not a measurement")
@@ -562,32 +577,86 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", help="only this step (reads, flip, move, convert, qwen, listings, "
                     "search, pack; repeatable)")
     a = ap.parse_args(argv)
-    sessions, pairs = (8, 1) if a.quick else (a.sessions, a.pairs)
-    mb = a.mb or (1 if a.quick else sessions * 0.4)
+    sizes = [int(n) for n in a.scale.split(",")] if a.scale else [a.sessions]
+    sizes, pairs = ([8 * (i + 1) for i in range(len(sizes))], 1) if a.quick else (sizes, a.pairs)
     if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
         compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
     work = a.work or Path(tempfile.mkdtemp(prefix="histmig-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        t0 = time.perf_counter()
-        trees = build(work, sessions, mb)
-        size = sum(os.path.getsize(f) for f in files_of(trees["codex"] / "home", ".codex"))
-        print(f"trees built in {time.perf_counter() - t0:.1f} s (Codex home: {size / 2**20:.0f} MiB)", flush=True)
-        b = Bench(work, a.quick, sessions)
-        rows = []
-        steps = (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings, bench_search, bench_pack)
-        for step in [s for s in steps if not a.only or s.__name__ in {f"bench_{n}" for n in a.only}]:
-            done = step(b, trees, pairs)
-            rows += done
-            print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)
-        text = report(rows, sessions, size, pairs, a.quick)
+        runs = [(n, *run_size(work / f"n{n}" if a.scale else work, n, a, pairs)) for n in sizes]
+        if a.scale:
+            text = scale_report(runs, pairs, a.quick)
+            marks = SCALE_MARKS
+        else:
+            n, rows, size = runs[0]
+            text, marks = report(rows, n, size, pairs, a.quick), (BEGIN, END)
         print("\n" + text)
         if not a.no_doc:
-            write_doc(a.doc, text)
+            write_doc(a.doc, text, marks)
         return 0
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def run_size(work: Path, sessions: int, a: argparse.Namespace, pairs: int) -> tuple[list[Row], int]:
+    """Every step (or ``--only``'s) on trees of ``sessions`` sessions: their rows, and the Codex home's bytes.
+    With ``--scale`` each size's trees are removed after its steps (an 8,000-session set is ~12 GB)."""
+    mb = a.mb or (1 if a.quick else sessions * 0.4)
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    trees = build(work, sessions, mb)
+    size = sum(os.path.getsize(f) for f in files_of(trees["codex"] / "home", ".codex"))
+    print(f"{sessions:,} sessions: trees built in {time.perf_counter() - t0:.1f} s (Codex home: "
+          f"{size / 2**20:.0f} MiB)", flush=True)
+    b = Bench(work, a.quick, sessions)
+    rows = []
+    steps = (bench_reads, bench_flip, bench_move, bench_convert, bench_qwen, bench_listings, bench_search, bench_pack)
+    for step in [s for s in steps if not a.only or s.__name__ in {f"bench_{n}" for n in a.only}]:
+        done = step(b, trees, pairs)
+        rows += done
+        print("\n".join("| " + " | ".join(r.cells()) + " |" for r in done), flush=True)
+    if a.scale and not a.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows, size
+
+
+def scale_report(runs: list[tuple[int, list[Row], int]], pairs: int, quick: bool) -> str:
+    """histmig's median time and peak RSS per command at each size (a command once, however many floors
+    it ran against), and two growth figures from the smallest size to the largest: the time per
+    session added (its cost per session between the two smaller sizes = 1.0x: linear) and the peak RSS
+    added."""
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    sizes = [n for n, _, _ in runs]
+    head = (f"`python bench/run.py --scale {','.join(map(str, sizes))} --pairs {pairs}`{' --quick' if quick else ''}, "
+            f"{when}: histmig's median wall time and largest peak RSS over {pairs} run(s) at each size (Codex "
+            f"homes of {', '.join(f'{s / 2**20:,.0f}' for _, _, s in runs)} MiB). Per session added: (time at the "
+            f"largest size - time at the middle one) / the sessions between them, against the same between the "
+            f"two smaller sizes (1.0x: linear; start-up and other fixed costs cancel out).")
+    cols = ["command", *(f"{n:,} sessions" for n in sizes), "per session added", "RSS added"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    by_size = [{(r.key or r.command): r.histmig() for r in rows} for _, rows, _ in runs]
+    for key in dict.fromkeys(k for k in by_size[-1]):
+        got = [m.get(key) for m in by_size]
+        cells = [f"{t:.2f} s, {mb:.0f} MB" if t is not None else "-" for t, mb in
+                 (g if g is not None else (None, None) for g in got)]
+        lines.append("| " + " | ".join([key, *cells, _growth(sizes, got), _rss_added(got)]) + " |")
+    return head + "\n\n" + "\n".join(lines)
+
+
+def _growth(sizes: list[int], got: list) -> str:
+    if len(sizes) < 3 or any(g is None for g in got[-3:]):
+        return "-"
+    (n1, n2, n3), (t1, t2, t3) = sizes[-3:], [g[0] for g in got[-3:]]
+    before, after = (t2 - t1) / (n2 - n1), (t3 - t2) / (n3 - n2)
+    return f"{after / before:.1f}x" if before > 0 else "-"
+
+
+def _rss_added(got: list) -> str:
+    if got[0] is None or got[-1] is None:
+        return "-"
+    return f"{got[-1][1] - got[0][1]:+.0f} MB"
 
 
 def report(rows: list[Row], sessions: int, size: int, pairs: int, quick: bool) -> str:

@@ -26,3 +26,17 @@ def test_quick_run_writes_the_table(tmp_path):
                         "--work", str(tmp_path / "work2"), "--doc", str(doc)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert doc.read_text().count("<!-- bench/run.py: begin -->") == 1    # replaced, not added again
+
+
+def test_quick_scale_run_writes_one_table_across_the_sizes(tmp_path):
+    doc = tmp_path / "bench.md"
+    doc.write_text("# Benchmarks\n\nintro\n")
+    argv = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile", "--scale", "500,2000,8000",
+            "--only", "convert", "--doc", str(doc)]
+    for _ in range(2):
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+    text = doc.read_text()
+    assert text.count("<!-- bench/run.py --scale: begin -->") == 1 and "<!-- bench/run.py: begin -->" not in text
+    assert "| command | 8 sessions | 16 sessions | 24 sessions | per session added | RSS added |" in text
+    assert "`convert --to claude-code --from codex --all --apply`, every session | " in text

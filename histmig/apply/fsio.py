@@ -8,7 +8,8 @@ operation-order spying then come for free, and the write protocol can be tested 
 * ``FS.faults``: raise ``OSError(errno)`` at counted operation k (optionally counting only one
   operation name or paths containing a string) — SQLite's ``do_ioerr_test``.
 * ``HISTMIG_CRASH_AT=k`` (test-only): ``SIGKILL`` ourselves just before counted operation k.
-* ``FS.log``: ``(name, label)`` of every counted operation, in order (the spy).
+* ``FS.log``: ``(name, label)`` of every counted operation, in order (the spy). The process's own
+  facade (``from_env``) keeps none: an apply's memory does not grow with its operations.
 * ``FS.hooks``: callables run at named points (``point(name, label)``), never counted: tests use
   them to append to a file "between the last check and the replace" and similar races.
 """
@@ -56,7 +57,7 @@ class FS:
     faults: list[Fault] = field(default_factory=list)
     crash_at: int | None = None
     hooks: dict[str, Callable[[str], None]] = field(default_factory=dict)
-    log: list[tuple[str, str]] = field(default_factory=list)
+    log: list[tuple[str, str]] | None = field(default_factory=list)     # None: not kept (from_env)
     count: int = 0
     # test-only switch used to prove the crash checker has teeth (a broken protocol must be caught)
     skip_fsync: bool = False
@@ -67,7 +68,7 @@ class FS:
         # HISTMIG_TEST_FSYNC=0 (like git's GIT_TEST_FSYNC=0): count fsyncs but do not run them; for
         # process-crash loops only, where the page cache survives the crash anyway
         return cls(crash_at=int(k) if k and k.isdigit() else None,
-                   skip_fsync=os.environ.get("HISTMIG_TEST_FSYNC") == "0")
+                   skip_fsync=os.environ.get("HISTMIG_TEST_FSYNC") == "0", log=None)
 
     @property
     def fired(self) -> bool:
@@ -78,7 +79,8 @@ class FS:
         label = os.fsdecode(label) if not isinstance(label, str) else label
         with _COUNT_LOCK:       # temps are filled two at a time: each k stays exactly one operation
             self.count += 1
-            self.log.append((name, label))
+            if self.log is not None:
+                self.log.append((name, label))
             if self.crash_at is not None and self.count == self.crash_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             for f in self.faults:

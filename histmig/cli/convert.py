@@ -8,7 +8,7 @@ import functools
 import click
 
 from histmig.cli import jsonout
-from histmig.cli.common import TOOL, diag, emit_json, info, print_warnings
+from histmig.cli.common import TOOL, diag, emit_json_stream, info, print_warnings
 from histmig.cli.tx import apply_options, current_options, run_plan
 from histmig.core.diagnostics import EXIT_REFUSED
 from histmig.toolkit.convert.loss import LossReport
@@ -51,43 +51,84 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
         diag("warning: --keep-times: files get their source times; Claude Code deletes transcripts older "
              "than cleanupPeriodDays (default 30) at its next start")
     show = None if as_json else functools.partial(_line, ctx, apply=apply)
-    outcomes, made = [], []
-    keep = (lambda o: outcomes.append(o.to_dict())) if as_json else show
+    outcomes, hints = _Outcomes(), _Hints(target, every=ctx.verbose > 0)
+    keep = outcomes.add if as_json else show
     if apply and not as_json:
-        keep = functools.partial(_remember, made, show)
+        keep = functools.partial(_remember, hints, show)
     if plan_out:
         plan = api.plan_convert_whole(ctx.homes, refs, opts, named=bool(sessions), on_outcome=keep)
         if not as_json:
             _report(ctx, plan, apply)
         return run_plan(ctx, plan, apply=apply, as_json=as_json, plan_out=plan_out, render_dry_run=lambda p: None,
-                        json_extra={"sessions": outcomes})
+                        json_extra={"sessions": list(outcomes.items())})
     apply_batch = None if as_json else functools.partial(run_plan, ctx, apply=True, as_json=False, plan_out=None,
                                                           render_dry_run=None)
     done = api.convert(ctx.homes, refs, opts, apply=apply, named=bool(sessions), on_outcome=keep,
                        apply_batch=apply_batch, options=current_options() if apply else None)
     _finish(ctx, done, outcomes, apply, as_json)
-    if made and done.code != EXIT_REFUSED:         # a failed batch rolled back: no hints for what it held
-        _resume_hints(ctx, made, target)
+    if hints.count and done.code != EXIT_REFUSED:   # a failed batch rolled back: no hints for what it held
+        _resume_hints(ctx, hints)
     return done.exit_code
 
 
-def _remember(made: list, show, out) -> None:
+class _Outcomes:
+    """Each session's ``--json`` object, kept as one compact line in a temporary file as it is decided
+    and read back when the document is printed: a run of any size holds none of them in memory
+    (docs/convert.md, "Memory and the spool folder")."""
+
+    def __init__(self) -> None:
+        self.fh = None
+
+    def add(self, out) -> None:
+        import orjson
+        if self.fh is None:
+            import tempfile
+            self.fh = tempfile.TemporaryFile()
+        self.fh.write(orjson.dumps(out.to_dict()) + b"\n")
+
+    def items(self):
+        import orjson
+        if self.fh is None:
+            return
+        self.fh.seek(0)
+        for line in self.fh:
+            yield orjson.loads(line)
+        self.fh.close()
+
+
+class _Hints:
+    """The resume lines of the sessions converted so far: every one with ``every`` (-v), else the first
+    ``SHOWN`` and a count, so a run of any size holds no more than that (not each session's outcome)."""
+
+    SHOWN = 10
+
+    def __init__(self, target: str, *, every: bool):
+        self.target, self.every = target, every
+        self.lines: list[str] = []
+        self.count = 0
+
+    def add(self, out) -> None:
+        from histmig import api
+        line = api.resume_command(self.target, out.cwd, out.new_id)
+        if line:
+            self.count += 1
+            if self.every or len(self.lines) < self.SHOWN:
+                self.lines.append(line)
+
+
+def _remember(hints: _Hints, show, out) -> None:
     if out.status == "convert":
-        made.append(out)
+        hints.add(out)
     show(out)
 
 
-def _resume_hints(ctx, made, target: str) -> None:
+def _resume_hints(ctx, hints: _Hints) -> None:
     """How to open each new session (docs/convert.md, "Resuming a converted session")."""
-    from histmig import api
-    lines = [line for o in made if (line := api.resume_command(target, o.cwd, o.new_id))]
-    if lines:
-        info(ctx, "resume with:")
-        shown = lines if ctx.verbose else lines[:10]
-        for line in shown:
-            info(ctx, "  " + line)
-        if len(lines) > len(shown):
-            info(ctx, f"  ... and {len(lines) - len(shown)} more (-v lists them all)")
+    info(ctx, "resume with:")
+    for line in hints.lines:
+        info(ctx, "  " + line)
+    if hints.count > len(hints.lines):
+        info(ctx, f"  ... and {hints.count - len(hints.lines)} more (-v lists them all)")
 
 
 def _refuse_lossy(ctx, refs, opts) -> None:
@@ -128,7 +169,9 @@ def _finish(ctx, done, outcomes, apply: bool, as_json: bool) -> None:
     total = done.total
     if as_json:
         result = jsonout.batches_result(done.transactions, done.exit_code) if apply else None
-        emit_json(jsonout.change("convert", total, dry_run=not apply, sessions=outcomes, result=result))
+        from histmig.jsonio.jsonstream import Lazy
+        emit_json_stream(jsonout.change("convert", total, dry_run=not apply, sessions=Lazy(outcomes.items()),
+                                        result=result))
         return
     _report(ctx, total, apply)
     print_warnings([*total.warnings, *total.skips])

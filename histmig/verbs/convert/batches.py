@@ -29,6 +29,7 @@ from histmig.verbs.convert.shared import converted
 from histmig.core.valueclass import FACTORY, value
 
 BATCH_BYTES = 64 * 1024 * 1024   # one transaction holds at most this much new data (bounded memory)
+BATCH_SESSIONS = 1000            # and at most this many sessions: each one's operations are held until its batch
 # converted files of at most HOLD_FILE_BYTES stay in memory, up to HOLD_BYTES of them per batch in this
 # process (and as much again over a forked worker's life, verbs/convert/shared.py); the rest are spooled
 HOLD_BYTES, HOLD_FILE_BYTES = 8 << 20, 256 << 10
@@ -151,7 +152,7 @@ def _stream(homes, refs, opts, sink, apply: bool, named: bool, on_outcome, apply
         if apply and ops:
             add_outcome(batch, out, ops, batch_loss)
             size += out.bytes
-            if size >= BATCH_BYTES:
+            if size >= BATCH_BYTES or batch.summary["converted"] >= BATCH_SESSIONS:
                 done.code = max(done.code, _apply(homes, set_loss(batch, batch_loss), apply_batch, options, done))
                 batch, batch_loss, size = new_plan(run), LossReport(), 0
                 if hold is not None:
