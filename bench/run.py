@@ -565,8 +565,8 @@ def write_doc(doc: Path, text: str, marks: tuple[str, str] = (BEGIN, END)) -> No
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=500, help="sessions per tree (500, 2000, 8000)")
-    ap.add_argument("--scale", help="several sizes, e.g. 500,2000,8000: every step at each (trees built and "
-                    "removed in turn) and one table of histmig's time and memory across them")
+    ap.add_argument("--scale", help="several sizes, e.g. 500,2000,8000 (run smallest first): every step at each "
+                    "(trees built and removed in turn) and one table of histmig's time and memory across them")
     ap.add_argument("--mb", type=float, help="MB of the Codex and move trees (default: 0.4 MB per session)")
     ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per command (at least 5 for a result)")
     ap.add_argument("--quick", action="store_true", help="a tiny tree and 1 pair: a smoke run, not a measurement")
@@ -577,7 +577,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", help="only this step (reads, flip, move, convert, qwen, listings, "
                     "search, pack; repeatable)")
     a = ap.parse_args(argv)
-    sizes = [int(n) for n in a.scale.split(",")] if a.scale else [a.sessions]
+    sizes = sorted({int(n) for n in a.scale.split(",")}) if a.scale else [a.sessions]
     sizes, pairs = ([8 * (i + 1) for i in range(len(sizes))], 1) if a.quick else (sizes, a.pairs)
     if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
         compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
@@ -649,6 +649,8 @@ def _growth(sizes: list[int], got: list) -> str:
     if len(sizes) < 3 or any(g is None for g in got[-3:]):
         return "-"
     (n1, n2, n3), (t1, t2, t3) = sizes[-3:], [g[0] for g in got[-3:]]
+    if not n1 < n2 < n3:
+        return "-"
     before, after = (t2 - t1) / (n2 - n1), (t3 - t2) / (n3 - n2)
     return f"{after / before:.1f}x" if before > 0 else "-"
 

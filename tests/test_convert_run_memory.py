@@ -1,8 +1,8 @@
 """What a run holds grows with its sessions only by a few small facts each (issue 15: "scaling at 500 /
 2,000 / 8,000 sessions stays linear with flat memory for every command"; docs/bench.md, "Scaling"):
 convert applies at most BATCH_SESSIONS sessions per transaction, keeps ten resume lines (not every
-outcome), spools its --json objects to a temporary file, and the process's file-system facade keeps
-no log of its operations."""
+outcome) and each --json object as its compact bytes, and the process's file-system facade keeps no
+log of its operations."""
 from __future__ import annotations
 
 import json
@@ -44,23 +44,31 @@ def test_resume_hints_are_the_first_ten_and_a_count_unless_verbose(homes, proj, 
     assert len([h for h in _hints(again.stdout) if h.startswith("  cd ")]) == 12
 
 
-def test_json_outcomes_are_spooled_one_line_each_and_read_back_in_order():
+def test_json_outcomes_are_kept_as_their_bytes_and_given_back_in_order():
     from histmig.cli.convert import _Outcomes
-    spool = _Outcomes()
-    assert list(spool.items()) == []
+    kept = _Outcomes()
+    assert list(kept.items()) == []
     made = [Outcome("codex", f"id-{i}", f"/p/{i}", "skip", reason="r", code="unreadable") for i in range(3)]
     for o in made:
-        spool.add(o)
-    assert not hasattr(spool, "outcomes") and spool.fh.tell() > 0     # held in the file, not in a list
-    assert list(spool.items()) == [o.to_dict() for o in made]
+        kept.add(o)
+    assert kept.buf.count(b"\n") == 3 and not kept.odd          # lines of bytes, not the outcomes or their dicts
+    assert list(kept.items()) == [o.to_dict() for o in made]
+
+
+def test_an_object_that_does_not_encode_fails_the_document_when_printed_as_before():
+    from histmig.cli.convert import _Outcomes
+    kept = _Outcomes()
+    kept.add(Outcome("codex", "id", "/p/\udcff.jsonl", "skip", reason="r", code="unreadable"))   # (a non-UTF-8 name)
+    assert [k["path"] for k in kept.items()] == ["/p/\udcff.jsonl"]
 
 
 def test_convert_json_lists_every_session_in_order(homes, proj):
     _sessions(homes, proj, 3)
+    order = [r.id for r in api.convert_sessions(homes, "claude-code", from_tool="codex")]
     r = histmig("convert", "--to", "claude-code", "--from", "codex", "--apply", "--json")
     doc = json.loads(r.stdout)
     assert [s["status"] for s in doc["sessions"]] == ["convert"] * 3
-    assert sorted(s["id"] for s in doc["sessions"]) == [f"019e9625-802f-7e91-840a-{i:012x}" for i in range(3)]
+    assert [s["id"] for s in doc["sessions"]] == order
     assert list(doc) == ["schema", "dry_run", "plan", "sessions", "result"]
 
 

@@ -83,14 +83,14 @@ def emit_json(data: Any) -> None:
     """Machine output: one JSON document on stdout, no colour, no progress."""
     import orjson       # (not at start-up: ``--version`` and ``--help`` print no JSON)
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
-                            default=_json_default).decode())
+                            default=json_default).decode())
 
 
 def emit_json_stream(data: Any) -> None:
     """:func:`emit_json` written a piece at a time (``Lazy`` lists: see histmig.jsonio.jsonstream)."""
     from histmig.jsonio.jsonstream import write_json
     with echo_chunks() as write:
-        write_json(data, write, default=_json_default)
+        write_json(data, write, default=json_default)
         write("\n")
 
 
@@ -122,7 +122,7 @@ def echo_chunks(size: int = 1 << 16):
         click.echo("".join(buf), nl=False)
 
 
-def _json_default(obj):
+def json_default(obj):
     if hasattr(obj, "to_dict"):
         return obj.to_dict()
     if isinstance(obj, os.PathLike):

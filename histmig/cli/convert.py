@@ -72,28 +72,36 @@ def command(ctx, sessions, target, from_tool, cwd, all_, again, strict, keep_tim
 
 
 class _Outcomes:
-    """Each session's ``--json`` object, kept as one compact line in a temporary file as it is decided
-    and read back when the document is printed: a run of any size holds none of them in memory
-    (docs/convert.md, "Memory and the spool folder")."""
+    """Each session's ``--json`` object, kept as it is decided as one line of compact JSON in one
+    buffer (about a kilobyte a session, where the dict of its outcome is several, and one block of
+    memory rather than thousands beside the run's own) and parsed back when the document is printed
+    (docs/convert.md, "Memory and the spool folder"). Nothing is written on the way: a full disk
+    cannot stop a run half applied. An object that does not encode is kept as it is (its line left
+    empty), so the document fails where it always did, when it is printed."""
 
     def __init__(self) -> None:
-        self.fh = None
+        self.buf = bytearray()
+        self.odd: dict[int, dict] = {}     # by position: the objects that do not encode
+        self.count = 0
 
     def add(self, out) -> None:
         import orjson
-        if self.fh is None:
-            import tempfile
-            self.fh = tempfile.TemporaryFile()
-        self.fh.write(orjson.dumps(out.to_dict()) + b"\n")
+        from histmig.cli.common import json_default
+        d = out.to_dict()
+        try:
+            self.buf += orjson.dumps(d, default=json_default, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:
+            self.odd[self.count] = d
+        self.buf += b"\n"
+        self.count += 1
 
     def items(self):
         import orjson
-        if self.fh is None:
-            return
-        self.fh.seek(0)
-        for line in self.fh:
-            yield orjson.loads(line)
-        self.fh.close()
+        view, start = memoryview(self.buf), 0
+        for i in range(self.count):
+            end = self.buf.index(b"\n", start)
+            yield self.odd[i] if i in self.odd else orjson.loads(view[start:end])
+            start = end + 1
 
 
 class _Hints:

@@ -4,8 +4,9 @@
   ``BATCH_BYTES``);
 - :func:`stream` without apply: a dry run, lines only counted and hashed, nothing written;
 - :func:`stream` with apply: lines spooled under ``<state>/spool/<run>/`` one at a time and applied in
-  transactions of at most ``BATCH_BYTES`` of new data, so memory never grows with the run; small files
-  are held in memory instead, within a budget per batch (``sink.Hold``: ``HOLD_BYTES``).
+  transactions of at most ``BATCH_BYTES`` of new data and ``BATCH_SESSIONS`` sessions, so memory never
+  grows with the run; small files are held in memory instead, within a budget per batch (``sink.Hold``:
+  ``HOLD_BYTES``).
 
 The caller sees each session's outcome as it is decided (``on_outcome``) and may apply each batch
 itself (``apply_batch``); the loop over sessions and batches is here, never in the CLI.
