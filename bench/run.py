@@ -179,11 +179,11 @@ class Row:
         self.pairs.append((a[0], b[0], a[1]))
 
     def cells(self) -> list[str]:
-        hm = statistics.median(p[0] for p in self.pairs)
+        hm, rss = self.histmig()
         fl = statistics.median(p[1] for p in self.pairs)
         ratios = [p[0] / p[1] for p in self.pairs if p[1] > 0]
         ratio = f"{min(ratios):.1f}x min, {statistics.median(ratios):.1f}x median" if ratios else "-"
-        return [self.command, f"{hm:.2f} s", f"{self.floor}: {fl:.2f} s", ratio, f"{max(p[2] for p in self.pairs):.0f} MB"]
+        return [self.command, f"{hm:.2f} s", f"{self.floor}: {fl:.2f} s", ratio, f"{rss:.0f} MB"]
 
 
 class Bench:
@@ -624,9 +624,9 @@ def run_size(work: Path, sessions: int, a: argparse.Namespace, pairs: int) -> tu
 
 def scale_report(runs: list[tuple[int, list[Row], int]], pairs: int, quick: bool) -> str:
     """histmig's median time and peak RSS per command at each size (a command once, however many floors
-    it ran against), and two growth figures from the smallest size to the largest: the time per
-    session added (its cost per session between the two smaller sizes = 1.0x: linear) and the peak RSS
-    added."""
+    it ran against), and two growth figures: the time per session added between the two largest
+    sizes against the same between the two before them (1.0x: linear), and the peak RSS added from
+    the smallest size to the largest."""
     when = time.strftime("%Y-%m-%d", time.gmtime())
     sizes = [n for n, _, _ in runs]
     head = (f"`python bench/run.py --scale {','.join(map(str, sizes))} --pairs {pairs}`{' --quick' if quick else ''}, "
@@ -637,10 +637,9 @@ def scale_report(runs: list[tuple[int, list[Row], int]], pairs: int, quick: bool
     cols = ["command", *(f"{n:,} sessions" for n in sizes), "per session added", "RSS added"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     by_size = [{(r.key or r.command): r.histmig() for r in rows} for _, rows, _ in runs]
-    for key in dict.fromkeys(k for k in by_size[-1]):
+    for key in by_size[-1]:
         got = [m.get(key) for m in by_size]
-        cells = [f"{t:.2f} s, {mb:.0f} MB" if t is not None else "-" for t, mb in
-                 (g if g is not None else (None, None) for g in got)]
+        cells = ["-" if g is None else f"{g[0]:.2f} s, {g[1]:.0f} MB" for g in got]
         lines.append("| " + " | ".join([key, *cells, _growth(sizes, got), _rss_added(got)]) + " |")
     return head + "\n\n" + "\n".join(lines)
 
