@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import orjson
 
 from histmig.apply import fsio
+from histmig.core.diagnostics import HistmigInputError
 from histmig.core.locks import ensure_private_dir
 
 JOURNAL = "journal.jsonl"
@@ -169,19 +170,30 @@ def read_records(folder: Path) -> list[dict[str, Any]]:
     return list(iter_records(folder))
 
 
-def iter_records(folder: Path) -> Iterator[dict[str, Any]]:
+def iter_records(folder: Path, *, lazy_rows: bool = False) -> Iterator[dict[str, Any]]:
     """The complete records one at a time, read line by line (an undo of a flip of thousands of
-    sessions reads a journal of tens of MB: never the whole file and every record at once)."""
+    sessions reads a journal of tens of MB: never the whole file and every record at once).
+    ``lazy_rows``: a long record's ``rows`` (a database's intent: tens of thousands of rows) are a
+    :class:`LazyRows`, read again from the file slice by slice when iterated, so its reader never
+    holds them all (verbs/undo: the rows of a flip of 8,000 sessions are ~40 MB as objects)."""
+    path = Path(folder) / JOURNAL
     try:
-        fh = open(Path(folder) / JOURNAL, "rb")
+        fh = open(path, "rb")
     except FileNotFoundError:
         return
     with fh:
+        at = 0
         for line in fh:
+            start, at = at, at + len(line)
             if not line.strip():
                 continue
             try:
-                yield orjson.loads(line) if len(line) < LONG else _long(line)
+                if len(line) < LONG:
+                    yield orjson.loads(line)
+                elif lazy_rows:
+                    yield _long_lazy(line, path, start)
+                else:
+                    yield _long(line)
             except ValueError:
                 continue   # torn (its fsync never completed, so its step never ran); later records are valid
 
@@ -200,24 +212,86 @@ def _long(line: bytes) -> dict[str, Any]:
     occur inside a JSON string (its quotes would be escaped), so the line is cut there, and a cut
     that is not at the top level (a nested list of the same shape) leaves brackets unbalanced: that
     slice fails to parse and the line is parsed whole."""
+    split = _split_rows(line)
+    if split is None:
+        return orjson.loads(line)
+    rec, slices = split
+    try:
+        rec["rows"] = [row for part in slices for row in part]
+    except orjson.JSONDecodeError:
+        return orjson.loads(line)
+    return rec
+
+
+def _split_rows(line: bytes) -> tuple[dict[str, Any], Iterator[list]] | None:
+    """A long record without its rows, and its rows a slice at a time (each slice parsed when it is
+    reached, raising ``orjson.JSONDecodeError`` when the cut was not at the top level); None when the
+    line does not end with a ``rows`` list."""
     body = line.rstrip()
     at = body.find(ROWS)
     if at < 0 or not body.endswith(b"]}"):
-        return orjson.loads(line)
+        return None
     try:
         rec = orjson.loads(body[:at] + b"}")
-        rows, start, end = [], at + len(ROWS) - 1, len(body) - 2
+    except orjson.JSONDecodeError:
+        return None
+    if "rows" in rec or not isinstance(rec, dict):
+        return None
+
+    def slices() -> Iterator[list]:
+        start, end = at + len(ROWS) - 1, len(body) - 2
         while start < end:
             cut = body.find(NEXT, start + SLICE, end)
             stop = end if cut < 0 else cut + 1
-            rows += orjson.loads(b"[" + body[start:stop] + b"]")
+            yield orjson.loads(b"[" + body[start:stop] + b"]")
             start = stop + 1
+    return rec, slices()
+
+
+def _long_lazy(line: bytes, path: Path, offset: int) -> dict[str, Any]:
+    """:func:`_long` with the rows left in the file: counted now a slice at a time, read again when
+    iterated (:class:`LazyRows`). A line the slices do not parse is parsed whole, as by :func:`_long`."""
+    split = _split_rows(line)
+    if split is None:
+        return orjson.loads(line)
+    rec, slices = split
+    try:
+        count = sum(len(part) for part in slices)
     except orjson.JSONDecodeError:
         return orjson.loads(line)
-    if "rows" in rec or not isinstance(rec, dict):
-        return orjson.loads(line)
-    rec["rows"] = rows
+    rec["rows"] = LazyRows(path, offset, len(line), count)
     return rec
+
+
+class LazyRows:
+    """A journal record's ``rows``, read from the journal when iterated, one slice (``SLICE`` bytes
+    of rows) at a time. The journal is a finished transaction's, read under the global lock, so the
+    line is still the one counted; a line that no longer parses raises ``HistmigInputError``."""
+
+    __slots__ = ("path", "offset", "length", "count")
+
+    def __init__(self, path: Path, offset: int, length: int, count: int) -> None:
+        self.path, self.offset, self.length, self.count = path, offset, length, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def slices(self) -> Iterator[list[dict[str, Any]]]:
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            line = fh.read(self.length)
+        split = _split_rows(line) if len(line) == self.length else None
+        if split is None:
+            raise HistmigInputError(f"the journal record at byte {self.offset} changed while it was read",
+                                    path=self.path)
+        yield from split[1]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for part in self.slices():
+            yield from part
 
 
 def state_of(records: list[dict[str, Any]]) -> str:

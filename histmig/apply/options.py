@@ -76,6 +76,12 @@ class RecoverResult:
                 "warnings": [w.to_dict() for w in self.warnings], "exit_code": self.exit_code}
 
 
+# The patches of every operation that has none: one shared empty list, never added to (an operation's
+# own are assigned from its WriteFile in precheck), not an empty PatchList for each of the tens of
+# thousands of database operations of a large flip (~300 bytes each).
+NO_PATCHES = PatchList()
+
+
 @dataclass(slots=True)
 class Prepared:
     """One operation after precheck: where it writes and what the file looked like."""
@@ -88,7 +94,7 @@ class Prepared:
     st: os.stat_result | None = None
     pre_sha: str | None = None
     base_size: int = 0           # bytes of the original the patches cover; beyond it: appended tail
-    patches: PatchList = field(default_factory=PatchList)
+    patches: PatchList = field(default_factory=lambda: NO_PATCHES)   # a file rewrite's are its op's (check.py)
     content: bytes | None = None  # whole new content (new_bytes)
     post_sha: str | None = None
     post_size: int | None = 0     # None: a recompressed .zst, whose size is known once written

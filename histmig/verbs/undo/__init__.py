@@ -21,7 +21,7 @@ import orjson
 
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
-from histmig.apply.journal import TAKEN_BACK, iter_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import TAKEN_BACK, LazyRows, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.verbs.undo.ahead import replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
@@ -123,6 +123,12 @@ def check_undoable(folder: Path, records: list[dict]) -> dict:
 
 # -- the plan --------------------------------------------------------------------------------------
 def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool = False) -> Plan:
+    return plan_and_begin(homes, folder, force=force, restore_deleted=restore_deleted)[0]
+
+
+def plan_and_begin(homes, folder: Path, *, force: bool = False, restore_deleted: bool = False) -> tuple[Plan, dict]:
+    """:func:`plan_undo` and the transaction's ``begin`` record without its list of operations
+    (which the apply of the inverse plan needs, and which is not read twice)."""
     own, done = _read_journal(folder)
     begin = check_undoable(folder, own)
     history = load(homes.state, folder.name, own)
@@ -135,7 +141,7 @@ def plan_undo(homes, folder: Path, *, force: bool = False, restore_deleted: bool
                  tail_edit=inverse_line_edit(begin), locate=locator.find, left_at=locator.left_at,
                  trash=Path(homes.state) / TRASH / folder.name, begin=begin, made_dirs=made)
     units = _units(homes, env, intents, history, hooks)
-    return _assemble(homes, begin, env, units)
+    return _assemble(homes, begin, env, units), begin
 
 
 def _made_by_creates(done: list[dict]) -> list[str]:
@@ -163,12 +169,16 @@ def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
     own: list[dict] = []
 
     def steps():
-        for r in iter_records(folder):
+        for r in iter_records(folder, lazy_rows=True):     # a database's rows are read when inverted
             if r["kind"] in _STEPS:
+                if r["kind"] == "intent":
+                    uf.compact_patches(r)
                 if r["kind"] == TAKEN_BACK and r.get("dirs"):
                     own.append(r)     # the folders it left (_left_by_take_back)
                 yield r
             else:
+                if r["kind"] == "begin":
+                    r.pop("ops", None)    # [n, method, path] of every operation: a flip of 8,000 sessions' is ~8 MB
                 own.append(r)
     done = _done_intents(steps())
     return own, done
@@ -223,7 +233,8 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
     ahead, pool = replaced_ahead(env, intents)
     try:
-        for rec in intents:
+        for i, rec in enumerate(intents):
+            intents[i] = None         # each intent let go once folded in: never the journal and the plan at once
             method = rec["method"]
             if method == "sql":
                 _add_rows(units, reader, rec, history, offset_tables)
@@ -299,26 +310,32 @@ def _later(who: str) -> tuple[str, str]:
 
 
 def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offset_tables: frozenset[str]) -> None:
-    rows = rec.get("rows", [])
-    now = prefetch_updates(reader, rec["path"], rows)
-    later = history.later.rows      # usually empty: then no row's key is encoded to look it up
     db, n = rec["path"], rec["n"]
+    later = history.later.rows      # usually empty: then no row's key is encoded to look it up
     reverted = history.covered.rows_of(n)        # by an earlier undo that kept other sessions
-    for i, row in enumerate(rows):
-        if i in reverted:
-            continue
-        got = now.get(i)
-        # a prefetched update (a flip's every row): its inverse inline, as inverse_row would make it
-        m = updated_row(db, row, got, offset_tables) if got is not None else \
-            inverse_row(reader, db, row, offset_tables)
-        who = later.get(row_key(rec["path"], row)) if later else None
-        if who:
-            m.ops, m.problem = [], _later(who)
-        session = row.get("session")
-        key = _key(session, m.path)
-        unit = units.get_unit(key, key[-1], session)
-        unit.members.append(m)
-        unit.parts.add((n, i))
+    i = 0
+    for rows in _row_slices(rec.get("rows", [])):   # a long record's rows a slice at a time (journal.LazyRows)
+        now = prefetch_updates(reader, db, rows)
+        for j, row in enumerate(rows):
+            if i + j in reverted:
+                continue
+            got = now.get(j)
+            # a prefetched update (a flip's every row): its inverse inline, as inverse_row would make it
+            m = updated_row(db, row, got, offset_tables) if got is not None else \
+                inverse_row(reader, db, row, offset_tables)
+            who = later.get(row_key(db, row)) if later else None
+            if who:
+                m.ops, m.problem = [], _later(who)
+            session = row.get("session")
+            key = _key(session, m.path)
+            unit = units.get_unit(key, key[-1], session)
+            unit.members.append(m)
+            unit.parts.add((n, i + j))
+        i += len(rows)
+
+
+def _row_slices(rows) -> Iterable[list[dict]]:
+    return rows.slices() if isinstance(rows, LazyRows) else [rows]
 
 
 def _settings_files(homes, env: uf.Env, units: Units, hooks: list[UndoHook]) -> None:

@@ -226,6 +226,26 @@ def _granule(ns: int) -> int:
     return next((g for g in (100_000_000, 10_000_000, 1_000_000, 1_000) if ns % g == 0), 1)
 
 
+COMPACT_MIN = 4     # patches under which a PatchList's columns cost more than the JSON lists
+
+
+def compact_patches(rec: dict) -> None:
+    """An intent's journaled patches (``[offset, old, new]``, base64) decoded into one PatchList as
+    the journal is read: a move's undo reads thousands of intents with up to 64 each, ~250 bytes a
+    patch as JSON objects against a few as columns. Patches that do not decode are left as they are
+    (:func:`journaled_inverse` then fails on them as before)."""
+    raw = rec.get("patches")
+    if not isinstance(raw, list) or len(raw) < COMPACT_MIN:
+        return
+    out = PatchList()
+    try:
+        for offset, old, new in raw:
+            out.add(offset, unb64(old), unb64(new))
+    except (ValueError, TypeError):
+        return
+    rec["patches"] = out
+
+
 def journaled_inverse(rec: dict) -> list[Patch] | None:
     """The apply's own patches (journaled with its intent: histmig/apply/batch.py ``_edits``)
     reversed into the file's coordinates, each trimmed to the bytes that differ; None when the
@@ -234,8 +254,8 @@ def journaled_inverse(rec: dict) -> list[Patch] | None:
     if not raw:
         return None
     out, shift = [], 0
-    for offset, old, new in raw:
-        old, new = unb64(old), unb64(new)
+    rows = raw.rows() if isinstance(raw, PatchList) else ((o, unb64(a), unb64(b)) for o, a, b in raw)
+    for offset, old, new in rows:
         if (p := span_patch(offset + shift, new, old)) is not None:
             out.append(p)
         shift += len(new) - len(old)

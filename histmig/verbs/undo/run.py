@@ -9,9 +9,9 @@ from typing import Any
 from histmig.apply import fsio
 from histmig.apply import ApplyOptions, ApplyResult, apply_plan, check_no_unfinished
 from histmig.core.diagnostics import EXIT_OK, EXIT_SKIPPED, Skip, Warning
-from histmig.apply.journal import iter_records, mark_undo
+from histmig.apply.journal import mark_undo
 from histmig.core.locks import GlobalLock, ensure_private_dir
-from histmig.verbs.undo import inverse_line_edit, pick_transaction, plan_undo
+from histmig.verbs.undo import inverse_line_edit, pick_transaction, plan_and_begin
 from histmig.verbs.undo.coverage import reverted
 from histmig.core.plan import Plan, Rename
 
@@ -43,7 +43,7 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
     with GlobalLock(homes.state):
         check_no_unfinished(homes)
         folder = pick_transaction(homes.state, txid, homes.roots())
-        plan = plan_undo(homes, folder, force=force, restore_deleted=restore_deleted)
+        plan, begin = plan_and_begin(homes, folder, force=force, restore_deleted=restore_deleted)
     res = UndoResult(txid=folder.name, plan=plan, skips=list(plan.skips), warnings=list(plan.warnings))
     if dry_run:
         return res
@@ -53,7 +53,6 @@ def undo(homes, txid: str | None = None, *, force: bool = False, restore_deleted
         ensure_private_dir(homes.state / "trash" / folder.name)
     applied = ApplyResult()
     if plan.operations:
-        begin = next((r for r in iter_records(folder) if r["kind"] == "begin"), {})   # line 1: one read
         # the inverse plan was made from whole-file reads moments ago (verbs/undo/diff.py)
         opts = ApplyOptions(tail_transform=inverse_line_edit(begin), argv=argv, trust_plan_hash=True)
         applied = apply_plan(plan, homes, options=opts)

@@ -137,7 +137,7 @@ def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: str | None)
         plan.operations.append(WriteFile(
             path=str(t.path), expect=t.fingerprint, patches=tuple(t.patches),
             compression="zstd" if t.compressed else None, level=3,
-            in_place_ok=not edits and not t.compressed, session={"tool": "codex", "id": t.thread_id},
+            in_place_ok=not edits and not t.compressed, session=codex_state.session_of(t.thread_id),
             reason=(f"model_provider {plan.args['old']} -> {plan.args['new']}" if plan.args["old"] != plan.args["new"]
                     else "strip encrypted items")))
         plan.operations += codex_state.offset_shift_ops(homes, t.thread_id, edits, index=hdbs)

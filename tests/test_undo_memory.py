@@ -1,0 +1,183 @@
+"""What an undo holds while it plans (issue 15, "flat memory"; docs/safety.md "What undo reads"):
+a database intent's rows stay in the journal and are read a slice at a time when they are inverted
+(``journal.LazyRows``), each intent is let go once folded into its unit, ``begin``'s list of
+operations is dropped, a move's journaled patches are kept as columns, and an operation without
+patches shares one empty list. Each must leave the undo plan exactly as it was."""
+from __future__ import annotations
+
+import shutil
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from histmig.apply import apply_plan, journal
+from histmig.apply.journal import LazyRows, iter_records
+from histmig.apply.options import NO_PATCHES, Prepared
+from histmig.core.diagnostics import HistmigInputError
+from histmig.core.plan import PatchList, SqlUpdate, b64
+from histmig.verbs.flip import plan_flip
+from histmig.verbs.undo import files as uf
+from histmig.verbs.undo import pick_transaction, plan_and_begin, plan_undo
+from histmig.verbs.undo.run import undo
+
+from codex_fixtures import home_with, rollout, tid
+from test_move_fixtures import homes
+
+
+def _journal_with(folder, rows: list) -> None:
+    """A journal whose database intent ends with its ``rows`` list, as ``Journal.append_stream`` writes it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = orjson.dumps({"kind": "intent", "t": 1, "n": 0, "method": "sql", "path": "/x.sqlite"})
+    line = rec[:-1] + b',"rows":[' + b",".join(orjson.dumps(r) for r in rows) + b"]}\n"
+    (folder / journal.JOURNAL).write_bytes(b'{"kind":"begin","t":0}\n' + line + b'{"kind":"commit","t":2}\n')
+
+
+def _rows(n: int) -> list[dict]:
+    return [{"kind": "update", "table": "threads", "key": {"id": f"t{i}"}, "old": {"p": "a"}, "new": {"p": "b"},
+             "session": {"tool": "codex", "id": f"t{i}"}} for i in range(n)]
+
+
+def _small_slices(monkeypatch) -> None:
+    monkeypatch.setattr(journal, "LONG", 256)
+    monkeypatch.setattr(journal, "SLICE", 300)
+
+
+# -- journal.LazyRows ------------------------------------------------------------------------------
+def test_lazy_rows_count_and_give_back_every_row_in_order_a_slice_at_a_time(tmp_path, monkeypatch):
+    _small_slices(monkeypatch)
+    _journal_with(tmp_path, _rows(40))
+    eager = [r for r in iter_records(tmp_path)]
+    lazy = [r for r in iter_records(tmp_path, lazy_rows=True)]
+    [rows] = [r["rows"] for r in lazy if r["kind"] == "intent"]
+    assert isinstance(rows, LazyRows) and len(rows) == 40 and rows
+    assert len(list(rows.slices())) > 1                          # read back in several slices
+    assert list(rows) == list(rows) == eager[1]["rows"] == _rows(40)
+    assert {k: v for k, v in lazy[1].items() if k != "rows"} == {k: v for k, v in eager[1].items() if k != "rows"}
+    assert [r["kind"] for r in lazy] == ["begin", "intent", "commit"]
+
+
+def test_a_record_whose_rows_hold_the_same_shape_nested_is_parsed_whole(tmp_path, monkeypatch):
+    _small_slices(monkeypatch)
+    nested = [{"kind": "delete", "table": "t", "rows": [{"kind": f"v{i}", "x": "y" * 40} for i in range(12)]}
+              for _ in range(3)]
+    _journal_with(tmp_path, nested)
+    [rec] = [r for r in iter_records(tmp_path, lazy_rows=True) if r["kind"] == "intent"]
+    assert isinstance(rec["rows"], list) and rec["rows"] == nested
+
+
+def test_a_record_changed_after_it_was_counted_is_refused_with_a_typed_error(tmp_path, monkeypatch):
+    _small_slices(monkeypatch)
+    _journal_with(tmp_path, _rows(20))
+    [rec] = [r for r in iter_records(tmp_path, lazy_rows=True) if r["kind"] == "intent"]
+    path = tmp_path / journal.JOURNAL
+    path.write_bytes(path.read_bytes()[:40])
+    try:
+        list(rec["rows"])
+    except HistmigInputError as e:
+        assert str(path) in e.describe()
+    else:
+        raise AssertionError("a changed journal line was read as rows")
+
+
+# strings made of the markers' pieces: a row's text may spell '},{"kind":' or ',"rows":[{' (escaped in JSON)
+_text = st.lists(st.sampled_from(['a', '"', '\\', ',', '{', '}', '[', ']', ':', 'kind', 'rows', 'é']),
+                 max_size=12).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"kind": _text, "v": _text, "w": st.lists(_text, max_size=3)}), min_size=1,
+                max_size=30))
+def test_lazy_rows_equal_a_whole_parse_of_the_line(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("j")
+    old = journal.LONG, journal.SLICE
+    journal.LONG, journal.SLICE = 64, 80
+    try:
+        _journal_with(folder, rows)
+        [lazy] = [r for r in iter_records(folder, lazy_rows=True) if r["kind"] == "intent"]
+        whole = orjson.loads((folder / journal.JOURNAL).read_bytes().splitlines()[1])
+        assert list(lazy["rows"]) == whole["rows"] and len(lazy["rows"]) == len(whole["rows"])
+    finally:
+        journal.LONG, journal.SLICE = old
+
+
+# -- the undo plan is the same ---------------------------------------------------------------------
+def _flipped(n: int):
+    h = homes()
+    for d in (h.codex, h.state):
+        shutil.rmtree(d, ignore_errors=True)
+    home_with(h.codex, {tid(i): rollout(tid(i), turns=3) for i in range(1, n + 1)})
+    assert apply_plan(plan_flip(h, "openai", "my-provider"), h).exit_code == 0
+    return h
+
+
+def test_an_undo_planned_from_lazy_rows_is_the_plan_made_from_parsed_rows(monkeypatch):
+    h = _flipped(6)
+    folder = pick_transaction(h.state, None)
+    parsed = plan_undo(h, folder).dumps()
+    _small_slices(monkeypatch)
+    seen = []
+    real = LazyRows.slices
+    monkeypatch.setattr(LazyRows, "slices", lambda self: seen.append(self) or real(self))
+    lazy = plan_undo(h, folder).dumps()
+    assert seen and lazy == parsed
+    assert undo(h).exit_code == 0
+
+
+def test_plan_and_begin_gives_the_begin_record_without_its_operations():
+    h = _flipped(2)
+    plan, begin = plan_and_begin(h, pick_transaction(h.state, None))
+    assert begin["op"] == "flip" and begin["args"]["new"] == "my-provider" and "ops" not in begin
+    assert plan.operations
+
+
+# -- a move's journaled patches as columns -----------------------------------------------------------
+def _intent(patches: list) -> dict:
+    size = 100
+    grow = sum(len(new) - len(old) for _o, old, new in patches)
+    return {"patches": [[o, b64(old), b64(new)] for o, old, new in patches], "pre": {"size": size},
+            "post": {"size": size + grow}}
+
+
+def test_compacted_patches_give_the_same_inverse_as_the_journaled_lists():
+    rec = _intent([(i * 10, b"/old/app", b"/new/app-moved") for i in range(8)])
+    listed = uf.journaled_inverse(rec)
+    uf.compact_patches(rec)
+    assert isinstance(rec["patches"], PatchList) and len(rec["patches"]) == 8
+    assert uf.journaled_inverse(rec) == listed and listed
+
+
+def test_few_or_undecodable_patches_are_left_as_journaled():
+    few = _intent([(0, b"a", b"b")])
+    uf.compact_patches(few)
+    assert isinstance(few["patches"], list)
+    bad = _intent([(i, b"a", b"b") for i in range(6)])
+    bad["patches"][2][1] = "not base64!"
+    uf.compact_patches(bad)
+    assert isinstance(bad["patches"], list)
+
+
+# -- shared empty patches and sessions -------------------------------------------------------------
+def test_operations_without_patches_share_one_empty_list_that_precheck_never_fills():
+    a = Prepared(1, SqlUpdate(db="/x", table="t", key={"id": 1}, set={"a": 1}, expect={"a": 0}), "sql", "/x")
+    b = Prepared(2, SqlUpdate(db="/x", table="t", key={"id": 2}, set={"a": 1}, expect={"a": 0}), "sql", "/x")
+    assert a.patches is b.patches is NO_PATCHES and not NO_PATCHES
+
+
+def test_a_flips_operations_of_one_thread_share_its_session_dict():
+    h = homes()
+    for d in (h.codex, h.state):
+        shutil.rmtree(d, ignore_errors=True)
+    home_with(h.codex, {tid(i): rollout(tid(i), turns=3) for i in (1, 2)})
+    plan = plan_flip(h, "openai", "my-provider")
+    by_thread: dict[str, set[int]] = {}
+    for op in plan.operations:
+        by_thread.setdefault(op.session["id"], set()).add(id(op.session))
+    assert sorted(by_thread) == sorted([tid(1), tid(2)]) and all(len(ids) == 1 for ids in by_thread.values())
+    assert plan.operations[0].session == {"tool": "codex", "id": plan.operations[0].session["id"]}
+
+
+def test_no_patches_is_still_empty_after_a_flip_and_its_undo():
+    h = _flipped(3)
+    assert undo(h).exit_code == 0
+    assert len(NO_PATCHES) == 0
