@@ -81,6 +81,46 @@ def test_a_record_changed_after_it_was_counted_is_refused_with_a_typed_error(tmp
 
 
 # strings made of the markers' pieces: a row's text may spell '},{"kind":' or ',"rows":[{' (escaped in JSON)
+def _lazy(tmp_path, monkeypatch, rows: list):
+    _small_slices(monkeypatch)
+    _journal_with(tmp_path, rows)
+    [rec] = [r for r in iter_records(tmp_path, lazy_rows=True) if r["kind"] == "intent"]
+    return rec["rows"], tmp_path / journal.JOURNAL
+
+
+def _refused(rows) -> str:
+    try:
+        list(rows)
+    except HistmigInputError as e:
+        return e.describe()
+    raise AssertionError("a changed journal line was read as rows")
+
+
+def test_a_same_length_change_that_breaks_the_json_is_refused_with_the_typed_error(tmp_path, monkeypatch):
+    rows, path = _lazy(tmp_path, monkeypatch, [{**r, "x": "ab"} for r in _rows(20)])
+    data = path.read_bytes()
+    at = data.index(b'"x":"ab"')
+    path.write_bytes(data[:at] + b'"x":"a\x01"' + data[at + 8:])      # same length, not JSON
+    assert "changed while it was read" in _refused(rows)
+
+
+def test_a_same_length_line_with_other_rows_is_refused_not_read_at_other_indices(tmp_path, monkeypatch):
+    three = b'"a"},{"kind":"x"'                                       # three rows in the same bytes
+    rows, path = _lazy(tmp_path, monkeypatch, [{"kind": "update", "v": "a" * (len(three) - 2)},
+                                               *_rows(10)])
+    data = path.read_bytes()
+    at = data.index(b'"' + b"a" * (len(three) - 2) + b'"')
+    path.write_bytes(data[:at] + three + data[at + len(three):])
+    assert len(path.read_bytes()) == len(data)
+    assert isinstance(rows, LazyRows) and "holds 12 rows, not the 11 counted" in _refused(rows)
+
+
+def test_a_journal_gone_before_its_rows_are_read_is_refused_with_the_typed_error(tmp_path, monkeypatch):
+    rows, path = _lazy(tmp_path, monkeypatch, _rows(20))
+    path.unlink()
+    assert "cannot be read again" in _refused(rows)
+
+
 _text = st.lists(st.sampled_from(['a', '"', '\\', ',', '{', '}', '[', ']', ':', 'kind', 'rows', 'é']),
                  max_size=12).map("".join)
 
@@ -148,6 +188,11 @@ def test_compacted_patches_give_the_same_inverse_as_the_journaled_lists():
 
 
 def test_few_or_undecodable_patches_are_left_as_journaled():
+    for bad_item in ((2, 1, None), (2, 0, 2 ** 63), (2, 1, 7)):    # not text, no int64 offset, not text
+        rec = _intent([(i, b"a", b"b") for i in range(6)])
+        rec["patches"][bad_item[0]][bad_item[1]] = bad_item[2]
+        uf.compact_patches(rec)
+        assert isinstance(rec["patches"], list)
     few = _intent([(0, b"a", b"b")])
     uf.compact_patches(few)
     assert isinstance(few["patches"], list)

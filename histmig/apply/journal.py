@@ -280,14 +280,27 @@ class LazyRows:
         return self.count > 0
 
     def slices(self) -> Iterator[list[dict[str, Any]]]:
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            line = fh.read(self.length)
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                line = fh.read(self.length)
+        except OSError as e:
+            raise self._changed(f"cannot be read again ({e.strerror or e})") from None
         split = _split_rows(line) if len(line) == self.length else None
         if split is None:
-            raise HistmigInputError(f"the journal record at byte {self.offset} changed while it was read",
-                                    path=self.path)
-        yield from split[1]
+            raise self._changed("changed while it was read")
+        seen = 0
+        try:
+            for part in split[1]:
+                seen += len(part)
+                yield part
+        except orjson.JSONDecodeError:
+            raise self._changed("changed while it was read") from None
+        if seen != self.count:       # the same length, other rows: the indices would not be the journal's
+            raise self._changed(f"holds {seen} rows, not the {self.count} counted")
+
+    def _changed(self, why: str) -> HistmigInputError:
+        return HistmigInputError(f"the journal record at byte {self.offset} {why}", path=self.path)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for part in self.slices():

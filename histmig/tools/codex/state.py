@@ -156,7 +156,8 @@ def projection_row(db: Path, thread_id: str) -> dict | None:
 
 def session_of(thread_id: str) -> dict[str, str]:
     """An operation's ``session``: one dict shared by a thread's operations, made in a row (a flip of
-    8,000 threads plans three operations each). Nothing changes an operation's session after it is made."""
+    8,000 threads plans three operations each). Never change an operation's session in place: it is
+    its thread's other operations' too (nothing in histmig does; plans loaded from JSON get their own)."""
     return _sessions(thread_id)
 
 

@@ -241,7 +241,7 @@ def compact_patches(rec: dict) -> None:
     try:
         for offset, old, new in raw:
             out.add(offset, unb64(old), unb64(new))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, AttributeError, OverflowError):   # not base64 text, no int64 offset
         return
     rec["patches"] = out
 
