@@ -154,15 +154,11 @@ def projection_row(db: Path, thread_id: str) -> dict | None:
 
 # ---- operations ----------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=64)
 def session_of(thread_id: str) -> dict[str, str]:
     """An operation's ``session``: one dict shared by a thread's operations, made in a row (a flip of
     8,000 threads plans three operations each). Never change an operation's session in place: it is
     its thread's other operations' too (nothing in histmig does; plans loaded from JSON get their own)."""
-    return _sessions(thread_id)
-
-
-@functools.lru_cache(maxsize=64)
-def _sessions(thread_id: str) -> dict[str, str]:
     return {"tool": "codex", "id": thread_id}
 
 
