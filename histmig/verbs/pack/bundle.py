@@ -370,6 +370,11 @@ def members(path: str | os.PathLike) -> Iterator[tuple[tarfile.TarInfo, BinaryIO
                                            path=path)
                     yield info, tar.extractfile(info)
                     current = f"the member after {info.name}"
+            current = "the end of the bundle"
+            # tar stops at its end-of-archive blocks; the frame's checksum is checked only once the
+            # decompressor reaches the frame's end, so the rest (the tar's padding) is read through
+            while reader.read(CHUNK):
+                pass
         except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError) as e:
             raise RefusedError(f"the bundle is damaged at {current} ({e}); nothing written",
                                path=f"{path}:{current}") from None
