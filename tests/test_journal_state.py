@@ -34,3 +34,16 @@ def test_tx_state_ignores_a_kind_name_inside_another_record(tmp_path):
     data = orjson.dumps({"kind": "begin", "argv": ['{"kind":"commit"']}) + b"\n"
     (tmp_path / JOURNAL).write_bytes(data)
     assert tx_state(tmp_path) == "applying"
+
+
+def test_tx_state_reads_long_records_and_the_last_rolled_back_record(tmp_path):
+    """Read a line at a time (a journal of tens of MB is never read whole): a long record is only
+    passed over, and the last rolled-back record decides whether the rollback was complete."""
+    rows = b",".join(orjson.dumps({"kind": "update", "n": i, "table": "threads"}) for i in range(20_000))
+    lines = [orjson.dumps({"kind": "begin", "t": 0}), b'{"kind":"intent","n":1,"rows":[' + rows + b"]}",
+             orjson.dumps({"kind": "rolled-back", "incomplete": [{"path": "/x"}]}),
+             orjson.dumps({"kind": "rolled-back"})]
+    (tmp_path / JOURNAL).write_bytes(b"\n".join(lines) + b"\n")
+    assert tx_state(tmp_path) == state_of(read_records(tmp_path)) == "rolled-back"
+    (tmp_path / JOURNAL).write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:-2])     # the last one torn
+    assert tx_state(tmp_path) == state_of(read_records(tmp_path)) == "partly-rolled-back"

@@ -1,8 +1,10 @@
 """What an undo holds while it plans (issue 15, "flat memory"; docs/safety.md "What undo reads"):
 a database intent's rows stay in the journal and are read a slice at a time when they are inverted
 (``journal.LazyRows``), each intent is let go once folded into its unit, ``begin``'s list of
-operations is dropped, a move's journaled patches are kept as columns, and an operation without
-patches shares one empty list. Each must leave the undo plan exactly as it was."""
+operations is dropped, a move's journaled patches are kept as columns, the files' inverses are worked
+out a window of intents at a time, the rows of a record share their repeated parts, and an operation
+without patches shares one empty list. Each must leave the undo plan exactly as it was. The apply's
+threads take a window of calls at a time."""
 from __future__ import annotations
 
 import shutil
@@ -164,6 +166,39 @@ def test_an_undo_planned_from_lazy_rows_is_the_plan_made_from_parsed_rows(monkey
     assert undo(h).exit_code == 0
 
 
+def test_an_undo_worked_out_a_few_intents_at_a_time_is_the_same_plan(monkeypatch):
+    """Each window's inverses are worked out ahead and folded in, and its intents let go, before the
+    next window is read (``AHEAD_WINDOW``): the plan is the one made with every intent at once."""
+    import histmig.verbs.undo as undo_mod
+    h = _flipped(7)
+    folder = pick_transaction(h.state, None)
+    whole = plan_undo(h, folder).dumps()
+    windows = []
+    real = undo_mod.replaced_ahead
+    monkeypatch.setattr(undo_mod, "replaced_ahead", lambda env, intents: windows.append(len(intents))
+                        or real(env, intents))
+    monkeypatch.setattr(undo_mod, "AHEAD_WINDOW", 2)
+    assert plan_undo(h, folder).dumps() == whole
+    assert len(windows) > 3 and max(windows) == 2
+    assert undo(h).exit_code == 0
+
+
+def test_the_inverse_rows_of_one_record_share_their_table_names_and_sessions():
+    """A row parsed from the journal has its own copy of its table's name and its session; the
+    inverse operations keep one of each (rows.share_parts)."""
+    h = _flipped(3)
+    plan = plan_undo(h, pick_transaction(h.state, None))
+    rows = [op for op in plan.operations if hasattr(op, "table")]
+    assert len(rows) >= 6
+    by_table: dict[str, set[int]] = {}
+    by_thread: dict[str, set[int]] = {}
+    for op in rows:
+        by_table.setdefault(op.table, set()).add(id(op.table))
+        by_thread.setdefault((op.db, op.session["id"]), set()).add(id(op.session))
+    assert all(len(ids) == 1 for ids in by_table.values())
+    assert all(len(ids) == 1 for ids in by_thread.values())
+
+
 def test_plan_and_begin_gives_the_begin_record_without_its_operations():
     h = _flipped(2)
     plan, begin = plan_and_begin(h, pick_transaction(h.state, None))
@@ -226,3 +261,29 @@ def test_no_patches_is_still_empty_after_a_flip_and_its_undo():
     h = _flipped(3)
     assert undo(h).exit_code == 0
     assert len(NO_PATCHES) == 0
+
+
+# -- the apply's threads take a window of calls at a time ----------------------------------------------
+def test_parallel_map_gives_every_result_in_order_a_window_at_a_time(monkeypatch):
+    from histmig.apply import check
+    monkeypatch.setattr(check, "MAP_WINDOW", 3)
+    assert check.parallel_map(lambda x: x * x, list(range(20)), workers=2) == [x * x for x in range(20)]
+
+
+def test_parallel_map_raises_the_first_error_and_starts_no_later_window(monkeypatch):
+    from histmig.apply import check
+    monkeypatch.setattr(check, "MAP_WINDOW", 4)
+    called = []
+
+    def fail_at_5(x):
+        called.append(x)
+        if x == 5:
+            raise ValueError("five")
+        return x
+    try:
+        check.parallel_map(fail_at_5, list(range(40)), workers=2)
+    except ValueError as e:
+        assert str(e) == "five"
+    else:
+        raise AssertionError("no error")
+    assert max(called) < 8            # the window holding 5 ran out; none after it was handed over

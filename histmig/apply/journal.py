@@ -227,23 +227,25 @@ def _split_rows(line: bytes) -> tuple[dict[str, Any], Iterator[list]] | None:
     """A long record without its rows, and its rows a slice at a time (each slice parsed when it is
     reached, raising ``orjson.JSONDecodeError`` when the cut was not at the top level); None when the
     line does not end with a ``rows`` list."""
-    body = line.rstrip()
-    at = body.find(ROWS)
-    if at < 0 or not body.endswith(b"]}"):
+    end = len(line)             # the line without its trailing white space, not copied (megabytes)
+    while end and line[end - 1] in b" \t\n\r\x0b\x0c":     # bytes.rstrip()'s white space
+        end -= 1
+    at = line.find(ROWS, 0, end)
+    if at < 0 or not line.endswith(b"]}", 0, end):
         return None
     try:
-        rec = orjson.loads(body[:at] + b"}")
+        rec = orjson.loads(line[:at] + b"}")
     except orjson.JSONDecodeError:
         return None
     if "rows" in rec or not isinstance(rec, dict):
         return None
 
     def slices() -> Iterator[list]:
-        start, end = at + len(ROWS) - 1, len(body) - 2
-        while start < end:
-            cut = body.find(NEXT, start + SLICE, end)
-            stop = end if cut < 0 else cut + 1
-            yield orjson.loads(b"[" + body[start:stop] + b"]")
+        start, last = at + len(ROWS) - 1, end - 2
+        while start < last:
+            cut = line.find(NEXT, start + SLICE, last)
+            stop = last if cut < 0 else cut + 1
+            yield orjson.loads(b"[" + line[start:stop] + b"]")
             start = stop + 1
     return rec, slices()
 
@@ -378,22 +380,59 @@ _STATE_KINDS = ("undone", "undo-start", "undo-stopped", "rolled-back", "commit")
 def tx_state(folder: Path) -> str:
     """:func:`state_of` without parsing every record: a transaction of 30,000 records is decided by
     the few state records in it, found by their first bytes (every record starts with its kind) and
-    parsed alone so a torn line still does not count."""
-    try:
-        data = (Path(folder) / JOURNAL).read_bytes()
-    except FileNotFoundError:
+    parsed alone so a torn line still does not count. Read a line at a time: every command checks
+    every transaction's state before it runs, and a whole journal of tens of MB read at once was
+    undo's peak memory (docs/safety.md, "What undo holds")."""
+    last = _last_state_records(Path(folder) / JOURNAL)
+    if last is None:
         return "empty"
-    last = {k: _last_record(data, k) for k in _STATE_KINDS}
-    if last["undone"] >= 0:
+    if "undone" in last:
         return "undone"
-    if max(last["undo-start"], last["undo-stopped"]) >= 0:
-        return "undoing" if last["undo-start"] > last["undo-stopped"] else "partly-undone"
-    if last["rolled-back"] >= 0:
-        rec = orjson.loads(data[last["rolled-back"]:data.find(b"\n", last["rolled-back"])])
-        return "partly-rolled-back" if rec.get("incomplete") else "rolled-back"
-    if last["commit"] >= 0:
+    marks = [last[k][0] for k in ("undo-start", "undo-stopped") if k in last]
+    if marks:
+        return "undoing" if last.get("undo-start", (-1,))[0] == max(marks) else "partly-undone"
+    if "rolled-back" in last:
+        return "partly-rolled-back" if orjson.loads(last["rolled-back"][1]).get("incomplete") else "rolled-back"
+    if "commit" in last:
         return "committed"
-    return _lost_begin(folder, state_of(read_records(folder)))     # applying or empty: rare, parse it all
+    return _lost_begin(folder, "applying" if _any_record(Path(folder) / JOURNAL) else "empty")   # rare
+
+
+_KIND = b'{"kind":"'
+_STATE_BY_NAME = {k.encode(): k for k in _STATE_KINDS}
+
+
+def _last_state_records(path: Path) -> dict[str, tuple[int, bytes]] | None:
+    """The last complete record of each state kind: ``{kind: (line number, line)}``; None when the
+    journal is missing."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    last: dict[str, tuple[int, bytes]] = {}
+    with fh:
+        for i, line in enumerate(fh):
+            if line.startswith(_KIND) and line.endswith(b"\n"):
+                kind = _STATE_BY_NAME.get(line[len(_KIND):line.find(b'"', len(_KIND))])
+                if kind is not None and _complete(line[:-1]):
+                    last[kind] = (i, line[:-1])
+    return last
+
+
+def _any_record(path: Path) -> bool:
+    """Whether :func:`read_records` would give any record (a torn last line does not count)."""
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        orjson.loads(line)
+                        return True
+                    except orjson.JSONDecodeError:
+                        continue
+    except FileNotFoundError:
+        pass
+    return False
 
 
 def _lost_begin(folder: Path, state: str) -> str:
@@ -403,19 +442,6 @@ def _lost_begin(folder: Path, state: str) -> str:
     if state == "empty" and bdir.is_dir() and any(bdir.iterdir()):
         return "applying"
     return state
-
-
-def _last_record(data: bytes, kind: str) -> int:
-    """Offset of the last complete record of ``kind``, or -1."""
-    needle = b'{"kind":"' + kind.encode() + b'"'
-    end = len(data)
-    while (i := data.rfind(needle, 0, end)) >= 0:
-        if i == 0 or data[i - 1:i] == b"\n":
-            nl = data.find(b"\n", i)
-            if nl >= 0 and _complete(data[i:nl]):
-                return i
-        end = i
-    return -1
 
 
 def _complete(line: bytes) -> bool:

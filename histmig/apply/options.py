@@ -101,7 +101,8 @@ class Prepared:
     streamed: bool = False       # hashes computed while writing (content.stream_segments), not in precheck
     plain_sha: str | None = None  # a .zst rewrite: sha256 and size of the patched decompressed content
     plain_size: int = 0
-    dirs: list[str] = field(default_factory=list)   # folders to create (create / rename)
+    # folders to create (create / rename); never changed in place: one empty tuple for the rest
+    dirs: list[str] | tuple[str, ...] = ()
     dst: str = ""                # rename target (real path)
     restore: tuple[str, str, int] | None = None   # op.restore_from, while apply may still use it (batch.py)
     skip: Skip | None = None

@@ -29,7 +29,7 @@ from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo import coverage
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
-from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, updated_row
+from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, share_parts, updated_row
 from histmig.core.plan import (SQL_OPS, CreateFile, Delete, Fingerprint, MkDir, Op, Plan, Rename, RmDir, SqlDelete,
                           SqlInsert, SqlShift, SqlUpdate, WriteFile)
 
@@ -231,27 +231,19 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
-    ahead, pool = replaced_ahead(env, intents)
     try:
-        for i, rec in enumerate(intents):
-            intents[i] = None         # each intent let go once folded in: never the journal and the plan at once
-            method = rec["method"]
-            if method == "sql":
-                _add_rows(units, reader, rec, history, offset_tables)
-            elif method == "rename":
-                env.made_dirs += rec.get("dirs") or []
-                renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]) or named.get(name))
-                renames.append(renamed)
-                for m, part in _entry_parts(rec, renamed, history.covered.rows_of(rec["n"])):
-                    _add(units, env, rec, m, history, session=_session_of(m), part=part)
-            elif method in _FILES:
-                m = fut.result() if (fut := ahead.pop(id(rec), None)) is not None else _FILES[method](env, rec)
-                if isinstance(m, Exception):
-                    raise m
-                _add(units, env, rec, m, history, session=rec.get("session"))
+        for start in range(0, len(intents), AHEAD_WINDOW):
+            window = intents[start:start + AHEAD_WINDOW]
+            ahead, pool = replaced_ahead(env, window)
+            try:
+                for k, rec in enumerate(window):
+                    # each intent let go once folded in: never the journal and the plan at once
+                    intents[start + k] = window[k] = None
+                    _fold(units, env, rec, history, reader, ahead, renames, offset_tables, sessions, named)
+            finally:
+                if pool is not None:      # only reads run there: wait for them, start no more
+                    pool.shutdown(wait=True, cancel_futures=True)
     finally:
-        if pool is not None:      # only reads run there: wait for them, start no more
-            pool.shutdown(wait=True, cancel_futures=True)
         reader.close()
     _settings_files(homes, env, units, list(hooks.values()))
     _rows_clients_added(homes, units, hooks)
@@ -259,6 +251,31 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     _keep_folders_of_kept(units)
     _collapse_renames(units, renames, live=set().union(*(h.live_sessions(homes) for h in hooks.values())))
     return units
+
+
+# intents whose inverses are worked out ahead (on every CPU) at a time: the inverses of a window are
+# folded in, and its intents let go, before the next window is read ahead (all at once, a move's undo
+# of 8,600 files held every journaled intent next to every inverse: docs/safety.md, "What undo holds")
+AHEAD_WINDOW = 1024
+
+
+def _fold(units: Units, env: uf.Env, rec: dict, history: History, reader: RowReader, ahead: dict,
+          renames: list, offset_tables: frozenset[str], sessions: dict, named: dict) -> None:
+    """One journaled intent's inverse into its session's unit."""
+    method = rec["method"]
+    if method == "sql":
+        _add_rows(units, reader, rec, history, offset_tables)
+    elif method == "rename":
+        env.made_dirs += rec.get("dirs") or []
+        renamed = uf.inverse_rename(env, rec, lambda name: sessions.get(name.split(".")[0]) or named.get(name))
+        renames.append(renamed)
+        for m, part in _entry_parts(rec, renamed, history.covered.rows_of(rec["n"])):
+            _add(units, env, rec, m, history, session=_session_of(m), part=part)
+    elif method in _FILES:
+        m = fut.result() if (fut := ahead.pop(id(rec), None)) is not None else _FILES[method](env, rec)
+        if isinstance(m, Exception):
+            raise m
+        _add(units, env, rec, m, history, session=rec.get("session"))
 
 
 def _session_of(m: uf.Member) -> dict | None:
@@ -313,12 +330,13 @@ def _add_rows(units: Units, reader: RowReader, rec: dict, history: History, offs
     db, n = rec["path"], rec["n"]
     later = history.later.rows      # usually empty: then no row's key is encoded to look it up
     reverted = history.covered.rows_of(n)        # by an earlier undo that kept other sessions
-    i = 0
+    i, seen = 0, {}
     for rows in _row_slices(rec.get("rows", [])):   # a long record's rows a slice at a time (journal.LazyRows)
         now = prefetch_updates(reader, db, rows)
         for j, row in enumerate(rows):
             if i + j in reverted:
                 continue
+            share_parts(row, seen)
             got = now.get(j)
             # a prefetched update (a flip's every row): its inverse inline, as inverse_row would make it
             m = updated_row(db, row, got, offset_tables) if got is not None else \

@@ -77,6 +77,31 @@ def _member(label: str, ops: list[Op] | str, row: dict, offset_tables: frozenset
     return m
 
 
+def share_parts(row: dict, seen: dict) -> None:
+    """Give ``row`` the one copy of what many rows of a record repeat: its table's name, its column
+    lists (as tuples), its session dict and the text values of its key. The inverse operations keep
+    these; each row parsed from the journal has its own copies (a flip's undo inverts tens of
+    thousands of rows: ~500 bytes a row). Nothing changes them in place (plan operations are frozen)."""
+    table = row.get("table")
+    if table.__class__ is str:
+        row["table"] = seen.setdefault(table, table)
+    for name in ("order", "columns"):
+        cols = row.get(name)
+        if cols.__class__ is list and all(c.__class__ is str for c in cols):
+            cols = tuple(seen.setdefault(c, c) for c in cols)
+            row[name] = seen.setdefault(cols, cols)
+    for name in ("key", "where"):
+        key = row.get(name)
+        if key.__class__ is dict:
+            for k, v in key.items():
+                if v.__class__ is str:
+                    key[k] = seen.setdefault(v, v)
+    session = row.get("session")
+    if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
+            v.__class__ is str for v in session.values()):
+        row["session"] = seen.setdefault((session["tool"], session["id"]), session)
+
+
 _SCALAR = frozenset({str, int})     # key values an IN query finds as they are (not bool, float, NULL, bytes)
 
 
