@@ -287,3 +287,41 @@ def test_parallel_map_raises_the_first_error_and_starts_no_later_window(monkeypa
     else:
         raise AssertionError("no error")
     assert max(called) < 8            # the window holding 5 ran out; none after it was handed over
+
+
+# -- a long journal record is written as it is encoded ---------------------------------------------------
+def test_a_long_record_is_written_as_it_is_encoded_and_reads_back_whole(tmp_path, monkeypatch):
+    from histmig.apply import fsio
+    j = journal.Journal.create(fsio.FS(), tmp_path, "tx1")
+    writes = []
+    real = fsio.FS.write_parts
+    monkeypatch.setattr(fsio.FS, "write_parts", lambda self, fd, parts, label: writes.append(parts)
+                        or real(self, fd, parts, label))
+    rows = [{"kind": "update", "n": i} for i in range(1_100)]
+    try:
+        j.append_stream("intent", {"n": 1, "method": "sql"}, "rows", iter(rows))
+    finally:
+        j.close()
+    assert len(writes) == 1 and not isinstance(writes[0], list)      # one counted write, its parts generated
+    [rec] = journal.read_records(j.folder)
+    assert rec["rows"] == rows and rec["kind"] == "intent" and rec["n"] == 1
+
+
+def test_a_record_whose_items_fail_part_way_is_torn_and_the_next_one_reads(tmp_path):
+    from histmig.apply import fsio
+    j = journal.Journal.create(fsio.FS(), tmp_path, "tx2")
+
+    def rows():
+        for i in range(2_000):
+            if i == 1_500:
+                raise RuntimeError("the database went away")
+            yield {"kind": "update", "n": i}
+    try:
+        try:
+            j.append_stream("intent", {"n": 1, "method": "sql"}, "rows", rows())
+        except RuntimeError:
+            pass
+        j.append("rolled-back", reason="test")
+    finally:
+        j.close()
+    assert [r["kind"] for r in journal.read_records(j.folder)] == ["rolled-back"]

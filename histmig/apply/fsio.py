@@ -23,7 +23,7 @@ import signal
 import stat
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from histmig.core.fsread import open_read  # noqa: F401 (re-exported: reads are not counted, so not the facade's)
 
@@ -111,8 +111,9 @@ class FS:
                 n = os.write(fd, view)
                 view = view[n:]
 
-    def write_parts(self, fd: int, parts: list[bytes], label: str) -> None:
-        """Several buffers written back to back as one counted write (no joined copy in memory)."""
+    def write_parts(self, fd: int, parts: Iterable[bytes], label: str) -> None:
+        """Several buffers written back to back as one counted write (no joined copy in memory; a
+        generator's are written as they come)."""
         self._op("write", label)
         with _naming(label):
             for data in parts:

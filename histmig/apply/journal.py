@@ -16,12 +16,13 @@ The folder is 0700 and every file is created 0600 at ``open()`` (never chmod-ed 
 """
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -124,31 +125,32 @@ class Journal:
         return self.fd, str(self.folder / JOURNAL)
 
     def append_stream(self, kind: str, head: dict[str, Any], key: str, items, *, sync: bool = True) -> None:
-        """One record whose ``key`` is a long list, encoded item by item (the items are generated
-        and dropped one at a time; only the encoded bytes are held). ``sync=False``: as for
-        :meth:`append_many`."""
+        """One record whose ``key`` is a long list, encoded item by item and written as it is encoded
+        (the items are generated and dropped one at a time, and so are their encoded bytes: a flip's
+        intent of 14,440 shifted rows is a 6.3 MB line). ``sync=False``: as for :meth:`append_many`.
+        An item that fails to generate leaves the record torn, as a failed write does (never read)."""
         rec = orjson.dumps({"kind": kind, "t": time.time_ns(), **head})
-        parts, chunk = [], []
-        for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
-            chunk.append(item)
-            if len(chunk) == 512:
-                parts.append(orjson.dumps(chunk)[1:-1])
-                chunk = []
-        if chunk:
-            parts.append(orjson.dumps(chunk)[1:-1])
-        out = [rec[:-1] + b',"' + key.encode() + b'":[']
-        for i, part in enumerate(parts):
-            out += [b",", part] if i else [part]
-        out.append(b"]}\n")
-        self._write(out, sync=sync)
 
-    def _write(self, parts: list[bytes], *, sync: bool = True) -> None:
+        def parts() -> Iterator[bytes]:
+            yield rec[:-1] + b',"' + key.encode() + b'":['
+            chunk, sep = [], b""
+            for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
+                chunk.append(item)
+                if len(chunk) == 512:
+                    yield sep + orjson.dumps(chunk)[1:-1]
+                    chunk, sep = [], b","
+            if chunk:
+                yield sep + orjson.dumps(chunk)[1:-1]
+            yield b"]}\n"
+        self._write(parts(), sync=sync)
+
+    def _write(self, parts: Iterable[bytes], *, sync: bool = True) -> None:
         """One counted write and its fsync. A write that failed part-way (disk full) or a crash
         mid-append leaves half a record: the next one starts on a new line, so it is not glued to
         that torn line (which :func:`read_records` skips) and lost with it."""
         label = str(self.folder / JOURNAL)
         if self.torn:
-            parts = [b"\n", *parts]
+            parts = itertools.chain((b"\n",), parts)
         try:
             self.fs.write_parts(self.fd, parts, label)
         except BaseException:
