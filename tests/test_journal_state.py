@@ -47,3 +47,14 @@ def test_tx_state_reads_long_records_and_the_last_rolled_back_record(tmp_path):
     assert tx_state(tmp_path) == state_of(read_records(tmp_path)) == "rolled-back"
     (tmp_path / JOURNAL).write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:-2])     # the last one torn
     assert tx_state(tmp_path) == state_of(read_records(tmp_path)) == "partly-rolled-back"
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=12))
+def test_a_whole_last_record_without_its_newline_agrees_too(tmp_path_factory, kinds):
+    """A short write that stopped just before the newline leaves a whole record read_records keeps."""
+    folder = tmp_path_factory.mktemp("tx")
+    _write(folder, kinds, None)
+    data = (folder / JOURNAL).read_bytes()
+    (folder / JOURNAL).write_bytes(data[:-1])
+    assert tx_state(folder) == state_of(read_records(folder))

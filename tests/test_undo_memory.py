@@ -175,12 +175,34 @@ def test_an_undo_worked_out_a_few_intents_at_a_time_is_the_same_plan(monkeypatch
     whole = plan_undo(h, folder).dumps()
     windows = []
     real = undo_mod.replaced_ahead
-    monkeypatch.setattr(undo_mod, "replaced_ahead", lambda env, intents: windows.append(len(intents))
-                        or real(env, intents))
+    monkeypatch.setattr(undo_mod, "replaced_ahead", lambda env, intents, **kw: windows.append(len(intents))
+                        or real(env, intents, **kw))
     monkeypatch.setattr(undo_mod, "AHEAD_WINDOW", 2)
     assert plan_undo(h, folder).dumps() == whole
     assert len(windows) > 3 and max(windows) == 2
     assert undo(h).exit_code == 0
+
+
+def test_whether_undo_forks_is_decided_once_for_every_window(monkeypatch):
+    """A window of small files would not reach the fork threshold by itself, while the transaction's
+    files together do: every window then goes to forked workers, as they all would at once."""
+    import histmig.verbs.undo as undo_mod
+    from histmig.verbs.undo import ahead
+    h = _flipped(7)
+    files = sorted(h.codex.rglob("rollout-*.jsonl"))
+    for f in files:                       # continued since: each is read to be diffed
+        with open(f, "ab") as fh:
+            fh.write(b'{"timestamp":"2026-12-05T00:00:00.000Z","type":"event_msg","payload":{"type":"x"}}\n')
+    folder = pick_transaction(h.state, None)
+    whole = plan_undo(h, folder).dumps()
+    forked = []
+    monkeypatch.setattr(ahead, "cpus", lambda: 2)
+    # more than any window of two files weighs, less than the seven together
+    monkeypatch.setattr(ahead, "FORK_MIN", int(2.5 * max(f.stat().st_size for f in files)))
+    monkeypatch.setattr(ahead, "fork_map", lambda fn, items, *a, **k: forked.append(len(items)) or [fn(x) for x in items])
+    monkeypatch.setattr(undo_mod, "AHEAD_WINDOW", 2)
+    assert plan_undo(h, folder).dumps() == whole
+    assert len(forked) >= 2 and max(forked) <= 2
 
 
 def test_the_inverse_rows_of_one_record_share_their_table_names_and_sessions():

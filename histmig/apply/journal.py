@@ -397,7 +397,7 @@ def tx_state(folder: Path) -> str:
         return "partly-rolled-back" if orjson.loads(last["rolled-back"][1]).get("incomplete") else "rolled-back"
     if "commit" in last:
         return "committed"
-    return _lost_begin(folder, "applying" if _any_record(Path(folder) / JOURNAL) else "empty")   # rare
+    return _lost_begin(folder, "applying" if _any_record(folder) else "empty")   # rare
 
 
 _KIND = b'{"kind":"'
@@ -405,35 +405,35 @@ _STATE_BY_NAME = {k.encode(): k for k in _STATE_KINDS}
 
 
 def _last_state_records(path: Path) -> dict[str, tuple[int, bytes]] | None:
-    """The last complete record of each state kind: ``{kind: (line number, line)}``; None when the
-    journal is missing."""
+    """The last complete record of each state kind: ``{kind: (line number, line)}``, a torn line not
+    counted (it does not parse); None when the journal is missing."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
         return None
     last: dict[str, tuple[int, bytes]] = {}
+    unended: tuple[str, int, bytes] | None = None
     with fh:
         for i, line in enumerate(fh):
-            if line.startswith(_KIND) and line.endswith(b"\n"):
+            if line.startswith(_KIND):
                 kind = _STATE_BY_NAME.get(line[len(_KIND):line.find(b'"', len(_KIND))])
-                if kind is not None and _complete(line[:-1]):
+                if kind is None:
+                    continue
+                if not line.endswith(b"\n"):         # only the last line can lack it
+                    unended = (kind, i, line)
+                elif _complete(line[:-1]):
                     last[kind] = (i, line[:-1])
+    # a whole record without its newline (a short write stopped just before it) is one read_records
+    # keeps, and state_of with it; the next append starts a new line (Journal.reopen: ``torn``)
+    if unended is not None and _complete(unended[2]):
+        last[unended[0]] = unended[1:]
     return last
 
 
-def _any_record(path: Path) -> bool:
-    """Whether :func:`read_records` would give any record (a torn last line does not count)."""
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        orjson.loads(line)
-                        return True
-                    except orjson.JSONDecodeError:
-                        continue
-    except FileNotFoundError:
-        pass
+def _any_record(folder: Path) -> bool:
+    """Whether :func:`read_records` would give any record (a torn line does not count)."""
+    for _rec in iter_records(folder):
+        return True
     return False
 
 

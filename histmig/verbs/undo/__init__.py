@@ -23,7 +23,7 @@ from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
 from histmig.apply.journal import TAKEN_BACK, LazyRows, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
-from histmig.verbs.undo.ahead import replaced_ahead
+from histmig.verbs.undo.ahead import forks, replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
 from histmig.verbs.undo import coverage
@@ -231,10 +231,11 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
+    fork = forks(env, intents) if len(intents) > AHEAD_WINDOW else None
     try:
         for start in range(0, len(intents), AHEAD_WINDOW):
             window = intents[start:start + AHEAD_WINDOW]
-            ahead, pool = replaced_ahead(env, window)
+            ahead, pool = replaced_ahead(env, window, fork=fork)
             try:
                 for k, rec in enumerate(window):
                     # each intent let go once folded in: never the journal and the plan at once

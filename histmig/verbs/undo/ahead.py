@@ -33,15 +33,16 @@ class _Done:
         return self.value
 
 
-def replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], Any]:
+def replaced_ahead(env: uf.Env, intents: list[dict], *, fork: bool | None = None) -> tuple[dict[int, Any], Any]:
     """By ``id`` of its intent: a future of the file's Member (or of the exception to raise in its
-    turn); and the thread pool, for the caller to shut down (None when forked workers did it)."""
-    todo = [(r, path) for r in intents if r["method"] == "replace" and (path := env.locate(r["path"])) is not None
-            and not (r.get("patches") and uf.as_left(path, r) is not None)]
+    turn); and the thread pool, for the caller to shut down (None when forked workers did it).
+    ``fork``: whether to fork, decided for the whole transaction (:func:`forks`) when ``intents`` is
+    one window of it; None: by these intents' weight."""
+    todo = _to_read(env, intents)
     weights = [file_size(path) for _, path in todo]
-    if len(todo) >= 2 and cpus() > 1 and sum(weights) >= FORK_MIN:
+    if len(todo) >= 2 and cpus() > 1 and (sum(weights) >= FORK_MIN if fork is None else fork):
         recs = [r for r, _ in todo]
-        out = fork_map(functools.partial(_one, env), recs, weights, min_weight=FORK_MIN, encode=_pack, decode=_unpack)
+        out = fork_map(functools.partial(_one, env), recs, weights, min_weight=0, encode=_pack, decode=_unpack)
         return {id(r): _Done(m) for r, m in zip(recs, out)}, None
     # the threads take what they read and hash: files not provably as the apply left them
     todo = [(r, path) for r, path in todo if path == r["path"] and uf.as_left(path, r) is None]
@@ -51,6 +52,27 @@ def replaced_ahead(env: uf.Env, intents: list[dict]) -> tuple[dict[int, Any], An
     from histmig.apply.check import WORKERS
     pool = ThreadPoolExecutor(min(2, WORKERS))
     return {id(r): pool.submit(_one, env, r) for r, _ in todo}, pool
+
+
+def _to_read(env: uf.Env, intents: list[dict]) -> list[tuple[dict, str]]:
+    """The replaced files whose inverse needs their bytes read, with where they are now."""
+    return [(r, path) for r in intents if r["method"] == "replace" and (path := env.locate(r["path"])) is not None
+            and not (r.get("patches") and uf.as_left(path, r) is not None)]
+
+
+def forks(env: uf.Env, intents: list[dict]) -> bool:
+    """Whether the files to read add up to ``FORK_MIN`` (each window of them then goes to forked
+    workers, as all of them at once would), stopping at the first intent that gets there."""
+    if cpus() < 2:
+        return False
+    total = 0
+    for r in intents:
+        if r["method"] == "replace":
+            for _r, path in _to_read(env, [r]):
+                total += file_size(path)
+                if total >= FORK_MIN:
+                    return True
+    return False
 
 
 def _one(env: uf.Env, rec: dict) -> Any:

@@ -99,7 +99,7 @@ def share_parts(row: dict, seen: dict) -> None:
     session = row.get("session")
     if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
             v.__class__ is str for v in session.values()):
-        row["session"] = seen.setdefault((session["tool"], session["id"]), session)
+        row["session"] = seen.setdefault(("session", session["tool"], session["id"]), session)
 
 
 _SCALAR = frozenset({str, int})     # key values an IN query finds as they are (not bool, float, NULL, bytes)
