@@ -240,7 +240,7 @@ def parallel_map(fn, items: list, *, workers: int = WORKERS) -> list:
 
 
 # calls handed to the threads at a time: a future each (~1.5 KB with its lock and condition) for the
-# 7,220 files of a flip's precheck was 11 MB at once (docs/bench.md, "Since that run")
+# 7,220 files of a flip's precheck was 11 MB at once (docs/bench.md, "The two rounds since the run before")
 MAP_WINDOW = 512
 
 

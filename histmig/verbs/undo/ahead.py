@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, Iterator
 
 from histmig.core.forkmap import cpus, file_size, fork_map
 from histmig.core.plan import WriteFile, patch_list
@@ -38,7 +38,7 @@ def replaced_ahead(env: uf.Env, intents: list[dict], *, fork: bool | None = None
     turn); and the thread pool, for the caller to shut down (None when forked workers did it).
     ``fork``: whether to fork, decided for the whole transaction (:func:`forks`) when ``intents`` is
     one window of it; None: by these intents' weight."""
-    todo = _to_read(env, intents)
+    todo = list(_to_read(env, intents))
     weights = [file_size(path) for _, path in todo]
     if len(todo) >= 2 and cpus() > 1 and (sum(weights) >= FORK_MIN if fork is None else fork):
         recs = [r for r, _ in todo]
@@ -54,10 +54,10 @@ def replaced_ahead(env: uf.Env, intents: list[dict], *, fork: bool | None = None
     return {id(r): pool.submit(_one, env, r) for r, _ in todo}, pool
 
 
-def _to_read(env: uf.Env, intents: list[dict]) -> list[tuple[dict, str]]:
+def _to_read(env: uf.Env, intents: list[dict]) -> Iterator[tuple[dict, str]]:
     """The replaced files whose inverse needs their bytes read, with where they are now."""
-    return [(r, path) for r in intents if r["method"] == "replace" and (path := env.locate(r["path"])) is not None
-            and not (r.get("patches") and uf.as_left(path, r) is not None)]
+    return ((r, path) for r in intents if r["method"] == "replace" and (path := env.locate(r["path"])) is not None
+            and not (r.get("patches") and uf.as_left(path, r) is not None))
 
 
 def forks(env: uf.Env, intents: list[dict]) -> bool:
@@ -66,12 +66,10 @@ def forks(env: uf.Env, intents: list[dict]) -> bool:
     if cpus() < 2:
         return False
     total = 0
-    for r in intents:
-        if r["method"] == "replace":
-            for _r, path in _to_read(env, [r]):
-                total += file_size(path)
-                if total >= FORK_MIN:
-                    return True
+    for _r, path in _to_read(env, intents):
+        total += file_size(path)
+        if total >= FORK_MIN:
+            return True
     return False
 
 
