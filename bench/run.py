@@ -89,6 +89,27 @@ print(n)
 # the warm scan's floor with histmig's start-up in it: the interpreter and click alone take longer than
 # walking and stating 2,000 files (docs/bench.md, "Listings"), so the walk runs after the same imports
 WALK_STAT_CLI = "import histmig.cli  # what every histmig command loads before it starts\n" + WALK_STAT
+# the warm scan's necessary work, after the same start-up (docs/bench.md, "Scaling"): the scan index
+# loaded, every file walked and stat'ed, its record looked up by path and its stat checked, the rows
+# (the walk's facts and the stored fields) sorted by time and written as indented JSON
+WARM_NAMED_CLI = """import histmig.cli  # what every histmig command loads before it starts
+import os, sys, orjson
+with open(sys.argv[1], "rb") as f:
+    records = orjson.loads(f.read())["records"]
+rows = []
+for top in sys.argv[2:]:
+    for d, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(d, name)
+            st = os.stat(path)
+            rec = records.get(path)
+            if rec is not None and rec[0] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]:
+                rows.append({"path": path, "size": st.st_size, "updated": st.st_mtime, **rec[2]})
+if not rows:
+    sys.exit("no file matched its record in the scan index: the floor measured nothing")
+rows.sort(key=lambda r: r["updated"], reverse=True)
+sys.stdout.buffer.write(orjson.dumps({"sessions": rows}, option=orjson.OPT_INDENT_2))
+"""
 # search's floor after the same start-up: that process becomes grep (exec: no second start-up)
 GREP_CLI = """import histmig.cli  # what every histmig command loads before it starts
 import os, sys
@@ -269,24 +290,36 @@ def bench_reads(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
             Row("`scan --json --no-index` (cold)", "`cat` of every file"),
             Row("`scan --json` (index present)", "walk + stat (Python)"),
             Row("`scan --json` (index present)", "walk + stat after histmig's start-up"),
+            Row("`scan --json` (index present)", WARM_FLOOR),
             Row("`scan --json --no-index` (cold)", "read + parse of the lines a listing names: line 1, the message "
                 "lines, the last `turn_context` (Python, after histmig's start-up)")]
     doctor_index = home.parent / "state" / "doctor-index.json"    # tools/codex/doctor_index.py
     walk = [sys.executable, "-c", WALK_STAT, str(home / ".codex")]
     walk_started = [sys.executable, "-c", WALK_STAT_CLI, str(home / ".codex")]
     named = [sys.executable, "-c", READ_NAMED_CLI, str(home / ".codex")]
+    warm_named = warm_floor(home, ".codex")
     for _ in range(pairs):
         warm = b.run(b.hm + ["scan", "--json"], home)     # the index is present after the first run
         rows[0].add(warm, b.run(cat, home, shell=True))
         rows[4].add(warm, b.run(walk, home))
         rows[5].add(warm, b.run(walk_started, home))
+        rows[7].add(warm, b.run(warm_named, home))
         cold = b.run(b.hm + ["scan", "--json", "--no-index"], home)
         rows[3].add(cold, b.run(cat, home, shell=True))
         rows[6].add(cold, b.run(named, home))
         doctor_index.unlink(missing_ok=True)            # not timed: the cold run reads every file, writes the index
         rows[2].add(b.run(b.hm + ["doctor"], home, ok=(0, 1, 3)), b.run(cat, home, shell=True))
         rows[1].add(b.run(b.hm + ["doctor"], home, ok=(0, 1, 3)), b.run(cat, home, shell=True))
-    return [rows[0], rows[3], rows[6], rows[4], rows[5], rows[1], rows[2]]
+    return [rows[0], rows[3], rows[6], rows[4], rows[5], rows[7], rows[1], rows[2]]
+
+
+WARM_FLOOR = "walk + stat + each file's record looked up in the loaded index + the rows as JSON (Python, after histmig's start-up)"
+
+
+def warm_floor(home: Path, top: str) -> list[str]:
+    """The warm scan's necessary-work floor (``WARM_NAMED_CLI``) over ``home/top``, with the index the
+    scans keep in the runner's state dir (``Bench.env``; core/scanindex.py's ``FILE_NAME``)."""
+    return [sys.executable, "-c", WARM_NAMED_CLI, str(home.parent / "state" / "scan-index.json"), str(home / top)]
 
 
 def bench_flip(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
@@ -421,6 +454,8 @@ def scan_rows(b: Bench, home: Path, tool: str, top: str, pairs: int) -> list[Row
     walk = [sys.executable, "-c", WALK_STAT, str(home / top)]
     walk_started = [sys.executable, "-c", WALK_STAT_CLI, str(home / top)]
     read_parse = [sys.executable, "-c", READ_PARSE_CLI, str(home / top)]
+    warm_named = Row(f"`scan --tool {tool} --json` (index present)", WARM_FLOOR)
+    named = warm_floor(home, top)
     b.run(scan, home)               # builds the index the warm runs use
     for _ in range(pairs):
         c = b.run(scan + ["--no-index"], home)
@@ -429,7 +464,8 @@ def scan_rows(b: Bench, home: Path, tool: str, top: str, pairs: int) -> list[Row
         a = b.run(scan, home)
         warm.add(a, b.run(walk, home))
         warm_started.add(a, b.run(walk_started, home))
-    return [cold, parsed, warm, warm_started]
+        warm_named.add(a, b.run(named, home))
+    return [cold, parsed, warm, warm_started, warm_named]
 
 
 def bench_search(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:

@@ -432,3 +432,53 @@ def test_copilot_listing_uses_the_index_and_counts_a_grown_file_from_where_it_st
     assert again[first["id"]]["cwd"] == first["cwd"] + "-moved"
     assert json.loads(histmig("scan", "--tool", "copilot", "--json").stdout) == \
         json.loads(histmig("scan", "--tool", "copilot", "--json", "--no-index").stdout)
+
+
+# ---- the warm ref (core.model.stored_ref) ------------------------------------------------------
+
+_TEXT = st.none() | st.text(max_size=8)
+_STORED = st.fixed_dictionaries({}, optional={
+    "id": st.text(max_size=8), "cwd": _TEXT, "provider": _TEXT, "created": _TEXT, "title": _TEXT,
+    "messages": st.none() | st.integers(0, 10**6), "state": st.lists(st.text(max_size=5), max_size=3),
+    "error": _TEXT, "extra": st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=_STORED, archived=st.booleans(), size=st.integers(0, 10**9),
+       updated=st.floats(0, 2e9, allow_nan=False))
+def test_a_stored_ref_is_the_ref_init_and_fill_made(fields, archived, size, updated):
+    """``stored_ref`` (no ``__init__``) gives what ``SessionRef(**walk)`` filled with the stored fields
+    gave: equal refs, the same ``__dict__`` in the same order, the same JSON, and its own copies of the
+    index's ``state`` and ``extra``."""
+    from histmig.core.model import SessionRef, stored_ref
+    walk = dict(format="codex", id="from-the-name", path="/h/rollout-x.jsonl", archived=archived, compressed=False,
+                size=size, updated=updated)
+    old = scanindex.fill(SessionRef(**walk), fields)
+    new = stored_ref(fields, **walk)
+    assert new == old and list(new.__dict__.items()) == list(old.__dict__.items())
+    assert new.to_dict() == old.to_dict() == _to_dict_by_attributes(old)
+    if "state" in fields:
+        assert new.state is not fields["state"]
+    if "extra" in fields:
+        assert new.extra is not fields["extra"]
+
+
+def _to_dict_by_attributes(ref) -> dict:
+    """``SessionRef.to_dict`` as it was written before it read its ``__dict__`` directly."""
+    return {"tool": ref.format, "id": ref.id, "path": os.fspath(ref.path), "cwd": ref.cwd,
+            "provider": ref.provider, "updated": ref.updated, "created": ref.created,
+            "title": ref.title, "messages": ref.messages, "size": ref.size,
+            "state": ref.state_text(), "archived": ref.archived, "compressed": ref.compressed,
+            "error": ref.error, **({"extra": ref.extra} if ref.extra else {})}
+
+
+def test_a_command_run_in_this_process_freezes_nothing(sample_home):
+    """``main`` freezes what the imports made only in a process of its own (argv None): a caller that
+    runs commands in its own process, as the tests do, keeps its objects collectable."""
+    import gc
+
+    from histmig.cli import main
+    before = gc.get_freeze_count()
+    with pytest.raises(SystemExit) as ran:
+        main(["-q", "scan", "--json"])
+    assert ran.value.code == 0 and gc.get_freeze_count() == before

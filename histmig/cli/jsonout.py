@@ -25,7 +25,10 @@ def iso_utc(seconds: float | int | None) -> str | None:
     """Unix seconds as ``2026-11-30T05:09:33.123Z`` (None stays None)."""
     if seconds is None:
         return None
-    return iso_z(datetime.fromtimestamp(seconds, timezone.utc))
+    dt = datetime.fromtimestamp(seconds, timezone.utc)
+    if dt.year >= 1000:     # iso_z's own text, without its conversion to UTC (scan --json: every row)
+        return dt.isoformat(timespec="milliseconds")[:-6] + "Z"
+    return iso_z(dt)
 
 
 def iso_ns(ns: int | None) -> str | None:

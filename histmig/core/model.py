@@ -270,11 +270,16 @@ class SessionRef:
         self.extra = {} if extra is FACTORY else extra
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.format, "id": self.id, "path": os.fspath(self.__dict__["path"]), "cwd": self.cwd,
-                "provider": self.provider, "updated": self.updated, "created": self.created,
-                "title": self.title, "messages": self.messages, "size": self.size,
-                "state": self.state_text(), "archived": self.archived, "compressed": self.compressed,
-                "error": self.error, **({"extra": self.extra} if self.extra else {})}
+        own = self.__dict__     # every field is there (``title`` and ``path`` too, behind their properties):
+        state, extra = own["state"], own["extra"]     # one dict look-up each (scan --json: every row)
+        d = {"tool": own["format"], "id": own["id"], "path": os.fspath(own["path"]), "cwd": own["cwd"],
+             "provider": own["provider"], "updated": own["updated"], "created": own["created"],
+             "title": own["title"], "messages": own["messages"], "size": own["size"],
+             "state": ", ".join(state) if state else ("error" if own["error"] else "ok"),
+             "archived": own["archived"], "compressed": own["compressed"], "error": own["error"]}
+        if extra:
+            d["extra"] = extra
+        return d
 
     def state_text(self) -> str:
         return ", ".join(self.state) if self.state else ("error" if self.error else "ok")
@@ -315,6 +320,32 @@ def _set_path(ref: SessionRef, path: Path | str) -> None:
 
 
 SessionRef.path = property(_get_path, _set_path)  # type: ignore[assignment]
+
+
+# Every field of a ref with its default, in field order (``state`` and ``extra``: None here, a fresh
+# list and dict in each ref made by :func:`stored_ref`).
+_REF_DEFAULTS = {"format": "", "id": "", "path": "", "cwd": None, "provider": None, "updated": None,
+                 "created": None, "title": None, "messages": None, "size": 0, "state": None, "error": None,
+                 "archived": False, "compressed": False, "extra": None}
+_new_ref = SessionRef.__new__
+
+
+def stored_ref(fields: dict[str, Any], **walk: Any) -> SessionRef:
+    """The ref a warm listing makes of an unchanged file: what its walk knows (``walk``: ``format``,
+    ``path``, ``size``, ``updated``, ...) and the listing fields the scan index stored, which win
+    (histmig/core/scanindex.py). The same ref as ``SessionRef(**walk)`` filled with them, made
+    without ``__init__``: three dict updates instead of fifteen assignments in Python (a warm scan of
+    8,000 sessions spent 31 ms making refs that way, 10 ms this way: docs/bench.md, "Scaling").
+    ``state`` and ``extra`` are copied: the index keeps its own."""
+    ref = _new_ref(SessionRef)
+    own = ref.__dict__
+    own.update(_REF_DEFAULTS)
+    own.update(walk)
+    own.update(fields)
+    state, extra = own["state"], own["extra"]
+    own["state"] = [] if state is None else list(state)
+    own["extra"] = {} if extra is None else dict(extra)
+    return ref
 
 
 def given_path(ref: SessionRef) -> str | os.PathLike:

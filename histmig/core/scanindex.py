@@ -57,17 +57,18 @@ def fill(ref: Any, fields: dict) -> Any:
 
 
 def indexed(index: Any, path: Any, cwd: str | None, names: tuple[str, ...],
-            make: Callable[[os.stat_result], Any]) -> tuple[Any, os.stat_result | None]:
-    """A listing row of ``path`` from the index: ``(make(st)`` filled with the stored fields``, st)``
-    when the file is unchanged since they were stored (the stored id replaces the file name's: the name
-    is not parsed); ``(None, st)`` on a miss; ``(None, None)`` when the stat fails (the caller states
-    the file again, where the error becomes the row's). One ``stat`` either way."""
+            make: Callable[[os.stat_result, dict], Any]) -> tuple[Any, os.stat_result | None]:
+    """A listing row of ``path`` from the index: ``(make(st, fields), st)`` when the file is unchanged
+    since its stored ``fields`` were stored (``make`` gives the ref of both, the stored fields winning:
+    ``core.model.stored_ref``; the stored id replaces the file name's, which is not parsed);
+    ``(None, st)`` on a miss; ``(None, None)`` when the stat fails (the caller states the file again,
+    where the error becomes the row's). One ``stat`` either way."""
     try:
         st = os.stat(path)
     except OSError:
         return None, None
     hit = index.hit(str(path), st, cwd, names)
-    return (None, st) if hit is None else (fill(make(st), hit), st)
+    return (None, st) if hit is None else (make(st, hit), st)
 
 
 def _sound(name: str, value: Any) -> bool:

@@ -108,7 +108,7 @@ def _sessions(homes: Any) -> Iterator[tuple[str, dict[Path, Any], bool]]:
 
 def _index_hit(entry: tuple[str, dict[Path, Any], bool], index: Any) -> SessionRef | None:
     """The ref of an unchanged file from the scan index (``list_ends``' first step), or None."""
-    from histmig.core.scanindex import fill
+    from histmig.core.model import stored_ref
     path, legacy, nested = entry
     try:
         st = os.stat(path)
@@ -117,8 +117,8 @@ def _index_hit(entry: tuple[str, dict[Path, Any], bool], index: Any) -> SessionR
     hit = index.hit(path, st, None, FIELDS)
     if hit is None:
         return None
-    ref = fill(SessionRef(format=NAME, id=os.path.basename(path)[:-6], path=path, size=st.st_size,
-                          updated=st.st_mtime), hit)
+    ref = stored_ref(hit, format=NAME, id=os.path.basename(path)[:-6], path=path, size=st.st_size,
+                     updated=st.st_mtime)
     _count_agents(ref, path, legacy, nested)
     return ref
 

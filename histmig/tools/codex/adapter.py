@@ -155,12 +155,9 @@ def _ref_fields(ref: SessionRef) -> dict:
 
 
 def _cached_ref(path: Path, st, fields: dict, archived: bool) -> SessionRef:
-    from histmig.core.model import SessionRef
-    from histmig.core.scanindex import fill
-    ref = fill(SessionRef(format=NAME, id=fields["id"], path=path, archived=archived, compressed=is_zst(path)),
-               fields)
-    ref.size, ref.updated = st.st_size, st.st_mtime
-    return ref
+    from histmig.core.model import stored_ref
+    return stored_ref(fields, format=NAME, path=path, archived=archived, compressed=is_zst(path),
+                      size=st.st_size, updated=st.st_mtime)
 
 
 # ---- reading a whole session ---------------------------------------------------------------

@@ -210,8 +210,9 @@ def _index_hit(entry: tuple[str, str | None], index: Any) -> SessionRef | None:
 def _indexed(path: str | Path, cwd: str | None, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
     """``scanindex.indexed`` for a Gemini session (its record kept per file and cwd): ``(ref or None, stat)``."""
     from histmig.core.scanindex import indexed
-    return indexed(index, path, cwd, FIELDS, lambda st: SessionRef(
-        format=NAME, id="", path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))
+    from histmig.core.model import stored_ref
+    return indexed(index, path, cwd, FIELDS, lambda st, fields: stored_ref(
+        fields, format=NAME, path=path, cwd=cwd, size=st.st_size, updated=st.st_mtime))
 
 
 FIELDS = ("id", "created", "title", "messages", "state", "error", "extra")

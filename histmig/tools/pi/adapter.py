@@ -196,8 +196,9 @@ def _index_hit(path: Path, index: Any) -> SessionRef | None:
 def _indexed(path: Path, index: Any) -> tuple[SessionRef | None, os.stat_result | None]:
     """``scanindex.indexed`` for a Pi session: ``(ref or None, stat)``."""
     from histmig.core.scanindex import indexed
-    return indexed(index, path, None, FIELDS, lambda st: SessionRef(
-        format=NAME, id="", path=path, size=st.st_size, updated=st.st_mtime))
+    from histmig.core.model import stored_ref
+    return indexed(index, path, None, FIELDS, lambda st, fields: stored_ref(
+        fields, format=NAME, path=path, size=st.st_size, updated=st.st_mtime))
 
 
 def _ends(path: Path, size: int) -> tuple[list[Line], list[Line], bool]:

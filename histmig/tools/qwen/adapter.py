@@ -242,13 +242,12 @@ def _index_hit(path: str, index: Any) -> SessionRef | None:
     hit = index.hit(key, st, None, FIELDS)
     if hit is None:
         return None
-    from histmig.core.scanindex import fill
+    from histmig.core.model import stored_ref
     # (``chat_files``' names: ``<uuid>.jsonl`` under ``chats`` or ``chats/archive``; the name and folder
     # from the path's text, not two more Path objects per warm row)
     folder, _, name = key.rpartition(os.sep)
-    ref = SessionRef(format=NAME, id=name[:-6], path=path, archived=folder.rpartition(os.sep)[2] == "archive",
-                     size=st.st_size, updated=st.st_mtime)
-    return fill(ref, hit)
+    return stored_ref(hit, format=NAME, id=name[:-6], path=path, archived=folder.rpartition(os.sep)[2] == "archive",
+                      size=st.st_size, updated=st.st_mtime)
 
 
 FIELDS = ("cwd", "created", "title", "messages", "state", "error")
