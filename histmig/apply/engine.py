@@ -26,7 +26,8 @@ from histmig.apply.tree import create, delete, mkdir, rename, rmdir, set_dir_tim
 from histmig.core.diagnostics import (HistmigError, RefusedError, Skip,
                                  UnfinishedTransactionError, Warning)
 from histmig.core.homes import Homes
-from histmig.apply.journal import Journal, check_no_unfinished, new_txid, read_records, transactions, tx_root
+from histmig.apply.journal import (Journal, check_no_unfinished, new_txid, read_records, tx_root, tx_state,
+                                   unfinished_transactions)
 from histmig.core.locks import GlobalLock, ensure_private_dir
 
 
@@ -365,26 +366,26 @@ def recover(homes: Homes) -> RecoverResult:
     res = RecoverResult()
     with GlobalLock(homes.state):
         fs = fsio.current()
-        for tx in transactions(homes):
-            if not tx.unfinished:
-                continue
-            folder = tx_root(homes.state) / tx.txid
+        # the unfinished ones by their state records alone: a finished journal is not parsed
+        for txid in unfinished_transactions(homes.state):
+            folder = tx_root(homes.state) / txid
+            state = tx_state(folder)
             _release_reserve(folder)
-            how = rollback.Undo(strict=tx.state == "undoing")
+            how = rollback.Undo(strict=state == "undoing")
             try:
-                _recover_tx(fs, folder, tx.state, how)
+                _recover_tx(fs, folder, state, how)
             except (OSError, HistmigError) as e:
                 where = os.fsdecode(getattr(e, "filename", None) or getattr(e, "path", None) or "")
                 raise UnfinishedTransactionError(
-                    f"{_cause(e)}; transaction {tx.txid} is not recovered yet: fix the cause and run "
+                    f"{_cause(e)}; transaction {txid} is not recovered yet: fix the cause and run "
                     f"histmig recover again", path=where.removesuffix(" (temp)") or None) from None
-            res.txids.append(tx.txid)
+            res.txids.append(txid)
             res.restored.extend(how.restored)
             res.warnings.extend(how.warnings)
             res.warnings.extend(Warning(s.code if s.code in _NAMED else "not-restored", s.reason, s.path)
                                 for s in how.skips)
-            if any(s.code in _NAMED for s in how.skips) or (how.skips and tx.state != "undoing"):
-                res.incomplete.append(tx.txid)     # a rollback that left a file changed is not a success
+            if any(s.code in _NAMED for s in how.skips) or (how.skips and state != "undoing"):
+                res.incomplete.append(txid)     # a rollback that left a file changed is not a success
     return res
 
 

@@ -28,7 +28,7 @@ import orjson
 
 from histmig.apply import fsio
 from histmig.core.diagnostics import RefusedError, UsageError
-from histmig.apply.journal import JOURNAL, Journal, tx_root, tx_state
+from histmig.apply.journal import JOURNAL, Journal, begin_head, tx_root, tx_state
 from histmig.core.locks import GlobalLock
 
 DEFAULT_OLDER_THAN = "30d"
@@ -116,32 +116,29 @@ def backup_size(folder: Path) -> Backups:
 
 
 def gc_record(folder: Path) -> dict | None:
-    """The transaction's ``gc`` record (when its backups were removed), or None."""
+    """The transaction's last ``gc`` record (when its backups were removed), or None. Read a line at a
+    time, only lines starting with that kind parsed (``histmig log`` asks of every transaction; a
+    journal can be tens of MB). A line without its newline is not one (a torn append)."""
+    needle = b'{"kind":"' + GC_RECORD.encode() + b'"'
+    found = None
     try:
-        data = (Path(folder) / JOURNAL).read_bytes()
+        fh = open(Path(folder) / JOURNAL, "rb")
     except FileNotFoundError:
         return None
-    needle = b'{"kind":"' + GC_RECORD.encode() + b'"'
-    i = data.rfind(needle)
-    while i >= 0:
-        nl = data.find(b"\n", i)
-        if (i == 0 or data[i - 1:i] == b"\n") and nl >= 0:
-            try:
-                return orjson.loads(data[i:nl])
-            except orjson.JSONDecodeError:
-                pass
-        i = data.rfind(needle, 0, i)
-    return None
+    with fh:
+        for line in fh:
+            if line.startswith(needle) and line.endswith(b"\n"):
+                try:
+                    found = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    pass
+    return found
 
 
 def _op(folder: Path) -> str:
-    """The op of the ``begin`` record (the journal's first line), without reading the rest."""
-    try:
-        with open(Path(folder) / JOURNAL, "rb") as fh:
-            first = orjson.loads(fh.readline())
-        return first.get("op", "") if first.get("kind") == "begin" else ""
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return ""
+    """The op of the ``begin`` record (its first bytes, not the plan's operations)."""
+    op = begin_head(folder).get("op", "")
+    return op if isinstance(op, str) else ""
 
 
 # ---- choosing and collecting ----------------------------------------------------------------

@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-import orjson
-
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
-from histmig.apply.journal import TAKEN_BACK, LazyRows, iter_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import TAKEN_BACK, LazyRows, begin_head, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo import files as uf
 from histmig.verbs.undo.ahead import forks, replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
@@ -86,23 +84,16 @@ def _inside(folder: Path, roots: list | None) -> bool:
     every home: one shared home is enough); a journal without roots counts as inside."""
     if roots is None:
         return True
-    with open(folder / "journal.jsonl", "rb") as fh:
-        first = fh.readline()
-    try:
-        recorded = orjson.loads(first).get("roots") or []
-    except orjson.JSONDecodeError:
+    begin = begin_head(folder)
+    if not begin:
         return True
+    recorded = begin.get("roots") or []
     mine = [os.fspath(r) for r in roots]
     return not recorded or any(r == m or r.startswith(m.rstrip(os.sep) + os.sep) for r in recorded for m in mine)
 
 
 def _op(folder: Path) -> str:
-    with open(folder / "journal.jsonl", "rb") as fh:
-        first = fh.readline()
-    try:
-        return orjson.loads(first).get("op", "")
-    except orjson.JSONDecodeError:
-        return ""
+    return begin_head(folder).get("op", "")
 
 
 def check_undoable(folder: Path, records: list[dict]) -> dict:
