@@ -347,3 +347,30 @@ def test_a_record_whose_items_fail_part_way_is_torn_and_the_next_one_reads(tmp_p
     finally:
         j.close()
     assert [r["kind"] for r in journal.read_records(j.folder)] == ["rolled-back"]
+
+
+def test_the_later_transactions_are_read_a_record_at_a_time_and_say_the_same(tmp_path, monkeypatch):
+    """Undo of an older transaction reads what each later one touched one record at a time, its rows
+    left in the file (``history._light_records``), never its journal parsed whole; what it finds is
+    what the whole parse found."""
+    from histmig.apply.journal import read_records, tx_root
+    from histmig.verbs.undo import history
+    state = tmp_path / "state"
+    root = tx_root(state)
+    rows = _rows(30_000)                          # a 4 MB line: its rows left in the file
+    _journal_with(root / "20261205T000002.000000Z-000002", rows)
+    mine = root / "20261205T000001.000000Z-000001"
+    mine.mkdir(parents=True)
+    (mine / journal.JOURNAL).write_bytes(b'{"kind":"begin","t":0}\n')
+    later = root / "20261205T000002.000000Z-000002" / journal.JOURNAL
+    data = later.read_bytes().replace(b'{"kind":"commit"', b'{"kind":"intent","t":1,"n":1,"method":"replace",'
+                                      b'"path":"/h/a","dst":"/h/b"}\n{"kind":"done","t":1,"n":0}\n'
+                                      b'{"kind":"done","t":1,"n":1}\n{"kind":"commit"')
+    later.write_bytes(data.replace(b'{"kind":"begin","t":0}', b'{"kind":"begin","t":0,"op":"flip","ops":[1]}'))
+    whole = history.Later()
+    history._add_touches(whole, read_records(later.parent), "20261205T000002.000000Z-000002 (flip)")
+    monkeypatch.setattr(journal, "read_records", lambda *a: (_ for _ in ()).throw(AssertionError("read whole")))
+    monkeypatch.setattr(history, "read_records", journal.read_records, raising=False)
+    found = history.load(state, mine.name, [])
+    assert found.later == whole and len(found.later.rows) == 30_000 and found.later.paths == {
+        "/h/a": "20261205T000002.000000Z-000002 (flip)", "/h/b": "20261205T000002.000000Z-000002 (flip)"}
