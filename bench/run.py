@@ -381,6 +381,9 @@ print(n)
     hashed = Row("`move --apply`",
                  "read + sha256 of old and new bytes + temp + `syncfs` + rename of the files it rewrites (Python)")
     undo = Row("`undo` of that move", "the move's own apply")
+    # histmig log of that move's transaction (a journal of tens of MB at 8,000 sessions, read a record
+    # at a time: docs/safety.md) against reading the state dir's journals
+    log = Row("`log --json` after that move", "`cat` of the state dir's journals")
     listing = b.work / "move-files.txt"
     listing.write_text("\n".join(rewritten(b, src / "home", ["move", old, new])) + "\n")
     stage, in_copy = b.work / "move-stage", b.work / "move-files-in-copy.txt"    # (rewritten in b.fresh's copy)
@@ -397,11 +400,13 @@ print(n)
         shutil.rmtree(out, ignore_errors=True)
         a = b.run(b.hm + ["move", old, new, "--apply"], fresh)
         apply.add(a, b.run([sys.executable, "-c", COPY_LISTED, str(listing), str(out)], fresh))
+        log.add(b.run(b.hm + ["log", "--json"], fresh),
+                b.run(f"cat '{fresh.parent}'/state/tx/*/journal.jsonl > /dev/null", fresh, shell=True))
         undo.add(b.run(b.hm + ["undo"], fresh), a)
         fresh = b.fresh(src, "move")
         shutil.rmtree(stage, ignore_errors=True)
         hashed.add(a, b.run([sys.executable, str(HERE / "rewrite_floor.py"), str(in_copy), str(stage)], fresh))
-    return [dry, parsed, apply, hashed, undo]
+    return [dry, parsed, apply, hashed, undo, log]
 
 
 def bench_qwen(b: Bench, trees: dict[str, Path], pairs: int) -> list[Row]:
