@@ -94,15 +94,24 @@ _RECORD = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(records=st.lists(_RECORD, max_size=14), torn_at=st.none() | st.integers(0, 20))
-def test_tx_info_agrees_with_every_record_parsed_at_once(tmp_path_factory, records, torn_at):
+@given(records=st.lists(_RECORD, max_size=14), torn=st.lists(st.integers(0, 20), max_size=2),
+       unended=st.booleans(), long_at=st.none() | st.integers(0, 20))
+def test_tx_info_agrees_with_every_record_parsed_at_once(tmp_path_factory, records, torn, unended, long_at):
+    """Torn lines anywhere (the next append starts a new line), a whole last record without its
+    newline, a database intent of over 1 MiB (its rows left in the file)."""
     from histmig.apply.journal import tx_info
     folder = tmp_path_factory.mktemp("tx")
+    if long_at is not None:
+        rows = [{"kind": "update", "table": "threads", "key": {"id": f"t{i}"}} for i in range(25_000)]
+        records = records[:long_at] + [{"kind": "intent", "n": 9, "method": "sql", "path": "/h/db", "rows": rows},
+                                       {"kind": "done", "n": 9}] + records[long_at:]
     lines = [orjson.dumps({**r, "t": i}) + b"\n" for i, r in enumerate(records)]
-    if torn_at is not None and lines:
-        i = torn_at % len(lines)
-        lines = lines[:i] + [lines[i][: max(1, len(lines[i]) // 2)]]
-    (folder / JOURNAL).write_bytes(b"".join(lines))
+    for t in torn:
+        if lines:
+            i = t % len(lines)
+            lines[i] = lines[i][: max(1, len(lines[i]) // 2)] + b"\n"
+    data = b"".join(lines)
+    (folder / JOURNAL).write_bytes(data[:-1] if unended and data else data)
     assert tx_info(folder) == _tx_info_of_every_record(folder)
 
 
@@ -197,3 +206,17 @@ def test_recover_parses_no_finished_journal(isolated_homes, monkeypatch):
     monkeypatch.setattr(journal, "iter_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed")))
     monkeypatch.setattr(journal, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed")))
     assert recover(homes).nothing
+
+
+def test_begin_head_reads_past_its_first_chunk_and_tries_the_next_cut(tmp_path):
+    """An undo's ``begin`` holds every unit in ``args`` (past 64 KiB), and an ``"ops"`` key nested in
+    them comes first: the head is still the record without its operations; CRLF is white space."""
+    from histmig.apply.journal import begin_head
+    rec = {"kind": "begin", "t": 1, "op": "undo",
+           "args": {"units": [[[f"s{i}"], [i]] for i in range(20_000)], "more": {"a": 1, "ops": [2]}}, "roots": ["/h"]}
+    line = orjson.dumps(rec)[:-1] + b',"ops":[' + b",".join(orjson.dumps({"kind": "write", "n": i})
+                                                            for i in range(100)) + b"]}"
+    assert len(line) > 3 * (1 << 16)
+    for end in (b"\n", b"\r\n"):
+        (tmp_path / JOURNAL).write_bytes(line + end + orjson.dumps({"kind": "commit"}) + end)
+        assert begin_head(tmp_path) == rec

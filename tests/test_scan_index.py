@@ -482,3 +482,12 @@ def test_a_command_run_in_this_process_freezes_nothing(sample_home):
     with pytest.raises(SystemExit) as ran:
         main(["-q", "scan", "--json"])
     assert ran.value.code == 0 and gc.get_freeze_count() == before
+
+
+def test_a_process_running_one_command_freezes_what_its_start_up_imported(isolated_homes):
+    """``histmig`` as a process of its own (``main()``, argv None): the start-up's objects are frozen."""
+    code = ("import gc, sys\nfrom histmig.cli import main\nsys.argv = ['histmig', '--version']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.get_freeze_count())")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.split()[-1]) > 1000

@@ -350,30 +350,21 @@ class TxInfo:
 
 
 _OPS = b',"ops":['
-_HEAD = 1 << 16
+_CHUNK = 1 << 16
 
 
 def begin_head(folder: Path) -> dict[str, Any]:
     """The ``begin`` record (the journal's first line) without its ``ops``, or ``{}``: its op, args,
     argv and roots, which ``undo`` and ``gc`` ask of every finished transaction, without parsing the
     operations of the whole plan (megabytes at 8,000 sessions). ``ops`` is that record's last key
-    (:meth:`Journal.append_stream`), so the line is cut at ``,"ops":[`` and closed: the marker cannot
-    occur inside a JSON string (its quote would be escaped), and a cut inside a nested value leaves
-    two objects open, which does not parse; then the line is parsed whole."""
+    (:meth:`Journal.append_stream`), so the line is read up to ``,"ops":[`` and closed there: the
+    marker cannot occur inside a JSON string (its quote would be escaped), and a cut inside a nested
+    value leaves two objects open, which does not parse, so the next marker is tried; a line without
+    one is parsed whole. Asked of a finished transaction, whose ``begin`` is whole (fsynced before any
+    step): a line torn inside its operations still gives its head here."""
     try:
         with open(Path(folder) / JOURNAL, "rb") as fh:
-            head = fh.read(_HEAD)
-            end = head.find(b"\n")
-            at = head.find(_OPS, 0, len(head) if end < 0 else end)
-            rec = None
-            if at > 0:
-                try:
-                    rec = orjson.loads(head[:at] + b"}")
-                except orjson.JSONDecodeError:
-                    rec = None
-            if rec is None:
-                fh.seek(0)
-                rec = orjson.loads(fh.readline())
+            rec = _head_before_ops(fh)
     except (OSError, orjson.JSONDecodeError):
         return {}
     if not isinstance(rec, dict) or rec.get("kind") != "begin":
@@ -382,10 +373,31 @@ def begin_head(folder: Path) -> dict[str, Any]:
     return rec
 
 
+def _head_before_ops(fh) -> Any:
+    """The first line parsed up to its top-level ``ops`` list (see :func:`begin_head`), read a chunk at
+    a time: an undo's ``begin`` holds its units in ``args``, past the first chunk."""
+    head, searched = bytearray(), 0
+    while True:
+        chunk = fh.read(_CHUNK)
+        head += chunk
+        end = head.find(b"\n", searched)
+        stop = len(head) if end < 0 else end
+        # (a marker across the last chunk's end is found now; one wholly before it was tried then)
+        at = head.find(_OPS, max(0, searched - len(_OPS) + 1), stop)
+        while at >= 0:
+            try:
+                return orjson.loads(head[:at] + b"}")
+            except orjson.JSONDecodeError:
+                at = head.find(_OPS, at + 1, stop)
+        if end >= 0 or not chunk:
+            return orjson.loads(head[:stop])          # no top-level ops: the line as it is
+        searched = len(head)
+
+
 def tx_info(folder: Path) -> TxInfo:
     """What ``histmig log`` shows of a transaction, reading its journal one record at a time and
     keeping only that (a move of 8,000 sessions journals 37 MB, which parsed whole was 166 MB:
-    docs/safety.md, "What `log`, `gc`, `recover` and undo's choice read"). The same as
+    docs/safety.md, "Undo", the paragraph on what `log`, `gc`, `recover` and undo's choice read). The same as
     :func:`state_of` and :func:`done_ns` of every record; ``paths``: the files of the finished
     operations, each once, in the order of the first finished intent of each."""
     begin: dict[str, Any] | None = None
@@ -400,7 +412,8 @@ def tx_info(folder: Path) -> TxInfo:
             if begin is None:
                 begin = {"op": r.get("op", ""), "argv": r.get("argv", []), "t": r.get("t", 0)}
         elif kind == "intent":
-            intents.append((r["n"], r["path"]))
+            if isinstance(r.get("path"), str):       # (every intent names its path; a damaged one is not listed)
+                intents.append((r.get("n"), r["path"]))
         elif kind == "done":
             done.add(r["n"])
         elif kind == TAKEN_BACK:

@@ -132,10 +132,11 @@ def cli(ctx, home, state_dir, quiet, verbose, **tool_homes):
 
 def main(argv: list[str] | None = None) -> None:
     if argv is None:
-        # A process that runs one command: what its imports made lives until it exits, so the cyclic
-        # collector stops walking it (a warm scan of 8,000 sessions spent 15 ms in one full collection
-        # of it; docs/bench.md, "Scaling"). Not for a caller running commands in its own process
-        # (the tests): what it froze would never be collected.
+        # A process that runs one command: what its start-up imported (click, the command table, the
+        # tool table) lives until it exits, so the cyclic collector stops walking it (a warm scan of
+        # 8,000 sessions spent 15 ms in one full collection of it; docs/bench.md, the run 23
+        # paragraph). Not for a caller running commands in its own process (the tests): what it froze
+        # would never be collected.
         import gc
         gc.freeze()
     sys.exit(run_guarded(cli, argv))

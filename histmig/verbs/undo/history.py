@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from histmig.apply.journal import JOURNAL, done_ns, iter_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import JOURNAL, begin_head, done_ns, iter_records, tx_root, tx_state, txid_sort_key
 from histmig.verbs.undo.coverage import Covered, reverted_by_journal
 
 LIVE = ("committed", "partly-undone")
@@ -67,24 +67,24 @@ def load(state_dir: Path, txid: str, own: list[dict[str, Any]]) -> History:
         if txid_sort_key(entry.name) <= me or not (Path(entry.path) / JOURNAL).exists():
             continue        # only later transactions change what this one left, or undo it
         state = tx_state(Path(entry.path))
-        recs = _light_records(Path(entry.path))
-        begin = next((r for r in recs if r["kind"] == "begin"), {})
+        begin = begin_head(Path(entry.path))
         if begin.get("op") == "undo":
             # an undo whose mark was lost (a crash before ``undo-by``): what its own journal says
             # it finished (verbs/undo/coverage.py)
             args = begin.get("args") or {}
             if state == "committed" and args.get("of") == txid and entry.name not in marked:
-                covered.add(reverted_by_journal(args, recs))
+                covered.add(reverted_by_journal(args, _light_records(Path(entry.path))))
             continue
-        if state in LIVE:
-            _add_touches(later, recs, f"{entry.name} ({begin.get('op', '?')})")
+        if state in LIVE:          # (a rolled-back or undone one changed nothing that stays: not read)
+            _add_touches(later, _light_records(Path(entry.path)), f"{entry.name} ({begin.get('op', '?')})")
     return History(covered, later)
 
 
 # what this module and coverage.py read of a later transaction's records: never the whole
 # journal parsed (a move of 8,000 sessions journals 37 MB, 150 MB as objects), but one record at a
-# time cut to these keys, a database intent's rows left in the file (``LazyRows``: read under the
-# global lock, as ``load`` is) and ``begin`` without its list of operations
+# time cut to these keys, a long database intent's rows left in the file (``LazyRows``, for a line of
+# 1 MiB or more: read under the global lock, as ``load`` is) and ``begin`` without its list of
+# operations (parsed, then dropped)
 _KEPT = ("kind", "n", "method", "path", "dst", "ops", "rows", "txid")
 
 
