@@ -270,13 +270,14 @@ class SessionRef:
         self.extra = {} if extra is FACTORY else extra
 
     def to_dict(self) -> dict[str, Any]:
-        own = self.__dict__     # every field is there (``title`` and ``path`` too, behind their properties):
-        state, extra = own["state"], own["extra"]     # one dict look-up each (scan --json: every row)
+        # every field is in __dict__ (``title`` and ``path`` too, behind their properties): one look-up
+        # each, no property call (scan --json: every row)
+        own = self.__dict__
         d = {"tool": own["format"], "id": own["id"], "path": os.fspath(own["path"]), "cwd": own["cwd"],
              "provider": own["provider"], "updated": own["updated"], "created": own["created"],
-             "title": own["title"], "messages": own["messages"], "size": own["size"],
-             "state": ", ".join(state) if state else ("error" if own["error"] else "ok"),
+             "title": own["title"], "messages": own["messages"], "size": own["size"], "state": self.state_text(),
              "archived": own["archived"], "compressed": own["compressed"], "error": own["error"]}
+        extra = own["extra"]
         if extra:
             d["extra"] = extra
         return d
@@ -322,11 +323,12 @@ def _set_path(ref: SessionRef, path: Path | str) -> None:
 SessionRef.path = property(_get_path, _set_path)  # type: ignore[assignment]
 
 
-# Every field of a ref with its default, in field order (``state`` and ``extra``: None here, a fresh
-# list and dict in each ref made by :func:`stored_ref`).
-_REF_DEFAULTS = {"format": "", "id": "", "path": "", "cwd": None, "provider": None, "updated": None,
-                 "created": None, "title": None, "messages": None, "size": 0, "state": None, "error": None,
-                 "archived": False, "compressed": False, "extra": None}
+# Every field of a ref with its default, in field order, from the class itself (the three it requires:
+# ""; ``state`` and ``extra``, made by a factory: None here, a fresh list and dict in each ref made by
+# :func:`stored_ref`).
+_REF_DEFAULTS = {f.name: None if f.default_factory is not dataclasses.MISSING
+                 else "" if f.default is dataclasses.MISSING else f.default
+                 for f in dataclasses.fields(SessionRef)}
 _new_ref = SessionRef.__new__
 
 
