@@ -202,7 +202,7 @@ def test_a_second_undo_after_a_partial_one_finishes_an_apply_that_took_a_session
     files = session_files(h, 5)
     plan = _patches(h, files, in_place=False)
     for op, sid in zip(plan.operations, ["s1", "s1", "s2", "s2", "s3"]):
-        op.__dict__["session"] = {"tool": "review", "id": sid}
+        object.__setattr__(op, "session", {"tool": "review", "id": sid})
     before = tree(h.codex)
     fs, fired = changes_at_last_check(files[3])
     with fsio.using(fs):

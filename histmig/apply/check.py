@@ -23,7 +23,7 @@ from typing import Mapping
 from histmig.apply import fsio
 from histmig.apply.content import digest
 from histmig.apply.guards import LiveProbe, default_guards
-from histmig.apply.options import ApplyOptions, Prepared
+from histmig.apply.options import ApplyOptions, Prepared, Stat
 from histmig.apply.ranges import prefix_intact, sha_range
 from histmig.apply.skipping import (check_active, check_sessions, check_sql, check_writers,
                                     propagate_session_skips, mark_skip)
@@ -213,7 +213,7 @@ def _stale_skip(n: int, op: Op, roots: dict[str, str], e: Stale) -> Prepared:
     prep = Prepared(n, op, method, real, skip=Skip(path, reason, e.code))
     if method == "replace" and e.code in ("grew", "changed"):
         try:
-            prep.st = os.lstat(real)
+            prep.st = Stat(os.lstat(real))
         except OSError:
             pass
     return prep
@@ -311,7 +311,7 @@ def _prepare_existing(n, op, path, fp, roots, method) -> Prepared:
     if why:
         raise Stale(f"{path}: {why}", _why_code(why))
     base, _ = root_of(path, roots)
-    return Prepared(n, op, method, real_target(path, roots), base, st=st)
+    return Prepared(n, op, method, real_target(path, roots), base, st=Stat(st))
 
 
 def _prepare_rename(n, op: Rename, roots, dsts) -> Prepared:
@@ -392,7 +392,7 @@ def _prepare_write(n, op: WriteFile, roots, opts) -> Prepared:
         os.close(dfd)
     try:
         st = os.fstat(src)
-        prep.st = st
+        prep.st = Stat(st)
         if not stat.S_ISREG(st.st_mode):
             return mark_skip(prep, "not a regular file")
         if st.st_nlink > 1 and not opts.break_hardlinks:

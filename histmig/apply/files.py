@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from histmig.apply import fsio
 from histmig.apply.ranges import prefix_intact, read_range, sha_range
 from histmig.apply.content import Window, digest
-from histmig.apply.options import ApplyOptions, ApplyResult, Prepared
+from histmig.apply.options import ApplyOptions, ApplyResult, Prepared, Stat
 from histmig.core.diagnostics import Skip, Warning
 from histmig.apply.journal import Journal
 from histmig.core.plan import b64
@@ -105,7 +105,7 @@ def changed_since_check(ctx: Ctx, prep: Prepared, st: os.stat_result, src: int):
 
 
 def _refresh(ctx: Ctx, prep: Prepared, src: int) -> None:
-    prep.st = os.fstat(src)
+    prep.st = Stat(os.fstat(src))
     prep.pre_sha, prep.post_sha, prep.post_size = digest(prep, src, prep.st.st_size, ctx.opts)
 
 

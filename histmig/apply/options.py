@@ -82,6 +82,19 @@ class RecoverResult:
 NO_PATCHES = PatchList()
 
 
+class Stat:
+    """The fields of an ``os.stat_result`` the write path reads, kept for every operation until the
+    commit: an ``os.stat_result`` is ~650 bytes with its float times (~4.7 MB for a flip of 7,200
+    files), this a third of that (docs/bench.md, "Scaling")."""
+
+    __slots__ = ("st_mode", "st_ino", "st_dev", "st_nlink", "st_uid", "st_gid", "st_size",
+                 "st_atime_ns", "st_mtime_ns", "st_ctime_ns")
+
+    def __init__(self, st: os.stat_result) -> None:
+        for name in Stat.__slots__:
+            setattr(self, name, getattr(st, name))
+
+
 @dataclass(slots=True)
 class Prepared:
     """One operation after precheck: where it writes and what the file looked like."""
@@ -91,7 +104,7 @@ class Prepared:
     method: str                  # replace | inplace | create | rename | delete | sql
     path: str                    # the path written (a followed symlink's target)
     root: str = ""               # real path of the root it lies under
-    st: os.stat_result | None = None
+    st: Stat | None = None
     pre_sha: str | None = None
     base_size: int = 0           # bytes of the original the patches cover; beyond it: appended tail
     patches: PatchList = field(default_factory=lambda: NO_PATCHES)   # a file rewrite's are its op's (check.py)

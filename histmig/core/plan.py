@@ -22,7 +22,7 @@ import orjson
 
 from histmig.core.diagnostics import RefusedError, Skip, Warning
 from histmig.core.patches import Patch, PatchList, b64, compact, patch_list, unb64  # noqa: F401 (re-exported)
-from histmig.core.valueclass import FACTORY, value
+from histmig.core.valueclass import FACTORY, set_fields, value
 
 PLAN_SCHEMA = "histmig-plan/1"
 
@@ -92,7 +92,7 @@ class Fingerprint:
         return cls(**d)
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class Op:
     """Base of every operation. ``session`` names the session the op belongs to
     (``{"tool": "codex", "id": "<thread id>"}``) so apply can check that tool's live-session
@@ -139,7 +139,7 @@ def _encode(value: Any) -> Any:
     return value
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class WriteFile(Op):
     """Rewrite an existing file: apply ``patches`` (preferred) or replace with ``new_bytes``.
 
@@ -169,16 +169,16 @@ class WriteFile(Op):
                  compression: str | None = None, level: int = 3, in_place_ok: bool = False,
                  session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None,
                  restore_from: tuple[str, str, int] | None = None) -> None:
-        self.__dict__.update(path=path, expect=expect, patches=patch_list(patches), new_bytes=new_bytes, compression=compression,
-                             level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
-                             restore_from=restore_from)
+        set_fields(self, path=path, expect=expect, patches=patch_list(patches), new_bytes=new_bytes, compression=compression,
+                         level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
+                         restore_from=restore_from)
 
     def describe(self) -> str:
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"
         return f"rewrite {self.path} ({what}{', ' + self.reason if self.reason else ''})"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class CreateFile(Op):
     """Create a new file (parents created as needed, recorded so undo removes them).
     Refuses if the path exists. ``mtime_ns`` None means "now". ``dir_mode`` is the mode of the
@@ -202,8 +202,8 @@ class CreateFile(Op):
     def __init__(self, path: str, data: bytes, mode: int = 0o600, mtime_ns: int | None = None,
                  session: dict[str, str] | None = None, reason: str = "", dir_mode: int | None = None,
                  data_path: str | None = None, sha256: str | None = None, size: int | None = None) -> None:
-        self.__dict__.update(path=path, data=data, mode=mode, mtime_ns=mtime_ns, session=session, reason=reason,
-                             dir_mode=dir_mode, data_path=data_path, sha256=sha256, size=size)
+        set_fields(self, path=path, data=data, mode=mode, mtime_ns=mtime_ns, session=session, reason=reason,
+                         dir_mode=dir_mode, data_path=data_path, sha256=sha256, size=size)
 
     @property
     def nbytes(self) -> int:
@@ -217,7 +217,7 @@ class CreateFile(Op):
         return f"create {self.path} ({self.nbytes} bytes{', ' + self.reason if self.reason else ''})"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class Rename(Op):
     """Rename a file or folder. Never replaces anything: an existing target (even an empty
     folder) makes apply refuse."""
@@ -231,7 +231,7 @@ class Rename(Op):
 
     def __init__(self, src: str, dst: str, expect: Fingerprint, session: dict[str, str] | None = None,
                  reason: str = "") -> None:
-        self.__dict__.update(src=src, dst=dst, expect=expect, session=session, reason=reason)
+        set_fields(self, src=src, dst=dst, expect=expect, session=session, reason=reason)
 
     def describe(self) -> str:
         return f"rename {self.src} -> {self.dst}"
@@ -240,7 +240,7 @@ class Rename(Op):
         return [self.src, self.dst]
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class Delete(Op):
     """Delete a file (apply keeps a copy: undo puts it back)."""
 
@@ -251,13 +251,13 @@ class Delete(Op):
     reason: str = ""
 
     def __init__(self, path: str, expect: Fingerprint, session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(path=path, expect=expect, session=session, reason=reason)
+        set_fields(self, path=path, expect=expect, session=session, reason=reason)
 
     def describe(self) -> str:
         return f"delete {self.path}"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class RmDir(Op):
     """Remove a folder that is empty when the operation runs (a project folder emptied by the
     renames before it). A folder that is not empty then is left alone and reported, never
@@ -270,13 +270,13 @@ class RmDir(Op):
     reason: str = ""
 
     def __init__(self, path: str, expect: Fingerprint, session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(path=path, expect=expect, session=session, reason=reason)
+        set_fields(self, path=path, expect=expect, session=session, reason=reason)
 
     def describe(self) -> str:
         return f"remove empty folder {self.path}"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class MkDir(Op):
     """Create a folder with exactly ``mode``; its times are set once the whole plan ran (moving
     entries into it would bump them). Undo's inverse of :class:`RmDir`. Refused if the path exists."""
@@ -291,14 +291,14 @@ class MkDir(Op):
 
     def __init__(self, path: str, mode: int = 0o700, mtime_ns: int | None = None, atime_ns: int | None = None,
                  session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(path=path, mode=mode, mtime_ns=mtime_ns, atime_ns=atime_ns, session=session,
-                             reason=reason)
+        set_fields(self, path=path, mode=mode, mtime_ns=mtime_ns, atime_ns=atime_ns, session=session,
+                         reason=reason)
 
     def describe(self) -> str:
         return f"create folder {self.path}"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class SqlUpdate(Op):
     """``UPDATE table SET <set> WHERE <key>``, refused unless the row still holds ``expect``
     (old values of every column in ``set``)."""
@@ -314,7 +314,7 @@ class SqlUpdate(Op):
 
     def __init__(self, db: str, table: str, key: dict[str, Any], set: dict[str, Any], expect: dict[str, Any],
                  session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(db=db, table=table, key=key, set=set, expect=expect, session=session, reason=reason)
+        set_fields(self, db=db, table=table, key=key, set=set, expect=expect, session=session, reason=reason)
 
     def describe(self) -> str:
         cols = ", ".join(f"{k}={v!r}" for k, v in self.set.items())
@@ -322,7 +322,7 @@ class SqlUpdate(Op):
         return f"update {Path(self.db).name} {self.table} [{keys}]: {cols}"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class SqlShift(Op):
     """Move the byte-offset ``columns`` of every row matching ``where`` by ``edits`` (histmig/core/shift.py:
     ``[(offset of the edit in the original file, length delta)]``), refused unless those rows still hold
@@ -344,9 +344,9 @@ class SqlShift(Op):
     def __init__(self, db: str, table: str, where: dict[str, Any], order: tuple[str, ...], columns: tuple[str, ...],
                  edits: tuple[tuple[int, int], ...], expect: dict[str, Any], session: dict[str, str] | None = None,
                  reason: str = "") -> None:
-        self.__dict__.update(db=db, table=table, where=where, order=tuple(order), columns=tuple(columns),
-                             edits=tuple((int(a), int(d)) for a, d in edits), expect=expect, session=session,
-                             reason=reason)
+        set_fields(self, db=db, table=table, where=where, order=tuple(order), columns=tuple(columns),
+                         edits=tuple((int(a), int(d)) for a, d in edits), expect=expect, session=session,
+                         reason=reason)
 
     @property
     def rows(self) -> int:
@@ -358,7 +358,7 @@ class SqlShift(Op):
                 f"by {len(self.edits)} edit(s)")
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class SqlInsert(Op):
     """Insert one row; refused if a row with the same ``key`` columns exists."""
 
@@ -372,13 +372,13 @@ class SqlInsert(Op):
 
     def __init__(self, db: str, table: str, row: dict[str, Any], key: tuple[str, ...] = ("id",),
                  session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(db=db, table=table, row=row, key=key, session=session, reason=reason)
+        set_fields(self, db=db, table=table, row=row, key=key, session=session, reason=reason)
 
     def describe(self) -> str:
         return f"insert into {Path(self.db).name} {self.table} ({', '.join(f'{k}={self.row[k]!r}' for k in self.key)})"
 
 
-@value(frozen=True)
+@value(frozen=True, slots=True)
 class SqlDelete(Op):
     """Delete the rows matching ``where`` (apply journals them so undo re-inserts them).
     ``expect_count`` guards against a changed table."""
@@ -393,8 +393,8 @@ class SqlDelete(Op):
 
     def __init__(self, db: str, table: str, where: dict[str, Any], expect_count: int,
                  session: dict[str, str] | None = None, reason: str = "") -> None:
-        self.__dict__.update(db=db, table=table, where=where, expect_count=expect_count, session=session,
-                             reason=reason)
+        set_fields(self, db=db, table=table, where=where, expect_count=expect_count, session=session,
+                         reason=reason)
 
     def describe(self) -> str:
         keys = ", ".join(f"{k}={v!r}" for k, v in self.where.items())

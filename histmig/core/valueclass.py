@@ -27,11 +27,14 @@ class _Factory:
 FACTORY: Any = _Factory()
 
 
-def value(cls: type | None = None, *, frozen: bool = False) -> Any:
+def value(cls: type | None = None, *, frozen: bool = False, slots: bool = False) -> Any:
     """``@value`` / ``@value(frozen=True)`` in place of ``@dataclass`` / ``@dataclass(frozen=True)`` on a
-    class that defines ``__init__`` (every field, in field order, with the same defaults)."""
+    class that defines ``__init__`` (every field, in field order, with the same defaults).
+    ``slots=True``: the fields live in slots, as ``@dataclass(slots=True)`` makes them (a class made by
+    the thousand, such as a plan's operations: no dict per instance); its ``__init__`` sets them with
+    :func:`set_fields`."""
     def wrap(c: type) -> type:
-        c = dataclass(init=False, repr=False, eq=False)(c)
+        c = dataclass(init=False, repr=False, eq=False, slots=slots)(c)
         compared = tuple(f.name for f in fields(c) if f.compare)
         c._shown = tuple(f.name for f in fields(c) if f.repr)
         c._key = staticmethod(_key(compared))
@@ -48,6 +51,12 @@ def value(cls: type | None = None, *, frozen: bool = False) -> Any:
             c.__hash__ = None                   # mutable and compared by value: unhashable, as a dataclass
         return c
     return wrap if cls is None else wrap(cls)
+
+
+def set_fields(obj: Any, **values: Any) -> None:
+    """Set a (frozen or slotted) instance's fields in its ``__init__``."""
+    for name, v in values.items():
+        object.__setattr__(obj, name, v)
 
 
 def _key(names: tuple[str, ...]) -> Callable[[Any], tuple]:
