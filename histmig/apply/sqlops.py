@@ -336,8 +336,12 @@ def shift_now(con: sqlite3.Connection, row: dict[str, Any]) -> tuple[str, dict]:
 
 
 def shift_where(row: dict[str, Any]) -> dict[str, Any]:
-    """A journaled shift's key, its values decoded."""
-    return {k: decode_value(v) for k, v in row["where"].items()}
+    """A journaled shift's key, its values decoded (the record's own dict when none needs it: undo
+    shares one among a thread's rows, histmig/verbs/undo/rows.py ``share_parts``)."""
+    where = row["where"]
+    if dict not in map(type, where.values()):
+        return where
+    return {k: decode_value(v) for k, v in where.items()}
 
 
 def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:

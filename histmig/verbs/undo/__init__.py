@@ -223,6 +223,10 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
     fork = forks(env, intents) if len(intents) > AHEAD_WINDOW else None
+    # a database's rows after every file: the file intents, let go as they are folded in, are gone
+    # before the rows' inverses exist (a flip's undo: 30 MB of intents, 32 MB of row inverses at
+    # 8,000 sessions; docs/safety.md, "What undo holds"). Each unit keeps its files' order.
+    intents.sort(key=lambda r: r["method"] == "sql")
     try:
         for start in range(0, len(intents), AHEAD_WINDOW):
             window = intents[start:start + AHEAD_WINDOW]

@@ -96,12 +96,18 @@ def share_parts(row: dict, seen: dict) -> None:
             for k, v in key.items():
                 if v.__class__ is str:
                     key[k] = seen.setdefault(v, v)
+    for name in ("where", "old", "new"):     # a thread's shifted tables; a flip's one old and one new value
+        values = row.get(name)
+        if values.__class__ is dict and len(values) <= 4 and all(v.__class__ in _SHARED for v in values.values()):
+            # the types in the key too: 1 and True are equal, and one must not stand for the other
+            row[name] = seen.setdefault(("dict", *((k, v.__class__, v) for k, v in values.items())), values)
     session = row.get("session")
     if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
             v.__class__ is str for v in session.values()):
         row["session"] = seen.setdefault(("session", session["tool"], session["id"]), session)
 
 
+_SHARED = frozenset({str, int, bool, type(None)})   # (not float: 0.0 == -0.0) values of a dict shared
 _SCALAR = frozenset({str, int})     # key values an IN query finds as they are (not bool, float, NULL, bytes)
 
 
@@ -150,8 +156,9 @@ def _update(con, db: str, row: dict) -> list[Op] | str:
 def _inverse_update(db: str, row: dict, values: tuple) -> list[Op] | str:
     """The inverse of an update whose row holds ``values`` now (in ``row["new"]``'s column order)."""
     raw = row["new"]
-    # only a journaled {"$b64": ...} needs decoding (a flip's rows are numbers and text): copied as is
-    new = {k: decode_value(v) for k, v in raw.items()} if dict in map(type, raw.values()) else dict(raw)
+    # only a journaled {"$b64": ...} needs decoding (a flip's rows are numbers and text): else the
+    # record's own dict, which share_parts may have made the one copy of many rows' (never changed)
+    new = {k: decode_value(v) for k, v in raw.items()} if dict in map(type, raw.values()) else raw
     now = dict(zip(new, values))
     if now == row["old"]:
         return []
