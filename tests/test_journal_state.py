@@ -157,6 +157,17 @@ def test_begin_head_reads_the_begin_record_without_its_operations(tmp_path, monk
     assert max(read) < 1000                    # the operations were never parsed
 
 
+def test_tx_op_is_begins_op_or_empty(tmp_path):
+    """gc lists and undo picks transactions by ``tx_op`` (the one reader of ``begin``'s op)."""
+    from histmig.apply.journal import tx_op
+    folder = _begin(tmp_path / "a", {"op": "undo", "args": {}}, [{"kind": "write"}])
+    assert tx_op(folder) == "undo"
+    odd = tmp_path / "b"
+    odd.mkdir()
+    (odd / JOURNAL).write_bytes(orjson.dumps({"kind": "begin", "t": 1, "op": 7}) + b"\n")
+    assert tx_op(odd) == "" and tx_op(tmp_path / "missing") == ""
+
+
 def test_begin_head_of_a_nested_ops_key_or_an_older_begin_parses_the_line(tmp_path):
     from histmig.apply.journal import begin_head
     # "ops" as a key inside args: the cut there does not parse, the whole line does

@@ -28,7 +28,7 @@ import orjson
 
 from histmig.apply import fsio
 from histmig.core.diagnostics import RefusedError, UsageError
-from histmig.apply.journal import JOURNAL, Journal, begin_head, tx_root, tx_state
+from histmig.apply.journal import JOURNAL, Journal, tx_op, tx_root, tx_state
 from histmig.core.locks import GlobalLock
 
 DEFAULT_OLDER_THAN = "30d"
@@ -135,12 +135,6 @@ def gc_record(folder: Path) -> dict | None:
     return found
 
 
-def _op(folder: Path) -> str:
-    """The op of the ``begin`` record (its first bytes, not the plan's operations)."""
-    op = begin_head(folder).get("op", "")
-    return op if isinstance(op, str) else ""
-
-
 # ---- choosing and collecting ----------------------------------------------------------------
 
 def plan_gc(homes, older_than_s: int, *, now_ns: int | None = None) -> GcResult:
@@ -165,7 +159,7 @@ def plan_gc(homes, older_than_s: int, *, now_ns: int | None = None) -> GcResult:
         if not earlier and now_ns - last < older_than_s * 1_000_000_000:
             res.kept_younger += 1
             continue
-        res.entries.append(GcEntry(folder.name, state, _op(folder), last, backup_size(folder), earlier))
+        res.entries.append(GcEntry(folder.name, state, tx_op(folder), last, backup_size(folder), earlier))
     return res
 
 

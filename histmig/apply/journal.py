@@ -373,6 +373,13 @@ def begin_head(folder: Path) -> dict[str, Any]:
     return rec
 
 
+def tx_op(folder: Path) -> str:
+    """The command a transaction ran (``begin``'s ``op``: flip, move, convert, undo, ...), or "" when
+    its journal has none (an empty or unreadable one), read with :func:`begin_head`."""
+    op = begin_head(folder).get("op", "")
+    return op if isinstance(op, str) else ""
+
+
 def _head_before_ops(fh) -> Any:
     """The first line parsed up to its top-level ``ops`` list (see :func:`begin_head`), read a chunk at
     a time: an undo's ``begin`` holds its units in ``args``, past the first chunk."""

@@ -19,7 +19,8 @@ from typing import Callable, Iterable
 
 from histmig import tools as registry
 from histmig.core.diagnostics import NotFoundError, RefusedError, Skip, Warning
-from histmig.apply.journal import TAKEN_BACK, LazyRows, begin_head, iter_records, tx_root, tx_state, txid_sort_key
+from histmig.apply.journal import (TAKEN_BACK, LazyRows, begin_head, iter_records, tx_op, tx_root, tx_state,
+                                   txid_sort_key)
 from histmig.verbs.undo import files as uf
 from histmig.verbs.undo.ahead import forks, replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
@@ -73,7 +74,7 @@ def pick_transaction(state_dir: Path, txid: str | None, roots: list | None = Non
             raise NotFoundError(f"no transaction {txid}" if not match else f"{txid} is ambiguous")
         return root / match[0]
     for name in reversed(names):
-        if tx_state(root / name) in ("committed", "partly-undone") and _op(root / name) != "undo" \
+        if tx_state(root / name) in ("committed", "partly-undone") and tx_op(root / name) != "undo" \
                 and _inside(root / name, roots):
             return root / name
     raise NotFoundError("no transaction to undo")
@@ -90,10 +91,6 @@ def _inside(folder: Path, roots: list | None) -> bool:
     recorded = begin.get("roots") or []
     mine = [os.fspath(r) for r in roots]
     return not recorded or any(r == m or r.startswith(m.rstrip(os.sep) + os.sep) for r in recorded for m in mine)
-
-
-def _op(folder: Path) -> str:
-    return begin_head(folder).get("op", "")
 
 
 def check_undoable(folder: Path, records: list[dict]) -> dict:
