@@ -374,3 +374,118 @@ def test_the_later_transactions_are_read_a_record_at_a_time_and_say_the_same(tmp
     found = history.load(state, mine.name, [])
     assert found.later == whole and len(found.later.rows) == 30_000 and found.later.paths == {
         "/h/a": "20261205T000002.000000Z-000002 (flip)", "/h/b": "20261205T000002.000000Z-000002 (flip)"}
+
+
+def _done_intents_parsed(folder) -> list[dict]:
+    """The finished intents as undo read them before they were packed: every record parsed whole,
+    the later records' facts laid on the parsed intent (histmig/verbs/undo/__init__.py, before)."""
+    latest: dict[int, dict] = {}
+    for r in iter_records(folder, lazy_rows=True):
+        kind, n = r["kind"], r.get("n")
+        if kind == "intent":
+            uf.compact_patches(r)
+            latest[n] = r
+        elif kind in ("done", "salvaged") and n in latest:
+            latest[n]["done" if kind == "done" else "salvaged_raw"] = r.get("raw", True)
+            if r.get("post"):
+                latest[n]["post"] = r["post"]
+            if r.get("bst"):
+                latest[n]["bst"] = r["bst"]
+        elif kind == "taken-back" and n in latest:
+            latest[n].pop("done", None)
+        elif kind == "settled":
+            for m, *stat in r.get("files") or []:
+                if m in latest:
+                    latest[m]["settled"] = (stat, r["t_s"], r["res"])
+        elif kind == "ready" and n in latest and r.get("pre_sha256"):
+            latest[n]["pre"] = {**latest[n]["pre"], "sha256": r["pre_sha256"]}
+    return [latest[n] for n in sorted(latest) if latest[n].get("done")]
+
+
+def _same(a, b) -> bool:
+    """Equal, and every dict's keys in the same order (a LazyRows or PatchList by its contents)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, LazyRows):
+        return isinstance(b, LazyRows) and (a.path, a.offset, a.length, a.count) == (b.path, b.offset, b.length, b.count)
+    if isinstance(a, PatchList):
+        return isinstance(b, PatchList) and list(a.rows()) == list(b.rows())
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def test_a_packed_intent_unpacks_to_the_record_undo_parsed_before(tmp_path):
+    """A file rewrite's intent is kept as its bytes until it is folded in (histmig/verbs/undo/packed.py):
+    unpacked, with the facts of the later records (done, post, bst, settled, a ready record's hash,
+    a retried attempt), it is the parsed record key for key, in the same order."""
+    from histmig.verbs.undo import _read_journal, packed
+    folder = tmp_path / "tx"
+    folder.mkdir()
+    pre = {"dev": 1, "ino": 2, "size": 30, "mtime_ns": 5, "mode": 420, "sha256": None, "xattrs": {}}
+    recs = [{"kind": "begin", "t": 0, "op": "flip"},
+            {"kind": "intent", "t": 1, "n": 0, "method": "replace", "path": "/h/a", "tmp": "t0", "pre": pre,
+             "post": {"sha256": None, "size": 31}, "session": {"tool": "codex", "id": "a"},
+             "patches": [[4, b64(b"x"), b64(b"yy")]] * 5},
+            {"kind": "ready", "t": 2, "n": 0, "pre_sha256": "ab" * 32},
+            {"kind": "done", "t": 3, "n": 0, "post": {"sha256": "cd" * 32, "size": 31}, "bst": [1, 2, 3]},
+            {"kind": "intent", "t": 4, "n": 1, "method": "inplace", "path": "/h/b", "pre": pre, "session": None},
+            {"kind": "intent", "t": 5, "n": 1, "method": "inplace", "path": "/h/b", "pre": {**pre, "size": 40}},
+            {"kind": "done", "t": 6, "n": 1},
+            {"kind": "intent", "t": 7, "n": 2, "method": "create", "path": "/h/c", "dirs": ["/h"]},
+            {"kind": "done", "t": 8, "n": 2},
+            {"kind": "intent", "t": 9, "n": 3, "method": "replace", "path": "/h/d", "pre": pre},
+            {"kind": "done", "t": 10, "n": 3},
+            {"kind": "taken-back", "t": 11, "n": 3},
+            {"kind": "settled", "t": 12, "t_s": 11, "res": 4, "files": [[0, 1, 9, 31, 5, 6]]},
+            {"kind": "commit", "t": 13}]
+    (folder / journal.JOURNAL).write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    _own, done = _read_journal(folder)
+    assert any(packed.RAW in r for r in done)
+    got = [packed.unpack(r) for r in done]
+    want = _done_intents_parsed(folder)
+    assert [r["n"] for r in got] == [0, 1, 2] and all(map(_same, got, want))
+
+
+def test_a_packed_intent_holds_less_than_the_parsed_one():
+    """The point of packing: the bytes (copied to their size: orjson.dumps keeps its whole 4 KiB buffer)
+    and four keys hold less than the parsed record's dicts."""
+    import tracemalloc
+    from histmig.verbs.undo import packed
+    line = orjson.dumps({"kind": "intent", "t": 1, "n": 0, "method": "replace", "path": "/h/" + "p" * 100,
+                         "tmp": "/s/t/0.0.histmig-tmp", "backup": {"name": "0.0", "kind": "link"},
+                         "pre": {"dev": 65024, "ino": 11863042, "size": 156243, "mtime_ns": 1796452632297763045,
+                                 "atime_ns": 1796452995611649365, "mode": 420, "uid": 0, "gid": 0, "nlink": 1,
+                                 "sha256": None, "xattrs": {}},
+                         "post": {"sha256": None, "size": 156253}, "session": {"tool": "codex", "id": "x"},
+                         "patches": [[419, "Im9wZW5haSI=", "Im15LXByb3ZpZGVyIg=="]]})
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        parsed = [orjson.loads(line) for _ in range(300)]
+        parsed_size = tracemalloc.get_traced_memory()[0] - start
+        del parsed
+        start = tracemalloc.get_traced_memory()[0]
+        sessions: dict = {}
+        kept = [packed.pack(orjson.loads(line), sessions) for _ in range(300)]
+        packed_size = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert kept and packed_size < parsed_size * 0.7, (packed_size, parsed_size)
+
+
+def test_the_keys_of_a_later_transactions_rows_are_held_at_their_size():
+    """Undo of an older transaction keeps a key for every row a later one changed (history.row_key):
+    each an exact-size copy, not orjson's whole encoding buffer (4 KiB a key)."""
+    import tracemalloc
+    from histmig.verbs.undo.history import row_key
+    rows = [{"kind": "update", "table": "threads", "key": {"id": f"thread-{i}"}} for i in range(1000)]
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        keys = {row_key("/h/state_5.sqlite", r): "later" for r in rows}
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert len(keys) == 1000 and held < 400_000, held
+    assert row_key("/d", rows[0]) == ("/d", "threads", b'{"id":"thread-0"}')

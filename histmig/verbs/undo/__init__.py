@@ -25,7 +25,7 @@ from histmig.verbs.undo import files as uf
 from histmig.verbs.undo.ahead import forks, replaced_ahead
 from histmig.toolkit.move.common import dir_fingerprint
 from histmig.toolkit.undo import UndoHook
-from histmig.verbs.undo import coverage
+from histmig.verbs.undo import coverage, packed
 from histmig.verbs.undo.config import semantic_inverse
 from histmig.verbs.undo.history import History, load, row_key
 from histmig.verbs.undo.rows import RowReader, inverse_row, prefetch_updates, share_parts, updated_row
@@ -155,12 +155,13 @@ def _read_journal(folder: Path) -> tuple[list[dict], list[dict]]:
     """One streamed pass over the journal: the records about the transaction (begin, gc, undo
     marks) and :func:`_done_intents`; the per-operation records are folded in as they are read."""
     own: list[dict] = []
+    sessions: dict = {}
 
     def steps():
         for r in iter_records(folder, lazy_rows=True):     # a database's rows are read when inverted
             if r["kind"] in _STEPS:
                 if r["kind"] == "intent":
-                    uf.compact_patches(r)
+                    r = packed.pack(r, sessions)           # a file rewrite's: its bytes until it is folded in
                 if r["kind"] == TAKEN_BACK and r.get("dirs"):
                     own.append(r)     # the folders it left (_left_by_take_back)
                 yield r
@@ -194,7 +195,7 @@ def _done_intents(records: Iterable[dict]) -> list[dict]:
                 if n in latest:
                     latest[n]["settled"] = (st, r["t_s"], r["res"])
         elif r["kind"] == "ready" and r["n"] in latest and r.get("pre_sha256"):
-            latest[r["n"]]["pre"] = {**latest[r["n"]]["pre"], "sha256": r["pre_sha256"]}
+            packed.set_pre_sha(latest[r["n"]], r["pre_sha256"])
     return [latest[n] for n in sorted(latest) if latest[n].get("done")]
 
 
@@ -219,14 +220,14 @@ def _units(homes, env: uf.Env, intents: list[dict], history: History, hooks: dic
     sessions = {r["session"]["id"]: r["session"] for r in intents if (r.get("session") or {}).get("id")}
     # a moved folder's entry by its own file's name too: Pi names a session <time>_<id>.jsonl
     named = {os.path.basename(r["path"]): r["session"] for r in intents if (r.get("session") or {}).get("id")}
-    fork = forks(env, intents) if len(intents) > AHEAD_WINDOW else None
+    fork = forks(env, map(packed.unpack, intents)) if len(intents) > AHEAD_WINDOW else None
     # a database's rows after every file: the file intents, let go as they are folded in, are gone
     # before the rows' inverses exist (a flip's undo: 30 MB of intents, 32 MB of row inverses at
     # 8,000 sessions; docs/safety.md, "What undo holds"). Each unit keeps its files' order.
     intents.sort(key=lambda r: r["method"] == "sql")
     try:
         for start in range(0, len(intents), AHEAD_WINDOW):
-            window = intents[start:start + AHEAD_WINDOW]
+            window = [packed.unpack(r) for r in intents[start:start + AHEAD_WINDOW]]
             ahead, pool = replaced_ahead(env, window, fork=fork)
             try:
                 for k, rec in enumerate(window):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from histmig.core.forkmap import cpus, file_size, fork_map
 from histmig.core.plan import WriteFile, patch_list
@@ -60,7 +60,7 @@ def _to_read(env: uf.Env, intents: list[dict]) -> Iterator[tuple[dict, str]]:
             and not (r.get("patches") and uf.as_left(path, r) is not None))
 
 
-def forks(env: uf.Env, intents: list[dict]) -> bool:
+def forks(env: uf.Env, intents: Iterable[dict]) -> bool:
     """Whether the files to read add up to ``FORK_MIN`` (each window of them then goes to forked
     workers, as all of them at once would), stopping at the first intent that gets there."""
     if cpus() < 2:
