@@ -418,7 +418,8 @@ def _same(a, b) -> bool:
 def test_a_packed_intent_unpacks_to_the_record_undo_parsed_before(tmp_path):
     """A file rewrite's intent is kept as its bytes until it is folded in (histmig/verbs/undo/packed.py):
     unpacked, with the facts of the later records (done, post, bst, settled, a ready record's hash,
-    a retried attempt), it is the parsed record key for key, in the same order."""
+    a retried attempt), it is the parsed record key for key, in the same order; many patches as the
+    last key are kept as columns beside the bytes, anywhere else the record is kept parsed."""
     from histmig.verbs.undo import _read_journal, packed
     folder = tmp_path / "tx"
     folder.mkdir()
@@ -437,14 +438,18 @@ def test_a_packed_intent_unpacks_to_the_record_undo_parsed_before(tmp_path):
             {"kind": "intent", "t": 9, "n": 3, "method": "replace", "path": "/h/d", "pre": pre},
             {"kind": "done", "t": 10, "n": 3},
             {"kind": "taken-back", "t": 11, "n": 3},
+            {"kind": "intent", "t": 11, "n": 4, "method": "replace", "path": "/h/e", "pre": pre,
+             "patches": [[8, b64(b"a"), b64(b"b")]] * 4, "session": {"tool": "codex", "id": "e"}},
+            {"kind": "done", "t": 11, "n": 4},
             {"kind": "settled", "t": 12, "t_s": 11, "res": 4, "files": [[0, 1, 9, 31, 5, 6]]},
             {"kind": "commit", "t": 13}]
     (folder / journal.JOURNAL).write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
     _own, done = _read_journal(folder)
-    assert any(packed.RAW in r for r in done)
+    assert packed.PATCHES in done[0] and packed.RAW in done[1] and packed.RAW not in done[3]
     got = [packed.unpack(r) for r in done]
     want = _done_intents_parsed(folder)
-    assert [r["n"] for r in got] == [0, 1, 2] and all(map(_same, got, want))
+    assert [r["n"] for r in got] == [0, 1, 2, 4] and all(map(_same, got, want))
+    assert isinstance(got[0]["patches"], PatchList) and isinstance(got[3]["patches"], PatchList)
 
 
 def test_a_packed_intent_holds_less_than_the_parsed_one():

@@ -1,4 +1,5 @@
-"""A file rewrite's journaled intent kept as its bytes until undo folds it into its unit.
+"""A file rewrite's journaled intent kept as its bytes until undo folds it into its unit (a move's
+many patches, one per line, beside them as columns: ``uf.compact_patches``).
 
 Undo reads every finished intent before it works out any inverse (which operations finished is
 known only at the journal's end). Parsed, a rewrite's intent is ~4 KB of dicts (its ``pre`` stat, its
@@ -19,6 +20,7 @@ from histmig.verbs.undo import files as uf
 
 RAW = "\0raw"            # the journaled line (no journal key starts with a NUL)
 PRE_SHA = "\0pre_sha256"  # a ``ready`` record's hash of the original, for ``pre``
+PATCHES = "\0patches"     # many patches, as columns: the record's last key, left out of its bytes
 PACKED = frozenset({"replace", "inplace"})      # the file rewrites: nearly every intent of a journal
 _LIGHT = ("kind", "n", "method", "path", "session")
 
@@ -26,7 +28,8 @@ _LIGHT = ("kind", "n", "method", "path", "session")
 def pack(rec: dict[str, Any], sessions: dict) -> dict[str, Any]:
     """``rec`` (a parsed intent) as its light keys and its bytes; any other intent compacted as
     before (``uf.compact_patches``). ``sessions``: one dict per session for every record."""
-    if rec.get("method") not in PACKED:
+    many = len(rec.get("patches") or ()) >= uf.COMPACT_MIN
+    if rec.get("method") not in PACKED or (many and next(reversed(rec)) != "patches"):
         uf.compact_patches(rec)
         return rec
     light = {k: rec[k] for k in _LIGHT if k in rec}
@@ -34,6 +37,10 @@ def pack(rec: dict[str, Any], sessions: dict) -> dict[str, Any]:
     if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
             v.__class__ is str for v in session.values()):
         light["session"] = sessions.setdefault((session["tool"], session["id"]), session)
+    if many:        # a move's, one per line: kept as columns beside the bytes (the record's last key)
+        held = {"patches": rec.pop("patches")}
+        uf.compact_patches(held)
+        light[PATCHES] = held["patches"]
     # copied: what orjson.dumps returns keeps the whole buffer it encoded into (4 KiB for these
     # ~900 bytes), which held more than the parsed record did
     light[RAW] = bytes(memoryview(orjson.dumps(rec)))
@@ -57,6 +64,8 @@ def unpack(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     for k, v in rec.items():
         if k == PRE_SHA:
             full["pre"] = {**full["pre"], "sha256": v}
+        elif k == PATCHES:
+            full["patches"] = v
         elif k != RAW:
             full[k] = v
     return full
