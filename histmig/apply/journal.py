@@ -134,7 +134,7 @@ class Journal:
         def parts() -> Iterator[bytes]:
             yield rec[:-1] + b',"' + key.encode() + b'":['
             chunk, sep = [], b""
-            for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer
+            for item in items:       # encoded 512 at a time: orjson gives each result a >= 1 KiB buffer (4 KiB with 3.13)
                 chunk.append(item)
                 if len(chunk) == 512:
                     yield sep + orjson.dumps(chunk)[1:-1]
