@@ -335,13 +335,18 @@ def shift_now(con: sqlite3.Connection, row: dict[str, Any]) -> tuple[str, dict]:
     return ("new" if got["count"] == row["count"] and got["digest"] == row["new"] else "changed"), got
 
 
+def decode_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Journaled column values decoded (only a ``{"$b64": ...}`` needs it): ``values`` itself when none
+    does (undo shares one dict among the rows that repeat it, histmig/verbs/undo/rows.py
+    ``share_parts``; nothing changes it in place)."""
+    if dict not in map(type, values.values()):
+        return values
+    return {k: decode_value(v) for k, v in values.items()}
+
+
 def shift_where(row: dict[str, Any]) -> dict[str, Any]:
-    """A journaled shift's key, its values decoded (the record's own dict when none needs it: undo
-    shares one among a thread's rows, histmig/verbs/undo/rows.py ``share_parts``)."""
-    where = row["where"]
-    if dict not in map(type, where.values()):
-        return where
-    return {k: decode_value(v) for k, v in where.items()}
+    """A journaled shift's key, its values decoded."""
+    return decode_values(row["where"])
 
 
 def _journal_row(con: sqlite3.Connection, op) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from histmig.verbs.undo import files as uf
+from histmig.verbs.undo.rows import shared_session
 
 RAW = "\0raw"            # the journaled line (no journal key starts with a NUL)
 PRE_SHA = "\0pre_sha256"  # a ``ready`` record's hash of the original, for ``pre``
@@ -33,10 +34,8 @@ def pack(rec: dict[str, Any], sessions: dict) -> dict[str, Any]:
         uf.compact_patches(rec)
         return rec
     light = {k: rec[k] for k in _LIGHT if k in rec}
-    session = light.get("session")
-    if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
-            v.__class__ is str for v in session.values()):
-        light["session"] = sessions.setdefault((session["tool"], session["id"]), session)
+    if "session" in light:
+        light["session"] = shared_session(light["session"], sessions)
     if many:        # a move's, one per line: kept as columns beside the bytes (the record's last key)
         held = {"patches": rec.pop("patches")}
         uf.compact_patches(held)
@@ -56,11 +55,11 @@ def set_pre_sha(rec: dict[str, Any], sha: str) -> None:
 
 
 def unpack(rec: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The intent as undo reads it: parsed, its patches compacted, the later facts laid over it."""
+    """The intent as undo reads it: parsed, the later facts laid over it (its bytes hold fewer
+    patches than ``uf.compact_patches`` compacts; more are beside them, compacted)."""
     if rec is None or RAW not in rec:
         return rec
     full = orjson.loads(rec[RAW])
-    uf.compact_patches(full)
     for k, v in rec.items():
         if k == PRE_SHA:
             full["pre"] = {**full["pre"], "sha256": v}

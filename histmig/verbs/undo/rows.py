@@ -11,8 +11,10 @@ client added after the apply move with the bytes too (docs/codex.md, "Byte offse
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
-from histmig.apply.sqlops import IN_BATCH, decode_value, rows_by_key, shift_now, shift_where, where_clause
+from histmig.apply.sqlops import (IN_BATCH, decode_value, decode_values, rows_by_key, shift_now, shift_where,
+                                  where_clause)
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlShift, SqlUpdate
@@ -101,10 +103,17 @@ def share_parts(row: dict, seen: dict) -> None:
         if values.__class__ is dict and len(values) <= 4 and all(v.__class__ in _SHARED for v in values.values()):
             # the types in the key too: 1 and True are equal, and one must not stand for the other
             row[name] = seen.setdefault(("dict", *((k, v.__class__, v) for k, v in values.items())), values)
-    session = row.get("session")
+    if "session" in row:
+        row["session"] = shared_session(row["session"], seen)
+
+
+def shared_session(session: Any, seen: dict) -> Any:
+    """The one copy in ``seen`` of a ``{"tool", "id"}`` session dict (anything else as it is): every
+    journaled row and intent of a session parses its own."""
     if session.__class__ is dict and session.keys() == {"tool", "id"} and all(
             v.__class__ is str for v in session.values()):
-        row["session"] = seen.setdefault(("session", session["tool"], session["id"]), session)
+        return seen.setdefault(("session", session["tool"], session["id"]), session)
+    return session
 
 
 _SHARED = frozenset({str, int, bool, type(None)})   # (not float: 0.0 == -0.0) values of a dict shared
@@ -155,10 +164,7 @@ def _update(con, db: str, row: dict) -> list[Op] | str:
 
 def _inverse_update(db: str, row: dict, values: tuple) -> list[Op] | str:
     """The inverse of an update whose row holds ``values`` now (in ``row["new"]``'s column order)."""
-    raw = row["new"]
-    # only a journaled {"$b64": ...} needs decoding (a flip's rows are numbers and text): else the
-    # record's own dict, which share_parts may have made the one copy of many rows' (never changed)
-    new = {k: decode_value(v) for k, v in raw.items()} if dict in map(type, raw.values()) else raw
+    new = decode_values(row["new"])
     now = dict(zip(new, values))
     if now == row["old"]:
         return []
