@@ -4,6 +4,7 @@
     python bench/run.py --sessions 2000       # (8000: needs ~4 GB in the work dir)
     python bench/run.py --quick --doc OUT.md  # a tiny tree, 1 pair: a smoke run (tests/test_bench_runner.py)
     python bench/run.py --scale 500,2000,8000 # every step at each size: histmig's time and memory across them
+    python bench/run.py --sessions 200 --grow 100,400,1600   # the same sessions, longer: memory against line count
 
 Each command and its floor run in fresh processes, one after the other, ``--pairs`` times (A, B, A,
 B, ...); every process starts after a ``sync`` (not timed), so no step pays for the dirty pages of
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 BEGIN, END = "<!-- bench/run.py: begin -->", "<!-- bench/run.py: end -->"
 SCALE_MARKS = ("<!-- bench/run.py --scale: begin -->", "<!-- bench/run.py --scale: end -->")
+GROW_MARKS = ("<!-- bench/run.py --grow: begin -->", "<!-- bench/run.py --grow: end -->")
 PROVIDER = '[model_providers.my-provider]\nname = "My provider"\n'
 
 # Floors: the least a program doing the same job does, run the same way (a fresh process).
@@ -609,6 +611,9 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", help="several sizes, e.g. 500,2000,8000 (run smallest first): every step at each "
                     "(trees built and removed in turn) and one table of histmig's time and memory across them")
     ap.add_argument("--mb", type=float, help="MB of the Codex and move trees (default: 0.4 MB per session)")
+    ap.add_argument("--grow", help="several tree sizes in MB at --sessions sessions, e.g. 100,400,1600 (smallest "
+                    "first): every step at each, the same sessions made longer, and one table of histmig's time "
+                    "and memory across them (memory must not grow with the lines read)")
     ap.add_argument("--pairs", type=int, default=5, help="A/B pairs per command (at least 5 for a result)")
     ap.add_argument("--quick", action="store_true", help="a tiny tree and 1 pair: a smoke run, not a measurement")
     ap.add_argument("--work", type=Path, help="work folder (default: a new temporary one, removed after)")
@@ -618,6 +623,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", help="only this step (reads, flip, move, convert, qwen, listings, "
                     "search, pack; repeatable)")
     a = ap.parse_args(argv)
+    if a.grow:
+        return grow_main(a)
     sizes = sorted({int(n) for n in a.scale.split(",")}) if a.scale else [a.sessions]
     sizes, pairs = ([8 * (i + 1) for i in range(len(sizes))], 1) if a.quick else (sizes, a.pairs)
     if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
@@ -635,6 +642,29 @@ def main(argv=None) -> int:
         print("\n" + text)
         if not a.no_doc:
             write_doc(a.doc, text, marks)
+        return 0
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def grow_main(a: argparse.Namespace) -> int:
+    """``--grow``: :func:`run_size` at each tree size, the number of sessions fixed, into one table."""
+    mbs = sorted({float(x) for x in a.grow.split(",")})
+    sessions, mbs, pairs = (8, [float(i + 1) for i in range(len(mbs))], 1) if a.quick else (a.sessions, mbs, a.pairs)
+    if not a.no_compile:
+        compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
+    work = a.work or Path(tempfile.mkdtemp(prefix="histmig-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        runs = []
+        for mb in mbs:
+            at = argparse.Namespace(**{**vars(a), "mb": mb, "scale": "grow"})
+            runs.append((mb, *run_size(work / f"mb{mb:g}", sessions, at, pairs)))
+        text = grow_report(runs, sessions, pairs, a.quick)
+        print("\n" + text)
+        if not a.no_doc:
+            write_doc(a.doc, text, GROW_MARKS)
         return 0
     finally:
         if not a.work:
@@ -685,7 +715,28 @@ def scale_report(runs: list[tuple[int, list[Row], int]], pairs: int, quick: bool
     return head + "\n\n" + "\n".join(lines)
 
 
-def _growth(sizes: list[int], got: list) -> str:
+def grow_report(runs: list[tuple[float, list[Row], int]], sessions: int, pairs: int, quick: bool) -> str:
+    """:func:`scale_report` across tree sizes at one number of sessions: what grows with the bytes and
+    lines of the sessions rather than with their number."""
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    mbs = [mb for mb, _, _ in runs]
+    head = (f"`python bench/run.py --sessions {sessions} --grow {','.join(f'{mb:g}' for mb in mbs)} --pairs {pairs}`"
+            f"{' --quick' if quick else ''}, {when}: the same {sessions:,} sessions in trees of each size (Codex homes "
+            f"of {', '.join(f'{s / 2**20:,.0f}' for _, _, s in runs)} MiB; longer sessions, not more of them): "
+            f"histmig's median wall time and largest peak RSS over {pairs} run(s) at each size. Per MB added: "
+            f"(time at the largest size - time at the middle one) / the MB between them, against the same between "
+            f"the two smaller sizes (1.0x: linear in the bytes).")
+    cols = ["command", *(f"{mb:,.0f} MB" for mb in mbs), "per MB added", "RSS added"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    by_size = [{(r.key or r.command): r.histmig() for r in rows} for _, rows, _ in runs]
+    for key in by_size[-1]:
+        got = [m.get(key) for m in by_size]
+        cells = ["-" if g is None else f"{g[0]:.2f} s, {g[1]:.0f} MB" for g in got]
+        lines.append("| " + " | ".join([key, *cells, _growth(mbs, got), _rss_added(got)]) + " |")
+    return head + "\n\n" + "\n".join(lines)
+
+
+def _growth(sizes: list[float], got: list) -> str:
     if len(sizes) < 3 or any(g is None for g in got[-3:]):
         return "-"
     (n1, n2, n3), (t1, t2, t3) = sizes[-3:], [g[0] for g in got[-3:]]

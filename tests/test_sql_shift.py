@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from histmig.apply import apply_plan, fsio, recover
 from histmig.apply.backups import _committed
 from histmig.apply.journal import list_transactions, read_records
-from histmig.core.plan import Plan, SqlShift, SqlUpdate
+from histmig.core.plan import Plan, ShiftEdits, SqlShift, SqlUpdate
 from histmig.core.shift import digests, inverse_edits, needed, shift, shifter
 from histmig.tools.codex import state as codex_state
 from histmig.verbs.flip import plan_flip
@@ -90,7 +90,9 @@ def test_a_saved_plan_carries_its_shifts_and_applies(tmp_path):
     again = Plan.loads(plan.dumps())
     assert [op.to_dict() for op in again.operations] == [op.to_dict() for op in plan.operations]
     shift_op = next(op for op in again.operations if isinstance(op, SqlShift))
-    assert isinstance(shift_op.edits, tuple) and isinstance(shift_op.order, tuple)
+    assert isinstance(shift_op.edits, ShiftEdits) and isinstance(shift_op.order, tuple)
+    planned = next(op for op in plan.operations if isinstance(op, SqlShift))
+    assert shift_op == planned and hash(shift_op.edits) == hash(tuple(planned.edits))
     assert "shift thread_history_1.sqlite thread_turns" in shift_op.describe()
     assert apply_plan(again, h).exit_code == 0
 
@@ -331,7 +333,7 @@ def test_a_shift_in_the_write_path_and_its_revert_restore_the_rows(tmp_path):
                   edits=((2, 3), (15, -4)), expect=expect)
     assert sqlops._mismatch(c, op) is None
     c.execute("BEGIN IMMEDIATE")
-    rec = sqlops._row_change(c, op)
+    rec = orjson.loads(orjson.dumps(sqlops._row_change(c, op)))     # as the journal holds it
     sqlops._execute_all(c, [op])
     c.execute("COMMIT")
     after = c.execute("SELECT * FROM t ORDER BY k, i").fetchall()

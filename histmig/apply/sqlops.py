@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from itertools import chain, groupby
 from typing import Any, Iterator
 
+import orjson
+
 from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
 from histmig.core.dbread import PROBE_MS, is_busy, locked_reason
@@ -317,7 +319,7 @@ def _shift_record(con: sqlite3.Connection, op: SqlShift) -> dict[str, Any]:
     or new digest) and to move them back; small whatever the number of rows."""
     old, new = shift_digests(con, op.table, op.where, op.order, op.columns, op.edits)
     return {"kind": "shift", "table": op.table, "where": {k: encode_value(v) for k, v in op.where.items()},
-            "order": list(op.order), "columns": list(op.columns), "edits": [list(e) for e in op.edits],
+            "order": list(op.order), "columns": list(op.columns), "edits": orjson.Fragment(op.edits.json()),
             "count": old["count"], "old": old["digest"], "new": new["digest"]}
 
 

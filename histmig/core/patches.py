@@ -8,6 +8,8 @@ int, a pointer), so a 400,000-line transcript held 35 MB of patches (docs/move.m
 index of its ``(old, new)`` pair in a table of the distinct pairs, 12 bytes a line. It is a sequence
 of ``Patch`` (made when one is asked for); the write path reads its columns (``rows``, ``offsets``)
 and asks it the facts it needs (``ordered``, ``same_length``, ``delta``) without making one.
+:class:`ShiftEdits` keeps the ``(offset, length change)`` of such patches, what a database's stored
+byte offsets are moved by (histmig/core/shift.py), the same way.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import functools
 from array import array
 from bisect import bisect_left
 from collections import Counter
+from operator import index
 from typing import Any, Iterable, Iterator
 
 from histmig.core.valueclass import value
@@ -201,6 +204,67 @@ def _rebuild(offsets: array, which: array, pairs: list) -> PatchList:
     out = PatchList()
     out.offsets, out.which, out.pairs = offsets, which, [tuple(p) for p in pairs]
     out._ids = {p: i for i, p in enumerate(out.pairs)}
+    return out
+
+
+class ShiftEdits:
+    """A shift's edits as one column of 64-bit ints (offset, delta, offset, delta, ...): a sequence of
+    ``(offset, delta)`` tuples, equal to a tuple or list of the same pairs. A move edits every line
+    that holds the folder's path, so a Codex thread's offset rows are moved by one edit per line: as a
+    tuple of pairs each cost 64 bytes (the pair and its two ints), 16 bytes here, and the plan of a
+    move no longer grows by 48 bytes for every line it edits (docs/bench.md, "Memory and line count")."""
+
+    __slots__ = ("_flat",)
+
+    def __init__(self, edits: Iterable[tuple[int, int]] = ()) -> None:
+        flat = array("q")
+        for at, delta in edits:
+            flat.append(index(at))      # an int, never a float or text (TypeError)
+            flat.append(index(delta))
+        self._flat = flat
+
+    @classmethod
+    def of(cls, edits: Iterable[tuple[int, int]]) -> "ShiftEdits":
+        return edits if isinstance(edits, ShiftEdits) else cls(edits)
+
+    def __len__(self) -> int:
+        return len(self._flat) // 2
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        it = iter(self._flat)
+        return zip(it, it)
+
+    def __getitem__(self, k: int) -> tuple[int, int]:
+        if isinstance(k, slice):
+            return tuple(self)[k]
+        k = range(len(self))[k]
+        return self._flat[2 * k], self._flat[2 * k + 1]
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, ShiftEdits):
+            return self._flat == other._flat
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(tuple(a) == b for a, b in zip(other, self))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"ShiftEdits({list(self)!r})"
+
+    def json(self) -> bytes:
+        """``[[offset,delta],...]``, as ``orjson.dumps(list(map(list, self)))`` writes it: what a
+        journal's shift row holds, encoded without a list per edit (``orjson.Fragment``)."""
+        return b"[" + b",".join(b"[%d,%d]" % pair for pair in self) + b"]"
+
+    def __reduce__(self) -> tuple:
+        return _rebuild_edits, (self._flat,)
+
+
+def _rebuild_edits(flat: array) -> ShiftEdits:
+    out = ShiftEdits()
+    out._flat = flat
     return out
 
 

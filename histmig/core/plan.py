@@ -21,7 +21,8 @@ from typing import Any, ClassVar, Iterable
 import orjson
 
 from histmig.core.diagnostics import RefusedError, Skip, Warning
-from histmig.core.patches import Patch, PatchList, b64, compact, patch_list, unb64  # noqa: F401 (re-exported)
+from histmig.core.patches import (Patch, PatchList, ShiftEdits, b64, compact, patch_list,  # noqa: F401 (re-exported)
+                                  unb64)
 from histmig.core.valueclass import FACTORY, set_fields, value
 
 PLAN_SCHEMA = "histmig-plan/1"
@@ -136,6 +137,8 @@ def _encode(value: Any) -> Any:
         return [{"offset": o, "old": b64(a), "new": b64(b)} for o, a, b in value.rows()]
     if isinstance(value, tuple):
         return [_encode(v) for v in value]
+    if isinstance(value, ShiftEdits):
+        return [[at, delta] for at, delta in value]
     return value
 
 
@@ -336,16 +339,16 @@ class SqlShift(Op):
     where: dict[str, Any]
     order: tuple[str, ...]
     columns: tuple[str, ...]
-    edits: tuple[tuple[int, int], ...]
+    edits: ShiftEdits
     expect: dict[str, Any]
     session: dict[str, str] | None = None
     reason: str = ""
 
     def __init__(self, db: str, table: str, where: dict[str, Any], order: tuple[str, ...], columns: tuple[str, ...],
-                 edits: tuple[tuple[int, int], ...], expect: dict[str, Any], session: dict[str, str] | None = None,
+                 edits: Iterable[tuple[int, int]], expect: dict[str, Any], session: dict[str, str] | None = None,
                  reason: str = "") -> None:
         set_fields(self, db=db, table=table, where=where, order=tuple(order), columns=tuple(columns),
-                         edits=tuple((int(a), int(d)) for a, d in edits), expect=expect, session=session,
+                         edits=ShiftEdits.of(edits), expect=expect, session=session,
                          reason=reason)
 
     @property

@@ -1,0 +1,61 @@
+"""ShiftEdits (histmig/core/patches.py): a shift's edits as one column of ints, the same sequence of
+``(offset, delta)`` pairs a tuple held, and what a move's plan and journal hold per edited line."""
+from __future__ import annotations
+
+import pickle
+import tracemalloc
+
+import orjson
+import pytest
+from hypothesis import given, strategies as st
+
+from histmig.core.plan import ShiftEdits, SqlShift, op_from_dict
+from histmig.core.diagnostics import RefusedError
+
+ints = st.integers(min_value=-(2 ** 63), max_value=2 ** 63 - 1)
+edit_lists = st.lists(st.tuples(ints, ints), max_size=40)
+
+
+@given(edit_lists)
+def test_it_is_the_tuple_of_pairs_it_was_made_from(edits):
+    e = ShiftEdits(edits)
+    assert e == tuple(edits) and e == list(edits) and tuple(e) == tuple(edits) and len(e) == len(edits)
+    assert e == ShiftEdits(tuple(edits)) and hash(e) == hash(tuple(edits))
+    assert [e[i] for i in range(len(e))] == list(edits)
+    assert pickle.loads(pickle.dumps(e)) == e
+    assert sorted(e) == sorted(edits)
+
+
+@given(edit_lists)
+def test_its_json_is_what_orjson_writes_for_the_pairs(edits):
+    e = ShiftEdits(edits)
+    want = orjson.dumps([list(p) for p in edits])
+    assert e.json() == want
+    assert orjson.dumps({"edits": orjson.Fragment(e.json())}) == orjson.dumps({"edits": [list(p) for p in edits]})
+
+
+def test_a_plan_file_shift_with_other_than_integer_pairs_is_refused():
+    base = {"kind": "sql-shift", "db": "/x.sqlite", "table": "t", "where": {"k": 1}, "order": ["i"],
+            "columns": ["a"], "expect": {"count": 1, "digest": "0" * 64}}
+    assert op_from_dict({**base, "edits": [[1, 2]]}).edits == ((1, 2),)
+    for bad in ([[1.5, 2]], [["1", 2]], [[1, 2, 3]], [[2 ** 63, 1]]):
+        with pytest.raises(RefusedError):
+            op_from_dict({**base, "edits": bad})
+    with pytest.raises(TypeError):
+        ShiftEdits([(1.5, 2)])
+
+
+def test_an_edit_costs_16_bytes_not_a_pair_object():
+    """A move edits every line holding the folder's path: a Codex thread's offset rows move by one
+    edit per line, and the plan holds them until the commit (docs/bench.md, "Memory and line count")."""
+    edits = [(i * 4096 + 1000, 7) for i in range(20_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        op = SqlShift(db="/x.sqlite", table="thread_turns", where={"thread_id": "t"}, order=("turn_id",),
+                      columns=("rollout_byte_offset",), edits=edits, expect={"count": 1, "digest": "0" * 64})
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert op.edits == edits
+    assert held < 20 * len(edits)        # 16 bytes an edit and the array's slack; a tuple of pairs: 64
