@@ -7,7 +7,9 @@ int, a pointer), so a 400,000-line transcript held 35 MB of patches (docs/move.m
 ``PatchList`` keeps them as columns instead: the offsets in an ``array('q')`` and, per patch, the
 index of its ``(old, new)`` pair in a table of the distinct pairs, 12 bytes a line. It is a sequence
 of ``Patch`` (made when one is asked for); the write path reads its columns (``rows``, ``offsets``)
-and asks it the facts it needs (``ordered``, ``same_length``, ``delta``) without making one.
+and asks it the facts it needs (``ordered``, ``same_length``, ``delta``) without making one. A
+finished list of many patches (an operation's: :meth:`PatchList.spill`) keeps its columns in the
+process's spool file (histmig/core/spool.py), so a plan holds no memory per edited line.
 :class:`ShiftEdits` keeps the ``(offset, length change)`` of such patches, what a database's stored
 byte offsets are moved by (histmig/core/shift.py), the same way.
 """
@@ -20,6 +22,7 @@ from collections import Counter
 from operator import index
 from typing import Any, Iterable, Iterator
 
+from histmig.core.spool import Column
 from histmig.core.valueclass import value
 
 _set = object.__setattr__      # a frozen instance's own fields, set once by its __init__
@@ -78,11 +81,18 @@ class PatchList:
     __slots__ = ("offsets", "which", "pairs", "_ids")
 
     def __init__(self, patches: Iterable[Patch] = ()) -> None:
-        self.offsets = array("q")
-        self.which = array("I")                      # per patch: its pair's index in ``pairs``
+        self.offsets = Column("q")
+        self.which = Column("I")                     # per patch: its pair's index in ``pairs``
         self.pairs: list[tuple[bytes, bytes]] = []   # the distinct (old, new) pairs, in first use order
         self._ids: dict[tuple[bytes, bytes], int] = {}
         self.extend(patches)
+
+    def spill(self) -> "PatchList":
+        """Keep the columns in the spool from now on (histmig/core/spool.py; a short list stays in
+        memory). For a finished list: appending reads them back."""
+        self.offsets.spill()
+        self.which.spill()
+        return self
 
     def append(self, p: Patch) -> None:
         self.add(p.offset, p.old, p.new)
@@ -98,7 +108,8 @@ class PatchList:
 
     def extend(self, patches: Iterable[Patch]) -> None:
         rows = patches.rows() if isinstance(patches, PatchList) else ((p.offset, p.old, p.new) for p in patches)
-        ids, pairs, offsets, which = self._ids, self.pairs, self.offsets, self.which
+        ids, pairs = self._ids, self.pairs
+        offsets, which = self.offsets.array_to_grow(), self.which.array_to_grow()
         for offset, old, new in rows:           # (``add`` inlined: a planner extends once per line)
             key = (old, new)
             w = ids.get(key)
@@ -123,7 +134,8 @@ class PatchList:
 
     def first_at(self, offset: int, lo: int = 0) -> int:
         """The index of the first patch at or after ``offset`` (from ``lo``; offsets are sorted)."""
-        return bisect_left(self.offsets, offset, lo)
+        col = self.offsets
+        return bisect_left(col if col.spilled else col.array(), offset, lo)   # (an array: bisect in C)
 
     def ordered(self) -> bool:
         """Sorted by offset, none overlapping the next."""
@@ -190,7 +202,7 @@ class PatchList:
     def __reduce__(self) -> tuple:
         # the columns as they are (arrays pickle as their bytes): a worker's patches cross a pipe
         # at memory speed (histmig/core/forkmap.py)
-        return _rebuild, (self.offsets, self.which, self.pairs)
+        return _rebuild, (self.offsets.array(), self.which.array(), self.pairs)
 
 
 def _bounds(k: slice, n: int) -> tuple[int, int]:
@@ -202,7 +214,7 @@ def _bounds(k: slice, n: int) -> tuple[int, int]:
 
 def _rebuild(offsets: array, which: array, pairs: list) -> PatchList:
     out = PatchList()
-    out.offsets, out.which, out.pairs = offsets, which, [tuple(p) for p in pairs]
+    out.offsets, out.which, out.pairs = Column("q", offsets), Column("I", which), [tuple(p) for p in pairs]
     out._ids = {p: i for i, p in enumerate(out.pairs)}
     return out
 
@@ -221,7 +233,12 @@ class ShiftEdits:
         for at, delta in edits:
             flat.append(index(at))      # an int, never a float or text (TypeError)
             flat.append(index(delta))
-        self._flat = flat
+        self._flat = Column("q", flat)
+
+    def spill(self) -> "ShiftEdits":
+        """Keep the numbers in the spool (histmig/core/spool.py; a short list stays in memory)."""
+        self._flat.spill()
+        return self
 
     @classmethod
     def of(cls, edits: Iterable[tuple[int, int]]) -> "ShiftEdits":
@@ -238,7 +255,8 @@ class ShiftEdits:
         if isinstance(k, slice):
             return tuple(self)[k]
         k = range(len(self))[k]
-        return self._flat[2 * k], self._flat[2 * k + 1]
+        at, delta = self._flat[2 * k:2 * k + 2]
+        return at, delta
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, ShiftEdits):
@@ -259,12 +277,12 @@ class ShiftEdits:
         return b"[" + b",".join(b"[%d,%d]" % pair for pair in self) + b"]"
 
     def __reduce__(self) -> tuple:
-        return _rebuild_edits, (self._flat,)
+        return _rebuild_edits, (self._flat.array(),)
 
 
-def _rebuild_edits(flat: array) -> ShiftEdits:
+def _rebuild_edits(flat: Any) -> ShiftEdits:
     out = ShiftEdits()
-    out._flat = flat
+    out._flat = flat if isinstance(flat, Column) else Column("q", flat)
     return out
 
 

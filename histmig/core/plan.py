@@ -154,7 +154,7 @@ class WriteFile(Op):
     kind: ClassVar[str] = "write"
     path: str
     expect: Fingerprint
-    patches: PatchList = ()      # any iterable of Patch given: held as a PatchList (histmig/core/patches.py)
+    patches: PatchList = ()      # any iterable of Patch given: held as a PatchList, a long one spilled (core/patches.py)
     new_bytes: bytes | None = None
     compression: str | None = None
     level: int = 3
@@ -172,7 +172,8 @@ class WriteFile(Op):
                  compression: str | None = None, level: int = 3, in_place_ok: bool = False,
                  session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None,
                  restore_from: tuple[str, str, int] | None = None) -> None:
-        set_fields(self, path=path, expect=expect, patches=patch_list(patches), new_bytes=new_bytes, compression=compression,
+        set_fields(self, path=path, expect=expect, patches=patch_list(patches).spill(), new_bytes=new_bytes,
+                         compression=compression,
                          level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
                          restore_from=restore_from)
 
@@ -348,7 +349,7 @@ class SqlShift(Op):
                  edits: Iterable[tuple[int, int]], expect: dict[str, Any], session: dict[str, str] | None = None,
                  reason: str = "") -> None:
         set_fields(self, db=db, table=table, where=where, order=tuple(order), columns=tuple(columns),
-                         edits=ShiftEdits.of(edits), expect=expect, session=session,
+                         edits=ShiftEdits.of(edits).spill(), expect=expect, session=session,
                          reason=reason)
 
     @property

@@ -1,0 +1,171 @@
+"""Columns of numbers kept in a temporary file instead of memory, read back a slice at a time.
+
+A move's plan holds one patch per line it edits (a Claude transcript has a ``cwd`` on every line):
+12 bytes a line as :class:`~histmig.core.patches.PatchList` columns, 48 MB for 4 million lines, held
+from planning to the commit, and as much again in undo's inverse plan (docs/move.md, "Memory"). A
+finished column of at least :data:`SPILL_MIN` numbers is written to this process's spool, an
+unlinked temporary file, and read back with ``pread`` when it is used: the write path reads a
+file's patches a window at a time, so a plan's memory no longer grows with the lines it edits.
+
+The spool belongs to the process that made it: a forked worker reads columns through the file it
+inherited but never writes one (its own columns stay in memory; what it sends back is pickled as
+the numbers). A spool that cannot be written (a full temporary folder) is not an error: the column
+stays in memory, as before. Nothing is left on disk: the file has no name from the start.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from typing import Any, Iterator
+
+SPILL_MIN = 1024            # numbers (8 KB of offsets): a shorter column stays in memory
+READ_ITEMS = 1 << 16        # numbers read at a time when a column is iterated
+
+
+class _Spool:
+    """One unlinked temporary file per process, appended to under a lock (apply's threads may seal
+    columns while others read; reads use ``pread`` at their own offsets)."""
+
+    def __init__(self) -> None:
+        self.fd = -1
+        self.pid = 0
+        self.end = 0
+        self.lock = threading.Lock()
+
+    def put(self, data: bytes) -> int | None:
+        """Where ``data`` was written, or None when it stays in memory (a forked worker, a write error)."""
+        with self.lock:
+            if self.fd < 0:
+                import tempfile  # noqa: PLC0415 (lazy: only a plan with a long column makes the file)
+                try:
+                    fh = tempfile.TemporaryFile(prefix="histmig-spool-")
+                except OSError:
+                    return None
+                self.fd, self.pid, self.end = os.dup(fh.fileno()), os.getpid(), 0
+                fh.close()
+            if self.pid != os.getpid():          # a forked worker: the parent owns the file and its end
+                return None
+            at = self.end
+            try:
+                written = os.pwrite(self.fd, data, at)
+            except OSError:
+                return None
+            if written != len(data):
+                return None
+            self.end += len(data)
+            return at
+
+    def get(self, at: int, size: int) -> bytes:
+        data = os.pread(self.fd, size, at)
+        if len(data) != size:
+            raise OSError(f"histmig's spool file returned {len(data)} of {size} bytes")
+        return data
+
+
+SPOOL = _Spool()
+
+
+class Column:
+    """A sequence of numbers of one array ``typecode``: in memory while it is built (``append``,
+    ``extend``), then, :meth:`spill`-ed, in the spool. Indexing, slicing (to an ``array``), ``len``,
+    iteration and ``bisect`` work either way; appending to a spilled column reads it back first."""
+
+    __slots__ = ("typecode", "_mem", "_at", "_len")
+
+    def __init__(self, typecode: str, items: Any = ()) -> None:
+        self.typecode = typecode
+        self._mem: array | None = items if isinstance(items, array) and items.typecode == typecode \
+            else array(typecode, items)
+        self._at = -1
+        self._len = 0
+
+    @property
+    def spilled(self) -> bool:
+        return self._mem is None
+
+    def spill(self) -> "Column":
+        """Move the numbers to the spool when there are at least :data:`SPILL_MIN` of them (kept in
+        memory when the spool cannot take them)."""
+        mem = self._mem
+        if mem is not None and len(mem) >= SPILL_MIN:
+            at = SPOOL.put(mem.tobytes())
+            if at is not None:
+                self._at, self._len, self._mem = at, len(mem), None
+        return self
+
+    def array(self) -> array:
+        """Every number, in memory (a copy when spilled)."""
+        if self._mem is not None:
+            return self._mem
+        return self._read(0, self._len)
+
+    def _read(self, i: int, j: int) -> array:
+        out = array(self.typecode)
+        if j > i:
+            size = out.itemsize
+            out.frombytes(SPOOL.get(self._at + i * size, (j - i) * size))
+        return out
+
+    def _unspill(self) -> array:
+        if self._mem is None:
+            self._mem, self._at, self._len = self._read(0, self._len), -1, 0
+        return self._mem
+
+    # ---- building ------------------------------------------------------------------------------
+
+    def append(self, x: int) -> None:
+        self._unspill().append(x)
+
+    def extend(self, xs: Any) -> None:
+        self._unspill().extend(xs)
+
+    def array_to_grow(self) -> array:
+        """The numbers in memory (read back when spilled), to append to directly: a builder's loop
+        pays one call, not one per number."""
+        return self._unspill()
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._mem) if self._mem is not None else self._len
+
+    def __getitem__(self, k: Any) -> Any:
+        if self._mem is not None:
+            return self._mem[k]
+        n = self._len
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            if step != 1:
+                return self._read(0, n)[k]
+            return self._read(start, max(start, stop))
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("column index out of range")
+        return self._read(k, k + 1)[0]
+
+    def __iter__(self) -> Iterator[int]:
+        if self._mem is not None:
+            return iter(self._mem)
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[int]:
+        for i in range(0, self._len, READ_ITEMS):
+            yield from self._read(i, min(self._len, i + READ_ITEMS))
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, Column):
+            other = other.array()
+        return self.array() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        where = "spilled" if self._mem is None else "in memory"
+        return f"Column({self.typecode!r}, {len(self)} numbers, {where})"
+
+    def __reduce__(self) -> tuple:
+        # the numbers themselves: a worker's columns cross a pipe as bytes; a spool offset means
+        # nothing in another process
+        return Column, (self.typecode, self.array())
