@@ -27,11 +27,21 @@ def test_it_is_the_tuple_of_pairs_it_was_made_from(edits):
 
 
 @given(edit_lists)
-def test_its_json_is_what_orjson_writes_for_the_pairs(edits):
+def test_its_journal_text_reads_back_as_the_same_edits(edits):
     e = ShiftEdits(edits)
-    want = orjson.dumps([list(p) for p in edits])
-    assert e.json() == want
-    assert orjson.dumps({"edits": orjson.Fragment(e.json())}) == orjson.dumps({"edits": [list(p) for p in edits]})
+    text = e.b64()
+    assert ShiftEdits.from_b64(text) == e and orjson.loads(orjson.dumps({"e": text}))["e"] == text
+    assert len(text) <= 4 * ((16 * len(edits) + 2) // 3)        # 16 bytes an edit, base64
+
+
+def test_a_journal_row_of_either_form_gives_the_edits():
+    from histmig.apply.sqlops import journaled_edits
+    edits = [(5, 3), (90, -2), (2 ** 40, 7)]
+    assert journaled_edits({"edits": [list(x) for x in edits]}) == edits        # a journal before edits_b64
+    assert journaled_edits({"edits_b64": ShiftEdits(edits).b64()}) == edits
+    for bad in ("not base64!", "AAAA"):                                         # (4 bytes: not 16 an edit)
+        with pytest.raises(ValueError):
+            journaled_edits({"edits_b64": bad})
 
 
 def test_a_plan_file_shift_with_other_than_integer_pairs_is_refused():
@@ -59,3 +69,18 @@ def test_an_edit_costs_16_bytes_not_a_pair_object():
         tracemalloc.stop()
     assert op.edits == edits
     assert held < 20 * len(edits)        # 16 bytes an edit and the array's slack; a tuple of pairs: 64
+
+
+@given(st.lists(st.tuples(st.integers(0, 10 ** 9), st.integers(-500, 500)), max_size=60,
+                unique_by=lambda e: e[0]), st.lists(st.integers(0, 10 ** 9 + 1000), max_size=30),
+       st.integers(0, 10 ** 9), st.booleans())
+def test_the_column_forms_of_shift_inverse_and_needed_equal_the_pair_forms(edits, offsets, top, single):
+    """A planner's edits (sorted, one per offset) go through the array forms; the pair forms are the
+    reference (tests/test_sql_shift.py checks those against a row-by-row shift)."""
+    from histmig.core.shift import inverse_edits, needed, shifter, sorted_edits
+    pairs = sorted(edits)
+    col = sorted_edits(edits)
+    assert col == [(a, d) for a, d in pairs if d]
+    assert [shifter(col)(x) for x in offsets] == [shifter(pairs)(x) for x in offsets]
+    assert inverse_edits(col) == inverse_edits(pairs)
+    assert needed(col, top, single) == needed([(a, d) for a, d in pairs if d], top, single)

@@ -21,13 +21,11 @@ from contextlib import contextmanager
 from itertools import chain, groupby
 from typing import Any, Iterator
 
-import orjson
-
 from histmig.apply.files import Ctx
 from histmig.apply.options import Prepared
 from histmig.core.dbread import PROBE_MS, is_busy, locked_reason
 from histmig.core.diagnostics import StalePlanError, Warning
-from histmig.core.plan import SqlDelete, SqlInsert, SqlShift, SqlUpdate
+from histmig.core.plan import ShiftEdits, SqlDelete, SqlInsert, SqlShift, SqlUpdate
 from histmig.core.shift import digests, inverse_edits, shifter
 
 BUSY_MS = 5000
@@ -319,8 +317,16 @@ def _shift_record(con: sqlite3.Connection, op: SqlShift) -> dict[str, Any]:
     or new digest) and to move them back; small whatever the number of rows."""
     old, new = shift_digests(con, op.table, op.where, op.order, op.columns, op.edits)
     return {"kind": "shift", "table": op.table, "where": {k: encode_value(v) for k, v in op.where.items()},
-            "order": list(op.order), "columns": list(op.columns), "edits": orjson.Fragment(op.edits.json()),
+            "order": list(op.order), "columns": list(op.columns), "edits_b64": op.edits.b64(),
             "count": old["count"], "old": old["digest"], "new": new["digest"]}
+
+
+def journaled_edits(row: dict[str, Any]) -> ShiftEdits:
+    """A journaled shift's edits: ``edits_b64`` (:meth:`ShiftEdits.b64`), or, in a journal written
+    before it, ``edits`` as ``[[offset, delta], ...]``."""
+    if "edits_b64" in row:
+        return ShiftEdits.from_b64(row["edits_b64"])
+    return ShiftEdits(row["edits"])
 
 
 def shift_state(con: sqlite3.Connection, row: dict[str, Any]) -> str:
@@ -463,5 +469,5 @@ def _revert_shift(con: sqlite3.Connection, row: dict[str, Any]) -> str | None:
     if state == "changed":
         return f"rows {row['where']} of {row['table']} changed since apply; not restored"
     if state == "new":
-        _shift_in_place(con, row["table"], shift_where(row), row["columns"], inverse_edits(row["edits"]))
+        _shift_in_place(con, row["table"], shift_where(row), row["columns"], inverse_edits(journaled_edits(row)))
     return None

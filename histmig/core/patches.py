@@ -16,6 +16,7 @@ byte offsets are moved by (histmig/core/shift.py), the same way.
 from __future__ import annotations
 
 import functools
+import sys
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -271,10 +272,46 @@ class ShiftEdits:
     def __repr__(self) -> str:
         return f"ShiftEdits({list(self)!r})"
 
-    def json(self) -> bytes:
-        """``[[offset,delta],...]``, as ``orjson.dumps(list(map(list, self)))`` writes it: what a
-        journal's shift row holds, encoded without a list per edit (``orjson.Fragment``)."""
-        return b"[" + b",".join(b"[%d,%d]" % pair for pair in self) + b"]"
+    def b64(self) -> str:
+        """The edits as a journal's shift row holds them (``edits_b64``): base64 of little-endian
+        64-bit integers, offset then delta for each edit. Read back as one string, not a list per
+        edit (a Codex thread a move edits on 200,000 lines: 4.3 MB of text instead of ~25 MB of
+        lists while undo, ``recover`` or ``log`` read the row)."""
+        import base64  # noqa: PLC0415
+        flat = self._flat.array()
+        if sys.byteorder != "little":
+            flat = array("q", flat)
+            flat.byteswap()
+        return base64.b64encode(flat.tobytes()).decode()
+
+    @classmethod
+    def from_flat(cls, flat: array) -> "ShiftEdits":
+        """Edits from an ``array('q')`` of offset, delta, offset, delta, ... (taken, not copied)."""
+        out = cls()
+        out._flat = Column("q", flat)
+        return out
+
+    @classmethod
+    def from_b64(cls, text: str) -> "ShiftEdits":
+        """:meth:`b64` read back (``ValueError`` when it is not such text)."""
+        import base64  # noqa: PLC0415
+        data = base64.b64decode(text.encode(), validate=True)
+        if len(data) % 16:
+            raise ValueError("shift edits are 16 bytes each")
+        flat = array("q")
+        flat.frombytes(data)
+        if sys.byteorder != "little":
+            flat.byteswap()
+        return cls.from_flat(flat).spill()
+
+    def sorted_by_offset(self) -> bool:
+        """Every edit at or after the one before it (a planner's edits are: histmig/tools/codex/state.py)."""
+        last = None
+        for at, _ in self:
+            if last is not None and at < last:
+                return False
+            last = at
+        return True
 
     def __reduce__(self) -> tuple:
         return _rebuild_edits, (self._flat.array(),)

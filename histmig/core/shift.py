@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from array import array
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Sequence
+
+from histmig.core.patches import ShiftEdits
 
 Edits = Sequence[tuple[int, int]]
 _MOD = 1 << 256
@@ -34,9 +37,15 @@ def shift(offset: int | None, edits: Edits) -> int | None:
 def shifter(edits: Edits) -> Callable[[Any], Any]:
     """:func:`shift` for many offsets against one list of edits: the deltas summed once (prefix sums,
     one bisect per offset) instead of once per offset; the same results. A value that is not an
-    int (NULL, or text a client stored) is left as it is."""
-    pairs = sorted(edits)
-    ats, sums = [at for at, _ in pairs], [0, *accumulate(d for _, d in pairs)]
+    int (NULL, or text a client stored) is left as it is. A planner's :class:`ShiftEdits` (sorted)
+    is summed into two arrays, 16 bytes an edit, not a list of pairs (a move edits every line)."""
+    if isinstance(edits, ShiftEdits) and edits.sorted_by_offset():
+        ats = array("q", (at for at, _ in edits))
+        sums = array("q", [0])
+        sums.extend(accumulate(d for _, d in edits))
+    else:
+        pairs = sorted(edits)
+        ats, sums = [at for at, _ in pairs], [0, *accumulate(d for _, d in pairs)]
 
     def moved(offset):
         if offset.__class__ is not int:
@@ -45,27 +54,57 @@ def shifter(edits: Edits) -> Callable[[Any], Any]:
     return moved
 
 
-def inverse_edits(edits: Edits) -> list[tuple[int, int]]:
+def inverse_edits(edits: Edits) -> Edits:
     """The edits that move the shifted offsets back: each edit where it lies in the *new* file
     (its original offset moved by the edits before it), with the opposite delta. Exact for offsets
     that are line starts and edits inside lines: the line's newline stays between an edit and any
     later offset, so "the edit starts before the offset" holds in the new file as in the old one
-    (tests/test_sql_shift.py checks it with hypothesis)."""
+    (tests/test_sql_shift.py checks it with hypothesis). A sorted :class:`ShiftEdits` gives one, in
+    one pass; anything else a list of pairs, as before."""
+    if isinstance(edits, ShiftEdits) and edits.sorted_by_offset():
+        out, before, pending, last = array("q"), 0, 0, None
+        for at, d in edits:
+            if not d:
+                continue
+            if at != last:                   # the deltas of the edits at smaller offsets
+                before, pending, last = before + pending, 0, at
+            out.append(at + before)
+            out.append(-d)
+            pending += d
+        return ShiftEdits.from_flat(out)
     pairs = sorted((at, d) for at, d in edits if d)
     moved = shifter(pairs)
     return [(moved(at), -d) for at, d in pairs]
 
 
-def needed(edits: Edits, top: int, single: bool) -> list[tuple[int, int]]:
+def needed(edits: Edits, top: int, single: bool) -> Edits:
     """The part of ``edits`` (sorted) that moves offsets no larger than ``top``, each the same: edits
     at or after ``top`` move none, and for ``single`` (one stored offset: one row, one column) the
     edits before it act as one, at the first's place. A move edits every line holding a path: the
-    projection row's shift then carries one edit, not one per line (docs/safety.md "Shifted offsets")."""
+    projection row's shift then carries one edit, not one per line (docs/safety.md "Shifted offsets").
+    :class:`ShiftEdits` in, :class:`ShiftEdits` out (no pair per edit)."""
+    if isinstance(edits, ShiftEdits):
+        flat = array("q")
+        for at, d in edits:
+            if at < top and d:
+                flat.append(at)
+                flat.append(d)
+        if single and flat:
+            total = sum(flat[1::2])
+            flat = array("q", [flat[0], total] if total else [])
+        return ShiftEdits.from_flat(flat)
     before = [(at, d) for at, d in edits if at < top and d]
     if single and before:
         total = sum(d for _, d in before)
         return [(before[0][0], total)] if total else []
     return before
+
+
+def sorted_edits(edits: Iterable[tuple[int, int]]) -> ShiftEdits:
+    """The edits that change a length, sorted by offset, as :class:`ShiftEdits` (a planner's are
+    sorted already: the patches of one file are)."""
+    out = ShiftEdits((at, d) for at, d in edits if d)
+    return out if out.sorted_by_offset() else ShiftEdits(sorted(out))
 
 
 def row_hash(values: Iterable[Any]) -> int:

@@ -23,7 +23,7 @@ from histmig.jsonio import jsonl
 from histmig.core.diagnostics import HistmigInputError, Warning
 from histmig.jsonio.jsonedit import EditError
 from histmig.toolkit.move.lines import content_edits, line_patches
-from histmig.core.plan import Fingerprint, Patch, PatchList, patch_list
+from histmig.core.plan import Fingerprint, Patch, PatchList, ShiftEdits, patch_list
 from histmig.core.valueclass import FACTORY, value
 
 FieldsFn = Callable[[Any, Any], list]
@@ -81,9 +81,10 @@ class FileScan:
         self.refused = [] if refused is FACTORY else refused
 
     @property
-    def deltas(self) -> list[tuple[int, int]]:
-        """``(offset in the original, length delta)`` per patch, for byte-offset shifting."""
-        return list(patch_list(self.patches).deltas())
+    def deltas(self) -> ShiftEdits:
+        """``(offset in the original, length delta)`` of each patch that changes a length, for
+        byte-offset shifting (16 bytes an edit: a move edits every line holding the path)."""
+        return ShiftEdits(patch_list(self.patches).deltas())
 
 
 class _HashingReader:

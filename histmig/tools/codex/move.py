@@ -16,6 +16,7 @@ from typing import Any
 from histmig.tools.codex import locks
 from histmig.core.diagnostics import Skip, Warning
 from histmig.core.livewriters import open_writers
+from histmig.core.patches import patch_list
 from histmig.toolkit.move.common import FieldEdit, FileScan, PathMap, ToolPlan, path_strings, scan_file
 from histmig.toolkit.move.parallel import scan_all
 from histmig.tools.codex import projects as codex_projects
@@ -70,7 +71,8 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
     edited = [s for s in scans if s.patches and not s.skip]
     holders = _writers(edited)
     blocked: set[str] = set()
-    index = codex_state.HistoryIndex(codex_state.history_dbs(homes)) if any(s.deltas for s in edited) else None
+    index = codex_state.HistoryIndex(codex_state.history_dbs(homes)) \
+        if any(not patch_list(s.patches).same_length() for s in edited) else None
     for scan in scans:
         tid = scan.first.get("thread_id") or _thread_id_from_name(scan.path)
         why = scan.skip or holders.get(scan.path)
@@ -84,8 +86,8 @@ def plan_codex(homes, pm: PathMap, plans: dict[str, ToolPlan], opts: dict[str, A
         if not scan.patches:
             continue
         tplan.add_scan(scan, session={"tool": TOOL, "id": tid} if tid else None, reason="project move")
-        if tid and scan.deltas:
-            tplan.other += codex_state.offset_shift_ops(homes, tid, scan.deltas, index=index)
+        if tid and (deltas := scan.deltas):
+            tplan.other += codex_state.offset_shift_ops(homes, tid, deltas, index=index)
     _plan_threads(homes, pm, tplan, blocked)
     with pm.reading(str(codex_projects.config_path(homes))):     # a refused key is named with config.toml
         op, warnings, n = codex_projects.projects_op(homes, pm.rebase, force=opts["force"])

@@ -281,7 +281,7 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
     rollout changed by ``edits`` = [(byte offset of the edit in the original, length delta)]: one per
     offset table and database holding rows of the thread that an edit moves. Without ``index`` the
     thread's rows are read now (undo: the database as it is now, rows Codex added since included)."""
-    edits = sorted((at, d) for at, d in edits if d)
+    edits = core_shift.sorted_edits(edits)
     if not edits:
         return []
     from histmig.core.plan import SqlShift
@@ -296,7 +296,7 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
             need = core_shift.needed(edits, rows.top, rows.digest.count == 1 and len(have) == 1)
             if need:
                 ops.append(SqlShift(db=str(db), table=table, where={"thread_id": thread_id}, order=key,
-                                    columns=have, edits=tuple(need), expect=rows.digest.expect(),
+                                    columns=have, edits=need, expect=rows.digest.expect(),
                                     session=session_of(thread_id), reason=reason))
     return ops
 

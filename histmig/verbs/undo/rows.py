@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from histmig.apply.sqlops import (IN_BATCH, decode_value, decode_values, rows_by_key, shift_now, shift_where,
-                                  where_clause)
+from histmig.apply.sqlops import (IN_BATCH, decode_value, decode_values, journaled_edits, rows_by_key, shift_now,
+                                  shift_where, where_clause)
 from histmig.core.diagnostics import HistmigInputError
 from histmig.verbs.undo.files import Member
 from histmig.core.plan import Op, SqlDelete, SqlInsert, SqlShift, SqlUpdate
@@ -206,7 +206,7 @@ def _shift(con, db: str, row: dict) -> list[Op] | str:
                 f"{row['count']} shifted); not restored")
     return [SqlShift(db=db, table=row["table"], where=shift_where(row), order=tuple(row["order"]),
                      columns=tuple(row["columns"]),
-                     edits=tuple(inverse_edits(row["edits"])), expect=now, session=row.get("session"),
+                     edits=inverse_edits(journaled_edits(row)), expect=now, session=row.get("session"),
                      reason="undo")]
 
 
