@@ -123,3 +123,21 @@ def test_a_move_of_a_long_transcript_with_spilled_patches_writes_each_cwd_and_un
     assert moved.read_bytes() == jl([dict(r, cwd=new) if r.get("cwd") == old else r for r in records])
     assert run_guarded(cli, ["undo"]) == 0
     assert tool_trees(h) == before
+
+
+def test_the_spool_is_made_in_the_state_dir_the_cli_names_else_in_the_temporary_folder(tmp_path, monkeypatch):
+    import tempfile
+    made, real = [], tempfile.TemporaryFile
+
+    def recording(*a, dir=None, **k):
+        made.append(dir)
+        return real(*a, dir=dir, **k)
+    monkeypatch.setattr(tempfile, "TemporaryFile", recording)
+    for state, want in ((tmp_path, [str(tmp_path)]), (tmp_path / "not-made-yet", [str(tmp_path / "not-made-yet"), None])):
+        fresh = spool._Spool()
+        monkeypatch.setattr(spool, "SPOOL", fresh)
+        fresh.prefer(state)
+        made.clear()
+        col = Column("q", range(SPILL_MIN)).spill()
+        assert col.spilled and made == want and list(col) == list(range(SPILL_MIN))
+        assert not list(tmp_path.glob("histmig-spool-*"))       # never a name on disk

@@ -35,6 +35,8 @@ class Context:
     def create(cls, *, quiet=False, verbose=0, **home_flags) -> "Context":
         homes = resolve_homes(**home_flags)
         _GIVEN[:] = given_flags(home_flags)
+        from histmig.core.spool import SPOOL  # noqa: PLC0415
+        SPOOL.prefer(homes.state)          # long plan columns on disk beside the journal (core/spool.py)
         return cls(homes=homes, quiet=quiet, verbose=verbose)
 
 

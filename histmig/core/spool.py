@@ -10,7 +10,9 @@ file's patches a window at a time, so a plan's memory no longer grows with the l
 The spool belongs to the process that made it: a forked worker reads columns through the file it
 inherited but never writes one (its own columns stay in memory; what it sends back is pickled as
 the numbers). A spool that cannot be written (a full temporary folder) is not an error: the column
-stays in memory, as before. Nothing is left on disk: the file has no name from the start.
+stays in memory, as before. Nothing is left on disk: the file has no name from the start. The file is
+made in histmig's state dir when the CLI named it (:meth:`_Spool.prefer`), else in the system's
+temporary folder.
 """
 from __future__ import annotations
 
@@ -32,14 +34,28 @@ class _Spool:
         self.pid = 0
         self.end = 0
         self.lock = threading.Lock()
+        self.folder: str | None = None
+
+    def prefer(self, folder: str | os.PathLike) -> None:
+        """Make the file in ``folder`` (the CLI names histmig's state dir: a disk beside the
+        histories, where the system's temporary folder may be a tmpfs, memory by another name)."""
+        self.folder = os.fspath(folder)
+
+    def _open(self) -> Any:
+        import tempfile  # noqa: PLC0415 (lazy: only a plan with a long column makes the file)
+        if self.folder is not None:
+            try:
+                return tempfile.TemporaryFile(prefix="histmig-spool-", dir=self.folder)
+            except OSError:
+                pass            # (a dry run before the state dir exists, a read-only one)
+        return tempfile.TemporaryFile(prefix="histmig-spool-")
 
     def put(self, data: bytes) -> int | None:
         """Where ``data`` was written, or None when it stays in memory (a forked worker, a write error)."""
         with self.lock:
             if self.fd < 0:
-                import tempfile  # noqa: PLC0415 (lazy: only a plan with a long column makes the file)
                 try:
-                    fh = tempfile.TemporaryFile(prefix="histmig-spool-")
+                    fh = self._open()
                 except OSError:
                     return None
                 self.fd, self.pid, self.end = os.dup(fh.fileno()), os.getpid(), 0
