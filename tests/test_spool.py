@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from array import array
 from bisect import bisect_left
 
 import pytest
@@ -39,7 +40,7 @@ def test_a_spilled_column_reads_as_the_numbers_it_held(values, data):
     assert col[i:j].tolist() == values[i:j]
     probe = data.draw(st.integers(min_value=0, max_value=2 ** 40))
     assert bisect_left(col, probe) == bisect_left(values, probe)
-    assert col == Column("q", values) and pickle.loads(pickle.dumps(col)) == col
+    assert col == Column("q", values) and col == values and pickle.loads(pickle.dumps(col)) == col
     with pytest.raises(IndexError):
         col[n]
     col.append(7)                          # read back into memory, then grown
@@ -48,6 +49,9 @@ def test_a_spilled_column_reads_as_the_numbers_it_held(values, data):
 
 def test_a_short_column_stays_in_memory():
     assert not Column("q", range(SPILL_MIN - 1)).spill().spilled
+    short = array("q", range(SPILL_MIN - 1))
+    assert spool.spill(short) is short and spool.in_memory(short) is short       # a plain array, no Column
+    assert not isinstance(PatchList(_long_patches(3)).spill().offsets, Column)
 
 
 def _long_patches(n: int) -> list[Patch]:
@@ -57,7 +61,7 @@ def _long_patches(n: int) -> list[Patch]:
 def test_a_spilled_patch_list_answers_as_one_in_memory():
     patches = _long_patches(3 * SPILL_MIN + 5)
     mem, out = PatchList(patches), PatchList(patches).spill()
-    assert out.offsets.spilled and out.which.spilled and not mem.offsets.spilled
+    assert isinstance(out.offsets, Column) and isinstance(out.which, Column) and not isinstance(mem.offsets, Column)
     assert out == mem and list(out) == patches and len(out) == len(patches)
     assert list(out.rows(10, 2000)) == list(mem.rows(10, 2000)) and list(out.rows()) == list(mem.rows())
     for at in (0, 7, 8, 100 * SPILL_MIN, 10 ** 9):
@@ -72,13 +76,13 @@ def test_an_operation_spills_its_long_patches_and_shift_edits_and_writes_the_sam
     patches = _long_patches(2 * SPILL_MIN)
     fp = Fingerprint(size=10 ** 6, sha256="0" * 64)
     op = WriteFile(path="/x/a.jsonl", expect=fp, patches=patches)
-    assert op.patches.offsets.spilled
+    assert isinstance(op.patches.offsets, Column)
     assert op.to_dict() == WriteFile(path="/x/a.jsonl", expect=fp, patches=patches[:10]).to_dict() | {
         "patches": [p.to_dict() for p in patches]}
     edits = [(100 * i, 3) for i in range(SPILL_MIN)]
     shift = SqlShift(db="/x.sqlite", table="t", where={"k": 1}, order=("i",), columns=("a",), edits=edits,
                      expect={"count": 1, "digest": "0" * 64})
-    assert shift.edits._flat.spilled and shift.edits == edits and shift.edits[-1] == edits[-1]
+    assert isinstance(shift.edits._flat, Column) and shift.edits == edits and shift.edits[-1] == edits[-1]
     assert ShiftEdits.from_b64(shift.edits.b64()) == edits
     assert pickle.loads(pickle.dumps(shift.edits)) == edits == ShiftEdits(edits)
 
@@ -117,7 +121,7 @@ def test_a_move_of_a_long_transcript_with_spilled_patches_writes_each_cwd_and_un
     (proj / f"{s}.jsonl").write_bytes(jl(records))
     before = tool_trees(h)
     [write] = [op for op in plan_move(h, old, new).operations if isinstance(op, WriteFile)]
-    assert len(write.patches) >= SPILL_MIN and write.patches.offsets.spilled
+    assert len(write.patches) >= SPILL_MIN and isinstance(write.patches.offsets, Column)
     assert run_guarded(cli, ["move", old, new, "--apply"]) == 0
     moved = h.claude / "projects" / claude_slug(new) / f"{s}.jsonl"
     assert moved.read_bytes() == jl([dict(r, cwd=new) if r.get("cwd") == old else r for r in records])

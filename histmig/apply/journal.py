@@ -203,9 +203,9 @@ def iter_records(folder: Path, *, lazy_rows: bool = False) -> Iterator[dict[str,
 # A record longer than this (an SQL intent's rows: ~330 bytes a row, tens of thousands in a flip of
 # thousands of sessions) is parsed a slice of rows at a time: one orjson.loads of a whole 8 MB
 # record peaks at ~125 MB (its parse tree next to the objects), slice by slice at the objects. As
-# long as a slice, not 1 MiB: a move's shift rows carry an edit per line ("[offset,delta]", a list of
-# ~100 bytes parsed), and a 0.9 MB record of them parsed whole held 12 MB (docs/bench.md, "Memory
-# and line count").
+# long as a slice, not 1 MiB: a record just under 1 MiB parsed whole held 12 MB (a move's shift rows
+# when their edits were a list per edited line, before ``edits_b64``: docs/bench.md, "Memory and
+# line count").
 LONG = 1 << 18
 SLICE = 1 << 18
 ROWS, NEXT = b',"rows":[{', b'},{"kind":'

@@ -23,7 +23,7 @@ from collections import Counter
 from operator import index
 from typing import Any, Iterable, Iterator
 
-from histmig.core.spool import Column
+from histmig.core.spool import in_memory, spill
 from histmig.core.valueclass import value
 
 _set = object.__setattr__      # a frozen instance's own fields, set once by its __init__
@@ -82,8 +82,8 @@ class PatchList:
     __slots__ = ("offsets", "which", "pairs", "_ids")
 
     def __init__(self, patches: Iterable[Patch] = ()) -> None:
-        self.offsets = Column("q")
-        self.which = Column("I")                     # per patch: its pair's index in ``pairs``
+        self.offsets = array("q")                    # (a spilled Column once ``spill`` moved it)
+        self.which = array("I")                      # per patch: its pair's index in ``pairs``
         self.pairs: list[tuple[bytes, bytes]] = []   # the distinct (old, new) pairs, in first use order
         self._ids: dict[tuple[bytes, bytes], int] = {}
         self.extend(patches)
@@ -91,8 +91,7 @@ class PatchList:
     def spill(self) -> "PatchList":
         """Keep the columns in the spool from now on (histmig/core/spool.py; a short list stays in
         memory). For a finished list: appending reads them back."""
-        self.offsets.spill()
-        self.which.spill()
+        self.offsets, self.which = spill(self.offsets), spill(self.which)
         return self
 
     def append(self, p: Patch) -> None:
@@ -104,13 +103,20 @@ class PatchList:
         if w is None:
             w = self._ids[key] = len(self.pairs)
             self.pairs.append(key)
-        self.offsets.append(offset)
-        self.which.append(w)
+        offsets, which = self._growing()
+        offsets.append(offset)
+        which.append(w)
+
+    def _growing(self) -> tuple[array, array]:
+        """The columns in memory, to append to (a spilled list read back first)."""
+        if type(self.offsets) is not array or type(self.which) is not array:
+            self.offsets, self.which = in_memory(self.offsets), in_memory(self.which)
+        return self.offsets, self.which
 
     def extend(self, patches: Iterable[Patch]) -> None:
         rows = patches.rows() if isinstance(patches, PatchList) else ((p.offset, p.old, p.new) for p in patches)
         ids, pairs = self._ids, self.pairs
-        offsets, which = self.offsets.array_to_grow(), self.which.array_to_grow()
+        offsets, which = self._growing()
         for offset, old, new in rows:           # (``add`` inlined: a planner extends once per line)
             key = (old, new)
             w = ids.get(key)
@@ -135,8 +141,7 @@ class PatchList:
 
     def first_at(self, offset: int, lo: int = 0) -> int:
         """The index of the first patch at or after ``offset`` (from ``lo``; offsets are sorted)."""
-        col = self.offsets
-        return bisect_left(col if col.spilled else col.array(), offset, lo)   # (an array: bisect in C)
+        return bisect_left(self.offsets, offset, lo)
 
     def ordered(self) -> bool:
         """Sorted by offset, none overlapping the next."""
@@ -203,7 +208,7 @@ class PatchList:
     def __reduce__(self) -> tuple:
         # the columns as they are (arrays pickle as their bytes): a worker's patches cross a pipe
         # at memory speed (histmig/core/forkmap.py)
-        return _rebuild, (self.offsets.array(), self.which.array(), self.pairs)
+        return _rebuild, (in_memory(self.offsets), in_memory(self.which), self.pairs)
 
 
 def _bounds(k: slice, n: int) -> tuple[int, int]:
@@ -215,7 +220,7 @@ def _bounds(k: slice, n: int) -> tuple[int, int]:
 
 def _rebuild(offsets: array, which: array, pairs: list) -> PatchList:
     out = PatchList()
-    out.offsets, out.which, out.pairs = Column("q", offsets), Column("I", which), [tuple(p) for p in pairs]
+    out.offsets, out.which, out.pairs = offsets, which, [tuple(p) for p in pairs]
     out._ids = {p: i for i, p in enumerate(out.pairs)}
     return out
 
@@ -234,11 +239,11 @@ class ShiftEdits:
         for at, delta in edits:
             flat.append(index(at))      # an int, never a float or text (TypeError)
             flat.append(index(delta))
-        self._flat = Column("q", flat)
+        self._flat: array | Any = flat               # (a spilled Column once ``spill`` moved it)
 
     def spill(self) -> "ShiftEdits":
         """Keep the numbers in the spool (histmig/core/spool.py; a short list stays in memory)."""
-        self._flat.spill()
+        self._flat = spill(self._flat)
         return self
 
     @classmethod
@@ -261,7 +266,7 @@ class ShiftEdits:
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, ShiftEdits):
-            return self._flat == other._flat
+            return in_memory(self._flat) == in_memory(other._flat)
         if isinstance(other, (tuple, list)):
             return len(other) == len(self) and all(tuple(a) == b for a, b in zip(other, self))
         return NotImplemented
@@ -278,7 +283,7 @@ class ShiftEdits:
         edit (a Codex thread a move edits on 200,000 lines: 4.3 MB of text instead of ~25 MB of
         lists while undo, ``recover`` or ``log`` read the row)."""
         import base64  # noqa: PLC0415
-        flat = self._flat.array()
+        flat = in_memory(self._flat)
         if sys.byteorder != "little":
             flat = array("q", flat)
             flat.byteswap()
@@ -288,7 +293,7 @@ class ShiftEdits:
     def from_flat(cls, flat: array) -> "ShiftEdits":
         """Edits from an ``array('q')`` of offset, delta, offset, delta, ... (taken, not copied)."""
         out = cls()
-        out._flat = Column("q", flat)
+        out._flat = flat
         return out
 
     @classmethod
@@ -314,12 +319,12 @@ class ShiftEdits:
         return True
 
     def __reduce__(self) -> tuple:
-        return _rebuild_edits, (self._flat.array(),)
+        return _rebuild_edits, (in_memory(self._flat),)
 
 
 def _rebuild_edits(flat: Any) -> ShiftEdits:
     out = ShiftEdits()
-    out._flat = flat if isinstance(flat, Column) else Column("q", flat)
+    out._flat = flat
     return out
 
 

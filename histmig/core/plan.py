@@ -173,9 +173,8 @@ class WriteFile(Op):
                  session: dict[str, str] | None = None, reason: str = "", mtime_ns: int | None = None,
                  restore_from: tuple[str, str, int] | None = None) -> None:
         set_fields(self, path=path, expect=expect, patches=patch_list(patches).spill(), new_bytes=new_bytes,
-                         compression=compression,
-                         level=level, in_place_ok=in_place_ok, session=session, reason=reason, mtime_ns=mtime_ns,
-                         restore_from=restore_from)
+                   compression=compression, level=level, in_place_ok=in_place_ok, session=session, reason=reason,
+                   mtime_ns=mtime_ns, restore_from=restore_from)
 
     def describe(self) -> str:
         what = f"{len(self.patches)} edit(s)" if self.new_bytes is None else f"{len(self.new_bytes)} bytes"

@@ -136,11 +136,6 @@ class Column:
     def extend(self, xs: Any) -> None:
         self._unspill().extend(xs)
 
-    def array_to_grow(self) -> array:
-        """The numbers in memory (read back when spilled), to append to directly: a builder's loop
-        pays one call, not one per number."""
-        return self._unspill()
-
     # ---- reading -------------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -173,6 +168,8 @@ class Column:
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, Column):
             other = other.array()
+        if isinstance(other, (list, tuple)):
+            return self.array().tolist() == list(other)
         return self.array() == other
 
     __hash__ = None  # type: ignore[assignment]
@@ -185,3 +182,18 @@ class Column:
         # the numbers themselves: a worker's columns cross a pipe as bytes; a spool offset means
         # nothing in another process
         return Column, (self.typecode, self.array())
+
+
+def spill(numbers: "array | Column") -> "array | Column":
+    """``numbers`` in the spool (a spilled :class:`Column`) when there are at least :data:`SPILL_MIN`
+    of them and the spool takes them; else ``numbers`` as it is. Short columns stay plain arrays: a
+    flip's two patches a file would otherwise pay a Column's bookkeeping for nothing."""
+    if isinstance(numbers, array) and len(numbers) >= SPILL_MIN:
+        col = Column(numbers.typecode, numbers).spill()
+        return col if col.spilled else numbers
+    return numbers
+
+
+def in_memory(numbers: "array | Column") -> array:
+    """The numbers as an array: an array as it is, a Column's read back."""
+    return numbers if isinstance(numbers, array) else numbers.array()
