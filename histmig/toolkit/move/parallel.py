@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from histmig.core.forkmap import cpus, file_size, fork_map
 from histmig.toolkit.move.scan import FileScan
-from histmig.core.plan import patch_list
+from histmig.core.plan import PatchList, patch_list
 
 Task = tuple[Callable[..., FileScan], tuple, dict]      # (scanner, args, kwargs)
 
@@ -32,6 +32,8 @@ def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
     for (_, args, _), scan in zip(tasks, out):
         for value, why, where in scan.refused:
             args[1].refuse(value, why, scan.path, where)
+        if isinstance(scan.patches, PatchList):
+            scan.patches.spill()      # (a file scanned here; a worker's was spilled as it was decoded)
     return out
 
 
@@ -49,5 +51,6 @@ def _pack(scan: FileScan) -> tuple:
 
 def _unpack(t: tuple) -> FileScan:
     path, packed, fields, content, lines, fp, compressed, skip, warnings, first, refused = t
-    return FileScan(path=path, patches=packed, fields=fields, content=content, lines=lines,
+    # one file's patches at a time into the spool (histmig/core/spool.py), not a share's at once
+    return FileScan(path=path, patches=packed.spill(), fields=fields, content=content, lines=lines,
                     fingerprint=fp, compressed=compressed, skip=skip, warnings=warnings, first=first, refused=refused)
