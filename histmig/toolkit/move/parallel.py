@@ -32,14 +32,15 @@ def scan_all(tasks: Sequence[Task]) -> list[FileScan]:
     for (_, args, _), scan in zip(tasks, out):
         for value, why, where in scan.refused:
             args[1].refuse(value, why, scan.path, where)
-        if isinstance(scan.patches, PatchList):
-            scan.patches.spill()      # (a file scanned here; a worker's was spilled as it was decoded)
     return out
 
 
 def _run(task: Task) -> FileScan:
     fn, args, kw = task
-    return fn(*args, **kw)
+    scan = fn(*args, **kw)
+    if isinstance(scan.patches, PatchList):
+        scan.patches.spill()     # one file's at a time: this process's share is not held until the end
+    return scan
 
 
 # ---- compact transfer: the patches as columns (histmig/core/patches.py), the rest as plain values ---
