@@ -705,14 +705,7 @@ def scale_report(runs: list[tuple[int, list[Row], int]], pairs: int, quick: bool
             f"homes of {', '.join(f'{s / 2**20:,.0f}' for _, _, s in runs)} MiB). Per session added: (time at the "
             f"largest size - time at the middle one) / the sessions between them, against the same between the "
             f"two smaller sizes (1.0x: linear; start-up and other fixed costs cancel out).")
-    cols = ["command", *(f"{n:,} sessions" for n in sizes), "per session added", "RSS added"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    by_size = [{(r.key or r.command): r.histmig() for r in rows} for _, rows, _ in runs]
-    for key in by_size[-1]:
-        got = [m.get(key) for m in by_size]
-        cells = ["-" if g is None else f"{g[0]:.2f} s, {g[1]:.0f} MB" for g in got]
-        lines.append("| " + " | ".join([key, *cells, _growth(sizes, got), _rss_added(got)]) + " |")
-    return head + "\n\n" + "\n".join(lines)
+    return head + "\n\n" + _across(runs, [f"{n:,} sessions" for n in sizes], "per session added")
 
 
 def grow_report(runs: list[tuple[float, list[Row], int]], sessions: int, pairs: int, quick: bool) -> str:
@@ -726,14 +719,20 @@ def grow_report(runs: list[tuple[float, list[Row], int]], sessions: int, pairs: 
             f"histmig's median wall time and largest peak RSS over {pairs} run(s) at each size. Per MB added: "
             f"(time at the largest size - time at the middle one) / the MB between them, against the same between "
             f"the two smaller sizes (1.0x: linear in the bytes).")
-    cols = ["command", *(f"{mb:,.0f} MB" for mb in mbs), "per MB added", "RSS added"]
+    return head + "\n\n" + _across(runs, [f"{mb:,.0f} MB" for mb in mbs], "per MB added")
+
+
+def _across(runs: list[tuple[float, list[Row], int]], heads: list[str], growth: str) -> str:
+    """The table of histmig's time and peak RSS per command at each run's size (``heads``), then the
+    time growth between the sizes and the RSS added from the first to the last."""
+    cols = ["command", *heads, growth, "RSS added"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     by_size = [{(r.key or r.command): r.histmig() for r in rows} for _, rows, _ in runs]
     for key in by_size[-1]:
         got = [m.get(key) for m in by_size]
         cells = ["-" if g is None else f"{g[0]:.2f} s, {g[1]:.0f} MB" for g in got]
-        lines.append("| " + " | ".join([key, *cells, _growth(mbs, got), _rss_added(got)]) + " |")
-    return head + "\n\n" + "\n".join(lines)
+        lines.append("| " + " | ".join([key, *cells, _growth([n for n, _, _ in runs], got), _rss_added(got)]) + " |")
+    return "\n".join(lines)
 
 
 def _growth(sizes: list[float], got: list) -> str:

@@ -30,29 +30,26 @@ def test_quick_run_writes_the_table(tmp_path):
     assert doc.read_text().count("<!-- bench/run.py: begin -->") == 1    # replaced, not added again
 
 
-def test_quick_scale_run_writes_one_table_across_the_sizes(tmp_path):
+def _twice_into_a_page(tmp_path, *args: str) -> str:
+    """bench/run.py --quick with ``args``, run twice into one page: the page's text."""
     doc = tmp_path / "bench.md"
     doc.write_text("# Benchmarks\n\nintro\n")
-    argv = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile", "--scale", "500,2000,8000",
-            "--only", "convert", "--doc", str(doc)]
+    argv = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile", *args, "--doc", str(doc)]
     for _ in range(2):
         p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
-    text = doc.read_text()
+    return doc.read_text()
+
+
+def test_quick_scale_run_writes_one_table_across_the_sizes(tmp_path):
+    text = _twice_into_a_page(tmp_path, "--scale", "500,2000,8000", "--only", "convert")
     assert text.count("<!-- bench/run.py --scale: begin -->") == 1 and "<!-- bench/run.py: begin -->" not in text
     assert "| command | 8 sessions | 16 sessions | 24 sessions | per session added | RSS added |" in text
     assert "`convert --to claude-code --from codex --all --apply`, every session | " in text
 
 
 def test_quick_grow_run_writes_one_table_across_the_tree_sizes(tmp_path):
-    doc = tmp_path / "bench.md"
-    doc.write_text("# Benchmarks\n\nintro\n")
-    argv = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-compile", "--grow", "100,400,1600",
-            "--only", "move", "--doc", str(doc)]
-    for _ in range(2):
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-    text = doc.read_text()
+    text = _twice_into_a_page(tmp_path, "--grow", "100,400,1600", "--only", "move")
     assert text.count("<!-- bench/run.py --grow: begin -->") == 1 and "<!-- bench/run.py: begin -->" not in text
     assert "| command | 1 MB | 2 MB | 3 MB | per MB added | RSS added |" in text
     assert "`undo` of that move | " in text and "the same 8 sessions in trees of each size" in text
