@@ -627,44 +627,42 @@ def main(argv=None) -> int:
         return grow_main(a)
     sizes = sorted({int(n) for n in a.scale.split(",")}) if a.scale else [a.sessions]
     sizes, pairs = ([8 * (i + 1) for i in range(len(sizes))], 1) if a.quick else (sizes, a.pairs)
-    if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
-        compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
-    work = a.work or Path(tempfile.mkdtemp(prefix="histmig-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        runs = [(n, *run_size(work / f"n{n}" if a.scale else work, n, a, pairs)) for n in sizes]
-        if a.scale:
-            text = scale_report(runs, pairs, a.quick)
-            marks = SCALE_MARKS
-        else:
-            n, rows, size = runs[0]
-            text, marks = report(rows, n, size, pairs, a.quick), (BEGIN, END)
-        print("\n" + text)
-        if not a.no_doc:
-            write_doc(a.doc, text, marks)
-        return 0
-    finally:
-        if not a.work:
-            shutil.rmtree(work, ignore_errors=True)
+    return _into_doc(a, lambda work: _sizes(work, a, sizes, pairs))
+
+
+def _sizes(work: Path, a: argparse.Namespace, sizes: list[int], pairs: int) -> tuple[str, tuple[str, str]]:
+    """One size's table, or with ``--scale`` the table across the sizes; and the page's marks for it."""
+    runs = [(n, *run_size(work / f"n{n}" if a.scale else work, n, a, pairs)) for n in sizes]
+    if a.scale:
+        return scale_report(runs, pairs, a.quick), SCALE_MARKS
+    n, rows, size = runs[0]
+    return report(rows, n, size, pairs, a.quick), (BEGIN, END)
 
 
 def grow_main(a: argparse.Namespace) -> int:
     """``--grow``: :func:`run_size` at each tree size, the number of sessions fixed, into one table."""
     mbs = sorted({float(x) for x in a.grow.split(",")})
     sessions, mbs, pairs = (8, [float(i + 1) for i in range(len(mbs))], 1) if a.quick else (a.sessions, mbs, a.pairs)
-    if not a.no_compile:
+
+    def grown(work: Path) -> tuple[str, tuple[str, str]]:
+        runs = [(mb, *run_size(work / f"mb{mb:g}", sessions, argparse.Namespace(**{**vars(a), "mb": mb, "scale": "grow"}),
+                               pairs)) for mb in mbs]
+        return grow_report(runs, sessions, pairs, a.quick), GROW_MARKS
+    return _into_doc(a, grown)
+
+
+def _into_doc(a: argparse.Namespace, make) -> int:
+    """Compile, make the tables in a work folder (removed after unless ``--work``), print them and
+    write them between their marks in the page."""
+    if not a.no_compile:      # as an install does: PYTHONDONTWRITEBYTECODE would recompile every run
         compileall.compile_dir(str(ROOT / "histmig"), quiet=1)
     work = a.work or Path(tempfile.mkdtemp(prefix="histmig-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        runs = []
-        for mb in mbs:
-            at = argparse.Namespace(**{**vars(a), "mb": mb, "scale": "grow"})
-            runs.append((mb, *run_size(work / f"mb{mb:g}", sessions, at, pairs)))
-        text = grow_report(runs, sessions, pairs, a.quick)
+        text, marks = make(work)
         print("\n" + text)
         if not a.no_doc:
-            write_doc(a.doc, text, GROW_MARKS)
+            write_doc(a.doc, text, marks)
         return 0
     finally:
         if not a.work:
