@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
+import time
 from array import array
 from bisect import bisect_left
 
@@ -145,3 +147,26 @@ def test_the_spool_is_made_in_the_state_dir_the_cli_names_else_in_the_temporary_
         col = Column("q", range(SPILL_MIN)).spill()
         assert col.spilled and made == want and list(col) == list(range(SPILL_MIN))
         assert not list(tmp_path.glob("histmig-spool-*"))       # never a name on disk
+
+
+def test_a_child_forked_while_another_thread_holds_the_spool_lock_still_spills_its_own(monkeypatch):
+    fresh = spool._Spool()
+    monkeypatch.setattr(spool, "SPOOL", fresh)
+    fresh.lock.acquire()                           # another thread's put() in progress at the fork
+    try:
+        pid = os.fork()
+        if pid == 0:                               # no spool yet: the child makes its own, unblocked
+            os._exit(0 if Column("q", range(SPILL_MIN)).spill().spilled else 1)
+        status = None
+        for _ in range(200):                       # a child stuck on the inherited lock: killed, failed
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child blocked on the spool lock it inherited")
+    finally:
+        fresh.lock.release()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -82,6 +82,16 @@ class _Spool:
 SPOOL = _Spool()
 
 
+def _after_fork_in_child() -> None:
+    """A fresh lock in a forked child: the parent's may have been held by another of its threads at
+    the fork, and would stay held in the child for good."""
+    SPOOL.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Column:
     """A sequence of numbers of one array ``typecode``: in memory while it is built (``append``,
     ``extend``), then, :meth:`spill`-ed, in the spool. Indexing, slicing (to an ``array``), ``len``,
