@@ -319,13 +319,7 @@ class ShiftEdits:
         return True
 
     def __reduce__(self) -> tuple:
-        return _rebuild_edits, (in_memory(self._flat),)
-
-
-def _rebuild_edits(flat: Any) -> ShiftEdits:
-    out = ShiftEdits()
-    out._flat = flat
-    return out
+        return ShiftEdits.from_flat, (in_memory(self._flat),)
 
 
 def patch_list(patches: Iterable[Patch]) -> PatchList:

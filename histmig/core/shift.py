@@ -19,7 +19,7 @@ import bisect
 import hashlib
 from array import array
 from itertools import accumulate
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from histmig.core.patches import ShiftEdits
 
@@ -59,22 +59,25 @@ def inverse_edits(edits: Edits) -> Edits:
     (its original offset moved by the edits before it), with the opposite delta. Exact for offsets
     that are line starts and edits inside lines: the line's newline stays between an edit and any
     later offset, so "the edit starts before the offset" holds in the new file as in the old one
-    (tests/test_sql_shift.py checks it with hypothesis). A sorted :class:`ShiftEdits` gives one, in
-    one pass; anything else a list of pairs, as before."""
-    if isinstance(edits, ShiftEdits) and edits.sorted_by_offset():
-        out, before, pending, last = array("q"), 0, 0, None
-        for at, d in edits:
-            if not d:
-                continue
-            if at != last:                   # the deltas of the edits at smaller offsets
-                before, pending, last = before + pending, 0, at
-            out.append(at + before)
-            out.append(-d)
-            pending += d
-        return ShiftEdits.from_flat(out)
-    pairs = sorted((at, d) for at, d in edits if d)
-    moved = shifter(pairs)
-    return [(moved(at), -d) for at, d in pairs]
+    (tests/test_sql_shift.py checks it with hypothesis). A :class:`ShiftEdits` gives one (a planner's,
+    sorted, read in place), anything else a list of pairs; one pass over the sorted edits either way."""
+    pairs = edits if isinstance(edits, ShiftEdits) and edits.sorted_by_offset() else \
+        sorted((at, d) for at, d in edits if d)
+    out = _inverse_pass(pairs)
+    return ShiftEdits(out) if isinstance(edits, ShiftEdits) else list(out)
+
+
+def _inverse_pass(pairs: Iterable[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """:func:`inverse_edits` of edits sorted by offset: each moved by the deltas of the edits at
+    smaller offsets (those at its own offset do not move it, as in :func:`shifter`)."""
+    before, pending, last = 0, 0, None
+    for at, d in pairs:
+        if not d:
+            continue
+        if at != last:
+            before, pending, last = before + pending, 0, at
+        yield at + before, -d
+        pending += d
 
 
 def needed(edits: Edits, top: int, single: bool) -> Edits:
@@ -82,22 +85,15 @@ def needed(edits: Edits, top: int, single: bool) -> Edits:
     at or after ``top`` move none, and for ``single`` (one stored offset: one row, one column) the
     edits before it act as one, at the first's place. A move edits every line holding a path: the
     projection row's shift then carries one edit, not one per line (docs/safety.md "Shifted offsets").
-    :class:`ShiftEdits` in, :class:`ShiftEdits` out (no pair per edit)."""
-    if isinstance(edits, ShiftEdits):
-        flat = array("q")
-        for at, d in edits:
-            if at < top and d:
-                flat.append(at)
-                flat.append(d)
-        if single and flat:
-            total = sum(flat[1::2])
-            flat = array("q", [flat[0], total] if total else [])
-        return ShiftEdits.from_flat(flat)
-    before = [(at, d) for at, d in edits if at < top and d]
-    if single and before:
-        total = sum(d for _, d in before)
-        return [(before[0][0], total)] if total else []
-    return before
+    :class:`ShiftEdits` in, :class:`ShiftEdits` out (no pair per edit); else a list."""
+    kept: Iterable[tuple[int, int]] = ((at, d) for at, d in edits if at < top and d)
+    if single:
+        first, total = None, 0
+        for at, d in kept:
+            first = at if first is None else first
+            total += d
+        kept = [(first, total)] if total else []
+    return ShiftEdits(kept) if isinstance(edits, ShiftEdits) else list(kept)
 
 
 def sorted_edits(edits: Iterable[tuple[int, int]]) -> ShiftEdits:
