@@ -96,15 +96,20 @@ WALK_STAT_CLI = "import histmig.cli  # what every histmig command loads before i
 # (the walk's facts and the stored fields) sorted by time and written as indented JSON
 WARM_NAMED_CLI = """import histmig.cli  # what every histmig command loads before it starts
 import os, sys, orjson
-with open(sys.argv[1], "rb") as f:
-    records = orjson.loads(f.read())["records"]
+records = {}
+with open(sys.argv[1], "rb") as f:     # core/scanindex.py: a header line, then "path"<tab>record per line
+    f.readline()
+    for line in f:
+        key, _, raw = line.partition(b"\t")
+        records[orjson.loads(key)] = raw
 rows = []
 for top in sys.argv[2:]:
     for d, _, names in os.walk(top):
         for name in names:
             path = os.path.join(d, name)
             st = os.stat(path)
-            rec = records.get(path)
+            raw = records.get(path)
+            rec = None if raw is None else orjson.loads(raw)
             if rec is not None and rec[0] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]:
                 rows.append({"path": path, "size": st.st_size, "updated": st.st_mtime, **rec[2]})
 if not rows:

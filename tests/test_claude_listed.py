@@ -62,7 +62,7 @@ def stored_resume(path: Path, tmp_path: Path, ref_for=listing.ref_for) -> dict |
     """The resume point a cold listing stores in the scan index."""
     index = ScanIndex(str(tmp_path / "resume.idx"))
     ref_for(path, index=index)
-    return index.records[str(path)][3]
+    return index.record(str(path))[3]
 
 
 def listed(path: Path) -> dict:
@@ -139,7 +139,7 @@ def test_the_byte_search_runs_between_the_ends_and_the_index_resumes_as_before(t
     size = path.stat().st_size
     assert family.HEAD_TAIL <= start < stop <= size - family.HEAD_TAIL + 2048   # each line parsed once
     total, resume = old_count(path)                                            # from the first byte
-    assert index.records[str(path)][3] == resume and index.records[str(path)][2]["messages"] == total
+    assert index.record(str(path))[3] == resume and index.record(str(path))[2]["messages"] == total
 
 
 @pytest.mark.parametrize("cut", [0, 1, 40])
@@ -150,8 +150,8 @@ def test_a_last_line_without_its_newline_is_where_a_later_count_resumes(tmp_path
     index = ScanIndex(str(tmp_path / "a.idx"))
     row = listing.ref_for(path, index=index).to_dict()
     assert row == reference(path)
-    assert index.records[str(path)][3] == old_count(path)[1]
-    assert index.records[str(path)][3]["end"] == len(data)
+    assert index.record(str(path))[3] == old_count(path)[1]
+    assert index.record(str(path))[3]["end"] == len(data)
 
 
 KINDS = st.sampled_from(["user", "prompt", "meta", "command", "tool", "assistant", "blank", "broken",
@@ -259,4 +259,4 @@ def test_a_head_line_finished_while_the_file_is_listed_is_counted_once(tmp_path,
     index = ScanIndex(str(tmp_path / "a.idx"))
     ref = listing.ref_for(path, index=index)
     total, resume = old_count(path)
-    assert ref.messages == total and index.records[str(path)][3] == resume
+    assert ref.messages == total and index.record(str(path))[3] == resume

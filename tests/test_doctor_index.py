@@ -13,6 +13,7 @@ import pytest
 
 from codex_fixtures import home_with, rollout, tid, write_rollout
 from histmig.cli import samples
+from histmig.core.scanindex import read_document, write_document
 from histmig.tools.codex import doctor_data, doctor_index
 from histmig.verbs.doctor import diagnose
 
@@ -44,11 +45,10 @@ def no_reads(monkeypatch):
 
 
 def records(homes) -> dict:
-    import orjson
     file = homes.state / doctor_index.FILE_NAME
     if not file.exists():
         return {}
-    data = orjson.loads(file.read_bytes())
+    data = read_document(file)
     return {p: r for p, r in data["records"].items() if p != doctor_index.DBS}
 
 
@@ -154,11 +154,10 @@ def test_a_damaged_index_is_ignored_and_rewritten(world, tmp_path):
     (homes.state / doctor_index.FILE_NAME).write_text('{"version": 1, "records": {"x": [1, 2, 3')
     assert report(homes) == first
     assert len(records(homes)) == 3
-    import orjson
-    data = orjson.loads((homes.state / doctor_index.FILE_NAME).read_bytes())
+    data = read_document(homes.state / doctor_index.FILE_NAME)
     for rec in data["records"].values():             # every stored record damaged: each one is a miss
         rec[2] = {"facts": {"id": 7}, "needs": None}
-    (homes.state / doctor_index.FILE_NAME).write_bytes(orjson.dumps(data))
+    write_document(homes.state / doctor_index.FILE_NAME, data)
     assert report(homes) == first == unindexed(homes, tmp_path)
 
 

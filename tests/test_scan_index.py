@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from histmig.cli import samples
 from histmig.core import scanindex
+from histmig.core.scanindex import read_document, write_document
 from histmig.tools import resolve_homes
 from histmig.jsonio import marks
 from histmig.jsonio.jsonl import read_lines
@@ -96,10 +97,10 @@ def test_a_changed_file_is_read_again(sample_home):
 def test_no_index_neither_reads_nor_writes_it(sample_home):
     assert scan("--no-index") and not os.path.exists(index_file())
     scan()
-    doc = orjson.loads(open(index_file(), "rb").read())
+    doc = read_document(index_file())
     for rec in doc["records"].values():
         rec[2]["title"] = "FROM THE INDEX"
-    open(index_file(), "wb").write(orjson.dumps(doc))
+    write_document(index_file(), doc)
     mtime = os.stat(index_file()).st_mtime_ns
     indexed = ("codex", "claude-code", "mini-cc")
     assert {s["title"] for s in scan() if s["tool"] in indexed} == {"FROM THE INDEX"}   # the index answers...
@@ -108,23 +109,49 @@ def test_no_index_neither_reads_nor_writes_it(sample_home):
 
 
 @pytest.mark.parametrize("junk", [b"", b"{not json", b'{"version": 1, "records": []}', b'[1, 2]',
-                                  b'{"version": 1, "records": {"/x": [1, 2]}}', b'{"version": 99, "records": {}}'])
+                                  b'{"version": 1, "records": {"/x": [1, 2]}}', b'{"version": 99, "records": {}}',
+                                  b'{"version": 2, "ids": []}\n', b'{"version": 2, "ids": {"codex": 5}}\n"/x"\t[1]\n',
+                                  b'{"version": 2}\n"/x"\t[1, 2]\nno tab\n5\t[]\n"/y\t[\n\t\n"/z"\t[[1,2,3,4],null,{},null,nu'])
 def test_a_corrupt_index_is_rebuilt(sample_home, junk):
     expected = scan("--no-index")
     os.makedirs(os.path.dirname(index_file()), exist_ok=True)
     open(index_file(), "wb").write(junk)
     assert scan() == expected
-    assert orjson.loads(open(index_file(), "rb").read())["version"] == scanindex.VERSION
+    assert read_document(index_file())["version"] == scanindex.VERSION
     assert scan() == expected
+
+
+def test_the_index_is_a_header_line_then_one_line_per_record(sample_home):
+    """docs/scan-show.md, "The scan index": a listing splits each line at its tab and parses a record
+    only when its file is looked up."""
+    refs = scan()
+    head, *rest = open(index_file(), "rb").read().splitlines()
+    assert orjson.loads(head)["version"] == scanindex.VERSION
+    paths = [orjson.loads(line.partition(b"\t")[0]) for line in rest]
+    assert len(set(paths)) == len(paths) and {s["path"] for s in refs if s["tool"] == "codex"} <= set(paths)
+    loaded = scanindex.ScanIndex.load(resolve_homes().state)
+    assert all(type(raw) is bytes for raw in loaded.records.values())
+
+
+def test_a_damaged_line_is_left_out_and_the_rest_still_answer(sample_home, monkeypatch):
+    expected = scan()
+    head, first, *rest = open(index_file(), "rb").read().splitlines(keepends=True)
+    open(index_file(), "wb").write(b"".join([head, b"damaged line\n", first[:-9] + b"\n", *rest]))
+    reads = []
+    real = listread.read
+    monkeypatch.setattr(listread, "read", lambda *a, **k: reads.append(a) or real(*a, **k))
+    assert scan() == expected
+    assert len(reads) <= 1                                # only the file of the damaged record
+    assert len(read_document(index_file())["records"]) == len(rest) + 1
 
 
 def test_a_damaged_record_is_read_again(sample_home):
     expected = scan("--no-index")
     scan()
-    doc = orjson.loads(open(index_file(), "rb").read())
+    doc = read_document(index_file())
     for n, rec in enumerate(doc["records"].values()):
         rec[2] = [{}, {"state": 5, "id": 1, "extra": {}}, {"title": ["x"]}, {"cwd": "/x"}][n % 4]
-    open(index_file(), "wb").write(orjson.dumps(doc))
+    write_document(index_file(), doc)
     assert scan() == expected
 
 
@@ -147,9 +174,9 @@ def test_files_gone_are_dropped_after_a_complete_scan(sample_home):
     gone = next(s["path"] for s in refs if s["tool"] == "codex")
     os.unlink(gone)
     scan("--tool", "claude-code")                     # a partial listing keeps what it did not see
-    assert gone in orjson.loads(open(index_file(), "rb").read())["records"]
+    assert gone in read_document(index_file())["records"]
     scan()
-    assert gone not in orjson.loads(open(index_file(), "rb").read())["records"]
+    assert gone not in read_document(index_file())["records"]
 
 
 def test_two_scans_at_once_leave_a_valid_index(sample_home):
@@ -158,7 +185,7 @@ def test_two_scans_at_once_leave_a_valid_index(sample_home):
                               stdout=subprocess.PIPE) for _ in range(4)]
     outs = [p.communicate()[0] for p in procs]
     assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1
-    doc = orjson.loads(open(index_file(), "rb").read())
+    doc = read_document(index_file())
     assert doc["version"] == scanindex.VERSION and doc["records"]
     assert not [n for n in os.listdir(os.path.dirname(index_file())) if n.endswith(".tmp")]
     assert json.loads(outs[0])["sessions"] == scan()

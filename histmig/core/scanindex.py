@@ -21,7 +21,7 @@ from typing import Any, Callable
 import orjson
 
 FILE_NAME = "scan-index.json"
-VERSION = 1
+VERSION = 2                   # 1: one JSON document (read as corrupt: the next listing rewrites it)
 HEAD_HASH_BYTES = 4096
 
 
@@ -109,43 +109,61 @@ def _copy(v: Any) -> Any:
 
 
 class ScanIndex:
-    """The records of one state dir, loaded once per listing and saved once at its end."""
+    """The records of one state dir, loaded once per listing and saved once at its end.
 
-    def __init__(self, file: str | None, records: dict[str, list] | None = None,
+    The file is JSON Lines (``VERSION`` 2): a header line ``{"version": 2, "ids": {...}}``, then one
+    line per record, its path as a JSON string, a tab, the record as a JSON array ``[key, ctx, fields,
+    resume, head hash]``. Loading splits each line at its tab and keeps the record's bytes; a record is
+    parsed when its file is looked up. Parsing the whole index at once held about 2 KB of objects a
+    record (15 MB at 8,000 sessions) beside the parser's own buffers (~65 MB traced) for the listing's
+    length; a record's bytes are ~500 (docs/bench.md, "Memory and line count"). JSON escapes a tab
+    inside a string, so the first tab of a line always ends its path."""
+
+    def __init__(self, file: str | None, records: dict[str, bytes] | None = None,
                  ids: dict[str, list] | None = None):
         self.file = file
-        self.records = records or {}
+        self.records = records or {}         # path -> the record's JSON line (parsed by ``record``)
         self.ids = ids or {}                 # tool -> every session id of its last complete listing
         self.changed = False
         self.touched: set[str] = set()       # paths looked up or stored by this listing
 
     @classmethod
     def load(cls, state_dir: str | os.PathLike | None, name: str = FILE_NAME) -> "ScanIndex":
-        """The index of ``state_dir`` (empty when missing, unreadable or corrupt); ``name``: another
-        index kept the same way (doctor's, tools/codex/doctor_index.py)."""
+        """The index of ``state_dir`` (empty when missing, unreadable, corrupt or of another version;
+        a damaged line is left out); ``name``: another index kept the same way (doctor's,
+        tools/codex/doctor_index.py)."""
         if state_dir is None:
             return cls(None)
         file = os.path.join(os.fspath(state_dir), name)
         try:
             with open(file, "rb") as fh:
-                data = orjson.loads(fh.read())
-            records = data["records"] if data.get("version") == VERSION else {}
-            if not isinstance(records, dict):
-                records = {}
-            ids = data.get("ids") if data.get("version") == VERSION else None
-            if not isinstance(ids, dict) or not all(isinstance(v, list) for v in ids.values()):
-                ids = {}
-        except (OSError, ValueError, TypeError, AttributeError, KeyError):
-            records, ids = {}, {}
-        return cls(file, records, ids)
+                head = orjson.loads(fh.readline())
+                if type(head) is not dict or head.get("version") != VERSION:
+                    return cls(file)
+                ids = head.get("ids")
+                if not isinstance(ids, dict) or not all(isinstance(v, list) for v in ids.values()):
+                    ids = {}
+                return cls(file, _lines(fh), ids)
+        except (OSError, ValueError):
+            return cls(file)
 
     # ---- look-ups -----------------------------------------------------------------------------
+
+    def record(self, path: str) -> Any:
+        """The stored record of ``path`` parsed (None when there is none or it is not JSON)."""
+        raw = self.records.get(path)
+        if raw is None:
+            return None
+        try:
+            return orjson.loads(raw)
+        except ValueError:
+            return None
 
     def hit(self, path: str, st: os.stat_result, ctx: Any = None, names: tuple[str, ...] | None = None) -> dict | None:
         """The stored fields of ``path`` when the file is unchanged since they were stored (and, with
         ``names``, they are exactly those fields, of the types a ref holds: a damaged record is a miss)."""
         self.touched.add(path)
-        rec = self.records.get(path)        # (``_record`` and ``key_of`` inlined: one call per warm ref)
+        rec = self.record(path)             # (``_record`` and ``key_of`` inlined: one call per warm ref)
         if type(rec) is not list or len(rec) != 5 or rec[1] != ctx:
             return None
         fields = rec[2]
@@ -170,8 +188,9 @@ class ScanIndex:
         return rec[3], rec[4]
 
     def _record(self, path: str) -> list | None:
-        rec = self.records.get(path)
-        if isinstance(rec, list) and len(rec) == 5 and isinstance(rec[0], list) and isinstance(rec[2], dict):
+        rec = self.record(path)
+        if isinstance(rec, list) and len(rec) == 5 and isinstance(rec[0], list) and len(rec[0]) == 4 \
+                and isinstance(rec[2], dict):
             return rec
         return None
 
@@ -188,10 +207,19 @@ class ScanIndex:
         except UnicodeEncodeError:
             return
         self.touched.add(path)
-        rec = [key_of(st), ctx, fields, resume if first is not None else None,
-               head_hash(first) if resume is not None and first is not None else None]
-        if self.records.get(path) != rec:
-            self.records[path] = rec
+        self.put(path, [key_of(st), ctx, fields, resume if first is not None else None,
+                        head_hash(first) if resume is not None and first is not None else None])
+
+    def put(self, path: str, rec: list) -> None:
+        """Keep ``rec`` as the record of ``path`` (one that JSON cannot carry exactly, a name or a
+        title that is not UTF-8, is dropped instead: its file is read again next time)."""
+        try:                                 # an exact-size copy: ``orjson.dumps`` keeps its whole buffer
+            raw = bytes(memoryview(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)))
+        except (TypeError, ValueError):
+            self.forget(path)
+            return
+        if self.records.get(path) != raw:
+            self.records[path] = raw
             self.changed = True
 
     def store_ids(self, tool: str, ids: list[str]) -> None:
@@ -220,7 +248,7 @@ class ScanIndex:
             os.makedirs(os.path.dirname(self.file), mode=0o700, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps({"version": VERSION, "records": self.records, "ids": self.ids}))
+                _write(fh, self.records, self.ids)
             os.replace(tmp, self.file)
         except (OSError, TypeError, ValueError):
             try:
@@ -230,3 +258,48 @@ class ScanIndex:
             return False
         self.changed = False
         return True
+
+
+def _lines(fh: Any) -> dict[str, bytes]:
+    """The record lines after the header: path -> the record's bytes (its newline kept)."""
+    records: dict[str, bytes] = {}
+    loads = orjson.loads
+    for line in fh:
+        key, tab, raw = line.partition(b"\t")
+        if not tab:
+            continue
+        try:
+            path = loads(key)
+        except ValueError:
+            continue
+        if type(path) is str:
+            records[path] = raw if raw.endswith(b"\n") else raw + b"\n"
+    return records
+
+
+def _write(fh: Any, records: dict[str, bytes], ids: dict[str, list]) -> None:
+    fh.write(orjson.dumps({"version": VERSION, "ids": ids}, option=orjson.OPT_APPEND_NEWLINE))
+    dumps = orjson.dumps
+    for path, raw in records.items():
+        fh.write(dumps(path) + b"\t" + raw)
+
+
+def read_document(file: str | os.PathLike) -> dict:
+    """An index file as one object, ``{"version", "ids", "records": {path: record}}`` (records that do
+    not parse are left out): for tests and a reader's eye; a listing never parses the whole file."""
+    with open(file, "rb") as fh:
+        head = orjson.loads(fh.readline())
+        records = {}
+        for path, raw in _lines(fh).items():
+            try:
+                records[path] = orjson.loads(raw)
+            except ValueError:
+                pass
+    return {**head, "records": records}
+
+
+def write_document(file: str | os.PathLike, doc: dict) -> None:
+    """Write ``doc`` (as :func:`read_document` gives it) in the index's own layout."""
+    records = {p: orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for p, r in doc.get("records", {}).items()}
+    with open(file, "wb") as fh:
+        _write(fh, records, doc.get("ids", {}))

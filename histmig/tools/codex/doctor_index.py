@@ -85,7 +85,7 @@ class DoctorIndex:
         self.index = ScanIndex.load(state_dir, name=FILE_NAME) if state_dir is not None else ScanIndex(None)
         self.now = time.time_ns()
         self.dbs = _db_keys(hists)
-        old = self.index.records.get(DBS)
+        old = self.index.record(DBS)
         self.dbs_same = isinstance(old, list) and len(old) == 5 and old[2] == {"dbs": self.dbs}
         self.index.touched.add(DBS)
 
@@ -122,9 +122,8 @@ class DoctorIndex:
         racy = any(k is not None and max(k[3], k[4]) > self.now - RACY_NS for _, keys in self.dbs for k in keys)
         if racy:
             self.index.forget(DBS)
-        elif self.index.records.get(DBS, [None, None, None])[2] != {"dbs": self.dbs}:
-            self.index.records[DBS] = [[], None, {"dbs": self.dbs}, None, None]
-            self.index.changed = True
+        else:                                # (an unchanged record leaves the index unchanged)
+            self.index.put(DBS, [[], None, {"dbs": self.dbs}, None, None])
         self.index.save(keep=self.index.touched)
 
 
