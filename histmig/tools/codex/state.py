@@ -162,11 +162,13 @@ def session_of(thread_id: str) -> dict[str, str]:
     return {"tool": "codex", "id": thread_id}
 
 
-def provider_update_ops(homes, thread_id: str, new: str, *, rows: dict[Path, dict[str, dict]] | None = None,
+def provider_update_ops(homes, thread_id: str, new: str, *, providers: dict[Path, dict[str, Any]] | None = None,
                         reason: str = "provider flip") -> list[SqlUpdate]:
     """``UPDATE threads SET model_provider = new`` in every state DB that has the thread.
-    ``rows`` (db -> id -> row) lets a caller planning thousands of threads read each DB once."""
-    return _thread_update_ops(homes, thread_id, "model_provider", new, rows=rows, reason=reason)
+    ``providers`` (db -> id -> its model_provider: :func:`thread_providers`) lets a caller planning
+    thousands of threads read each DB once, two columns a row (a row of every column was 8 MB more
+    for a flip of 8,000 sessions, held while its rollouts are scanned)."""
+    return _thread_update_ops(homes, thread_id, "model_provider", new, values=providers, reason=reason)
 
 
 def cwd_update_ops(homes, thread_id: str, new_cwd: str, *, rows: dict[Path, dict[str, dict]] | None = None,
@@ -177,15 +179,21 @@ def cwd_update_ops(homes, thread_id: str, new_cwd: str, *, rows: dict[Path, dict
     return _thread_update_ops(homes, thread_id, "cwd", canonical, rows=rows, reason=reason)
 
 
-def _thread_update_ops(homes, thread_id, column, value, *, rows, reason) -> list[SqlUpdate]:
+def _thread_update_ops(homes, thread_id, column, value, *, rows=None, values=None, reason) -> list[SqlUpdate]:
+    """``rows``: db -> id -> row; ``values``: db -> id -> the row's ``column`` (``NO_COLUMN`` without
+    one); neither: each DB queried for the thread."""
     from histmig.core.plan import SqlUpdate
     ops = []
-    for db in state_dbs(homes) if rows is None else list(rows):
-        row = (thread_rows(db, [thread_id]) if rows is None else rows[db]).get(thread_id)
-        if row is None or column not in row or row[column] == value:
+    for db in state_dbs(homes) if rows is None and values is None else list(rows if values is None else values):
+        if values is not None:
+            have = values[db].get(thread_id, NO_COLUMN)
+        else:
+            row = (thread_rows(db, [thread_id]) if rows is None else rows[db]).get(thread_id)
+            have = NO_COLUMN if row is None or column not in row else row[column]
+        if have is NO_COLUMN or have == value:
             continue
         ops.append(SqlUpdate(db=str(db), table="threads", key={"id": thread_id}, set={column: value},
-                             expect={column: row[column]}, session=session_of(thread_id), reason=reason))
+                             expect={column: have}, session=session_of(thread_id), reason=reason))
     return ops
 
 

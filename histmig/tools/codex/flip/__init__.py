@@ -60,7 +60,7 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
         plan.summary = _summary(c.targets, c, plan, default, old, exact,
                                 state_rows=count_provider_updates(c.targets, providers, new))
         return plan
-    rows = {db: codex_state.thread_rows(db) for db in codex_state.state_dbs(homes, cfg)}
+    rows = {db: codex_state.thread_providers(db) for db in codex_state.state_dbs(homes, cfg)}
     hdbs = codex_state.HistoryIndex(codex_state.history_dbs(homes, cfg)) if exact else None
     if exact:
         progress.note("files", len(c.targets))  # the whole-file reads: the long part, with a total
@@ -73,12 +73,11 @@ def plan_flip(homes, old: str, new: str, *, archived: bool = True, strip_encrypt
             if t.patches:
                 flipped.append(t)
             continue
-        plan.operations += codex_state.provider_update_ops(homes, t.thread_id, new, rows=rows,
+        plan.operations += codex_state.provider_update_ops(homes, t.thread_id, new, providers=rows,
                                                            reason=f"flip {old} -> {new}")
         flipped.append(t)
     if not strip_only:
-        _row_warnings(plan, {db: {i: r.get("model_provider") for i, r in by_id.items()}
-                             for db, by_id in rows.items()}, flipped, old, new)
+        _row_warnings(plan, rows, flipped, old, new)
     if set_config:
         op = codex_config.set_model_provider_op(homes, new)
         if op is not None:
@@ -165,7 +164,7 @@ def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: 
 
 
 def _row_warnings(plan: Plan, rows: dict, flipped: list[Target], old: str, new: str) -> None:
-    """``rows``: db -> {thread id: its model_provider}."""
+    """``rows``: db -> {thread id: its model_provider} (:func:`codex_state.thread_providers`)."""
     ids = {t.thread_id for t in flipped}
     for db, by_id in rows.items():
         stale = [i for i, provider in by_id.items() if provider == old and i not in ids]
