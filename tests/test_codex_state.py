@@ -57,6 +57,19 @@ def test_provider_update_ops_cover_every_db_holding_the_row(tmp_path):
     assert codex_state.provider_update_ops(homes_for(tmp_path), tid(1), "openai") == []
 
 
+def test_provider_update_ops_from_read_values_share_equal_dicts(tmp_path):
+    """A flip plans from ``thread_providers`` (two columns a row) and its thousands of operations share
+    one ``set`` and one ``expect`` dict (docs/bench.md, "Memory"); 1, 1.0 and True stay apart."""
+    db = tmp_path / ".codex" / "state_5.sqlite"
+    state_db(db, [{"id": tid(n), "rollout_path": f"/x{n}", "model_provider": "openai"} for n in (1, 2)])
+    providers = {db: codex_state.thread_providers(db)}
+    a, b = (codex_state.provider_update_ops(homes_for(tmp_path), tid(n), "new", providers=providers)[0] for n in (1, 2))
+    assert a.set is b.set and a.expect is b.expect and a.key == {"id": tid(1)} and b.key == {"id": tid(2)}
+    assert [type(codex_state._one("c", v)["c"]) for v in (1, 1.0, True)] == [int, float, bool]
+    assert codex_state._one("c", [1]) == {"c": [1]}          # unhashable: a dict of its own
+    assert codex_state.provider_update_ops(homes_for(tmp_path), tid(3), "new", providers=providers) == []
+
+
 def test_cwd_update_ops_store_the_realpath_of_an_existing_dir(tmp_path):
     codex = tmp_path / ".codex"
     real = tmp_path / "real"

@@ -192,9 +192,24 @@ def _thread_update_ops(homes, thread_id, column, value, *, rows=None, values=Non
             have = NO_COLUMN if row is None or column not in row else row[column]
         if have is NO_COLUMN or have == value:
             continue
-        ops.append(SqlUpdate(db=str(db), table="threads", key={"id": thread_id}, set={column: value},
-                             expect={column: have}, session=session_of(thread_id), reason=reason))
+        ops.append(SqlUpdate(db=str(db), table="threads", key={"id": thread_id}, set=_one(column, value),
+                             expect=_one(column, have), session=session_of(thread_id), reason=reason))
     return ops
+
+
+def _one(column: str, value: Any) -> dict[str, Any]:
+    """``{column: value}``, one dict for the operations in a row that hold the same (a flip's 8,000
+    ``set`` and ``expect``: 2.6 MB of equal dicts). Shared like :func:`session_of`'s: never changed
+    in place. ``typed``: 1, 1.0 and True stay three values."""
+    try:
+        return _shared_one(column, value)
+    except TypeError:                          # (an unhashable value: its own dict)
+        return {column: value}
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _shared_one(column: str, value: Any) -> dict[str, Any]:
+    return {column: value}
 
 
 def rebased_path_ops(homes, rebase, *, rows: dict[Path, dict[str, dict]], skip: set[str] = frozenset(),
@@ -294,6 +309,7 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
         return []
     from histmig.core.plan import SqlShift
     ops: list[SqlShift] = []
+    where = {"thread_id": thread_id}             # (one for the thread's operations, as its session)
     for db in (list(index.rows) if index is not None else history_dbs(homes) if dbs is None else dbs):
         for table, key, cols in OFFSET_TABLES:
             have, by_thread = index.rows[db][table] if index is not None else \
@@ -303,7 +319,7 @@ def offset_shift_ops(homes, thread_id: str, edits: Sequence[tuple[int, int]], *,
                 continue
             need = core_shift.needed(edits, rows.top, rows.digest.count == 1 and len(have) == 1)
             if need:
-                ops.append(SqlShift(db=str(db), table=table, where={"thread_id": thread_id}, order=key,
+                ops.append(SqlShift(db=str(db), table=table, where=where, order=key,
                                     columns=have, edits=need, expect=rows.digest.expect(),
                                     session=session_of(thread_id), reason=reason))
     return ops

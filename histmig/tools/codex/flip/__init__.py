@@ -13,6 +13,7 @@ need the whole file; a dry run (``exact=False``) stops at the heads.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,15 @@ def _plan_file(plan: Plan, t: Target, c: Census, homes, hdbs, error: str | None)
             path=str(t.path), expect=t.fingerprint, patches=tuple(t.patches),
             compression="zstd" if t.compressed else None, level=3,
             in_place_ok=not edits and not t.compressed, session=codex_state.session_of(t.thread_id),
-            reason=(f"model_provider {plan.args['old']} -> {plan.args['new']}" if plan.args["old"] != plan.args["new"]
-                    else "strip encrypted items")))
+            reason=_reason(plan.args["old"], plan.args["new"])))
         plan.operations += codex_state.offset_shift_ops(homes, t.thread_id, edits, index=hdbs)
     return True
+
+
+@functools.lru_cache(maxsize=8)
+def _reason(old: str, new: str) -> str:
+    """A rewrite's ``reason``: one string for a plan's thousands of files."""
+    return f"model_provider {old} -> {new}" if old != new else "strip encrypted items"
 
 
 def config_warnings(cfg: dict, old: str, new: str, default: str, *, set_config: bool, strip: bool,
