@@ -221,6 +221,19 @@ def test_the_inverse_rows_of_one_record_share_their_table_names_and_sessions():
     assert all(len(ids) == 1 for ids in by_thread.values())
 
 
+def test_every_inverse_operation_of_a_session_shares_one_session_dict():
+    """Its file's and its rows in every database (the file intents' copy: undo/__init__.py _add_rows)."""
+    h = _flipped(3)
+    plan = plan_undo(h, pick_transaction(h.state, None))
+    by_session: dict[str, set[int]] = {}
+    kinds: dict[str, set[str]] = {}
+    for op in plan.operations:
+        by_session.setdefault(op.session["id"], set()).add(id(op.session))
+        kinds.setdefault(op.session["id"], set()).add(type(op).__name__)
+    assert len(by_session) == 3 and all(len(ids) == 1 for ids in by_session.values())
+    assert all({"WriteFile", "SqlUpdate"} <= k for k in kinds.values())
+
+
 def test_plan_and_begin_gives_the_begin_record_without_its_operations():
     h = _flipped(2)
     plan, begin = plan_and_begin(h, pick_transaction(h.state, None))
