@@ -116,7 +116,7 @@ class ScanIndex:
     resume, head hash]``. Loading splits each line at its tab and keeps the record's bytes; a record is
     parsed when its file is looked up. Parsing the whole index at once held about 2 KB of objects a
     record (15 MB at 8,000 sessions) beside the parser's own buffers (~65 MB traced) for the listing's
-    length; a record's bytes are ~500 (docs/bench.md, "Memory and line count"). JSON escapes a tab
+    length; a record's bytes are ~500 (docs/scan-show.md, "The scan index"). JSON escapes a tab
     inside a string, so the first tab of a line always ends its path."""
 
     def __init__(self, file: str | None, records: dict[str, bytes] | None = None,
@@ -163,7 +163,7 @@ class ScanIndex:
         """The stored fields of ``path`` when the file is unchanged since they were stored (and, with
         ``names``, they are exactly those fields, of the types a ref holds: a damaged record is a miss)."""
         self.touched.add(path)
-        rec = self.record(path)             # (``_record`` and ``key_of`` inlined: one call per warm ref)
+        rec = self.record(path)             # (``key_of`` inlined: one call per warm ref)
         if type(rec) is not list or len(rec) != 5 or rec[1] != ctx:
             return None
         fields = rec[2]

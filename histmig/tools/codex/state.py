@@ -166,8 +166,8 @@ def provider_update_ops(homes, thread_id: str, new: str, *, providers: dict[Path
                         reason: str = "provider flip") -> list[SqlUpdate]:
     """``UPDATE threads SET model_provider = new`` in every state DB that has the thread.
     ``providers`` (db -> id -> its model_provider: :func:`thread_providers`) lets a caller planning
-    thousands of threads read each DB once, two columns a row (a row of every column was 8 MB more
-    for a flip of 8,000 sessions, held while its rollouts are scanned)."""
+    thousands of threads read each DB once, two columns a row (seven, as a dict a row, were 1.2 MB
+    more at the peak of a flip of 8,000 sessions: docs/bench.md, "This round")."""
     return _thread_update_ops(homes, thread_id, "model_provider", new, values=providers, reason=reason)
 
 
