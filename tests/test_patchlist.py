@@ -68,6 +68,21 @@ def test_a_plan_holding_a_patch_list_has_the_tuples_bytes(patches):
     assert again == op and hash(again) == hash(op)
 
 
+@settings(max_examples=100, deadline=None)
+@given(patch_tuples(), patch_tuples())
+def test_a_spilled_list_lets_go_of_its_pair_lookup_and_still_grows_as_a_new_one(first, more):
+    """Every WriteFile spills what it is given: its list keeps no dict of pairs (232 bytes for one),
+    and one appended to afterwards (or unpickled) is the list built in one go."""
+    pl = PatchList(first).spill()
+    assert pl._ids is None and pl == first
+    pl.extend(more)
+    pl.extend(PatchList(more).spill())
+    assert pl == first + more + more and len(pl.pairs) == len(set(pl.pairs))
+    again = pickle.loads(pickle.dumps(PatchList(first).spill()))
+    again.extend(more)
+    assert again == first + more and len(again.pairs) == len(set(again.pairs))
+
+
 def test_a_patch_per_line_costs_a_few_bytes():
     """A move of a 100,000-line transcript: one patch per line, the same two values."""
     old, new = b'"/tmp/proj"', b'"/tmp/proj-moved"'
