@@ -518,3 +518,16 @@ def test_a_process_running_one_command_freezes_what_its_start_up_imported(isolat
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert int(p.stdout.split()[-1]) > 1000
+
+
+def test_a_stored_key_of_the_wrong_length_is_a_miss_for_a_grown_file_too(tmp_path):
+    """A damaged record's ``[dev, ino, size, mtime_ns]`` of three numbers: no hit, and no grow check
+    (unpacking it raised ValueError before the layout of 2fa29f5 checked its length)."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"{}\n")
+    st = os.stat(path)
+    index = scanindex.ScanIndex(str(tmp_path / "idx"))
+    index.records[str(path)] = orjson.dumps([[st.st_dev, st.st_ino, 1], None, {}, {"end": 1}, "h"]) + b"\n"
+    assert index.hit(str(path), st) is None and index.grown(str(path), st) is None
+    index.records[str(path)] = orjson.dumps([[st.st_dev, st.st_ino, 1, 0], None, {}, {"end": 1}, "h"]) + b"\n"
+    assert index.grown(str(path), st) == ({"end": 1}, "h")     # the same record, its key whole: it grew
